@@ -1,0 +1,645 @@
+// Package backend manages connections to MySQL servers: dialing and
+// authenticating, a pool per server, and the per-connection state (current
+// database, session variables, prepared statements) that the frontend brings
+// in line with a client session before each statement.
+package backend
+
+import (
+	"container/list"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/mysql/auth"
+)
+
+// Capabilities the proxy asks of every backend. DEPRECATE_EOF and
+// SESSION_TRACK let result terminators carry session-state changes;
+// MULTI_STATEMENTS lets state restoration and a statement share a round trip.
+const wantCaps = mysql.ClientLongPassword | mysql.ClientLongFlag | mysql.ClientProtocol41 |
+	mysql.ClientTransactions | mysql.ClientSecureConnection | mysql.ClientMultiStatements |
+	mysql.ClientMultiResults | mysql.ClientPSMultiResults | mysql.ClientPluginAuth |
+	mysql.ClientPluginAuthLenencClientData | mysql.ClientLocalFiles | mysql.ClientSessionTrack |
+	mysql.ClientDeprecateEOF | mysql.ClientConnectWithDB | mysql.ClientConnectAttrs
+
+// requiredCaps are what the proxy cannot work without.
+const requiredCaps = mysql.ClientProtocol41 | mysql.ClientSecureConnection | mysql.ClientSessionTrack
+
+// Conn is one authenticated connection to a backend server.
+type Conn struct {
+	*mysql.Conn
+	pool *Pool
+
+	ThreadID      uint32 // the server's connection id (for KILL)
+	Caps          uint32 // negotiated capabilities
+	ServerVersion string
+	FoundRows     bool // opened with CLIENT_FOUND_ROWS
+
+	createdAt   time.Time
+	lastUsed    time.Time
+	lastChecked time.Time
+	epoch       uint64 // pool epoch at dial time; older conns are dropped after a failure
+	uses        uint64 // bumped each time the conn is handed out (affinity check)
+	idleIdx     int    // position in the pool's idle stack, -1 when in use
+
+	// State as last set on the server, kept in step by the frontend.
+	DB           string
+	Vars         Vars
+	VarsFP       uint64 // fingerprint of Vars as last synced or learnt
+	LastInsertID uint64
+	// Dirty marks state the proxy cannot describe (user variables, temporary
+	// tables, locks...): the conn needs a reset before another session uses it.
+	Dirty bool
+
+	stmts     map[string]*list.Element // SQL text -> LRU element of *Stmt
+	stmtLRU   *list.List
+	stmtLimit int
+
+	scratch []byte
+	relay   mysql.Relay
+}
+
+// Stmt is a statement prepared on one backend connection.
+type Stmt struct {
+	SQL     string
+	DB      string
+	ID      uint32
+	Params  uint16
+	Columns uint16
+}
+
+// DialConfig says how to reach and log in to a server.
+type DialConfig struct {
+	Addr           string // resolved ip:port
+	User, Password string
+	Database       string
+	TLS            *tls.Config // nil: no TLS
+	TLSRequired    bool        // fail when the server does not offer TLS
+	ConnectTimeout time.Duration
+	Charset        byte
+	StmtLimit      int
+}
+
+// Dial connects and authenticates.
+func Dial(ctx context.Context, dc *DialConfig, foundRows bool) (*Conn, error) {
+	d := net.Dialer{Timeout: dc.ConnectTimeout, KeepAlive: 30 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", dc.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", dc.Addr, err)
+	}
+	c := &Conn{Conn: mysql.NewConn(nc), createdAt: time.Now(), FoundRows: foundRows,
+		stmts: make(map[string]*list.Element), stmtLRU: list.New(), stmtLimit: dc.StmtLimit, idleIdx: -1}
+	if dc.StmtLimit <= 0 {
+		c.stmtLimit = 256
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(deadline)
+	} else if dc.ConnectTimeout > 0 {
+		_ = nc.SetDeadline(time.Now().Add(dc.ConnectTimeout))
+	}
+	if err := c.handshake(dc); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("login to %s as %q: %w", dc.Addr, dc.User, err)
+	}
+	if err := c.setupSession(); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("set up session on %s: %w", dc.Addr, err)
+	}
+	_ = c.NetConn().SetDeadline(time.Time{})
+	c.DB = dc.Database
+	c.lastUsed = time.Now()
+	return c, nil
+}
+
+func (c *Conn) handshake(dc *DialConfig) error {
+	p, err := c.ReadPacket()
+	if err != nil {
+		return fmt.Errorf("read greeting: %w", err)
+	}
+	g, err := mysql.ParseGreeting(p)
+	if err != nil {
+		return err
+	}
+	if g.Capabilities&requiredCaps != requiredCaps {
+		return fmt.Errorf("server %q lacks required capabilities (protocol 4.1, secure auth, session tracking)", g.ServerVersion)
+	}
+	c.ThreadID = g.ConnectionID
+	c.ServerVersion = g.ServerVersion
+	caps := wantCaps & g.Capabilities
+	if dc.Database == "" {
+		caps &^= mysql.ClientConnectWithDB
+	}
+	if c.FoundRows {
+		caps |= mysql.ClientFoundRows
+	}
+	if dc.TLS != nil && g.Capabilities&mysql.ClientSSL != 0 {
+		caps |= mysql.ClientSSL
+		if err := c.startTLS(dc, caps); err != nil {
+			return err
+		}
+	} else if dc.TLSRequired {
+		return errors.New("server does not offer TLS but the cluster's tls.mode requires it")
+	}
+	c.Caps = caps
+	plugin := g.AuthPlugin
+	if plugin == "" {
+		plugin = auth.PluginNative
+	}
+	resp, err := scrambleFor(plugin, dc.Password, g.AuthData)
+	if err != nil {
+		return err
+	}
+	hr := &mysql.HandshakeResponse{
+		Capabilities: caps, MaxPacket: mysql.MaxPayload, Charset: dc.Charset,
+		User: dc.User, AuthResponse: resp, Database: dc.Database, AuthPlugin: plugin,
+		Attrs: connectAttrs(),
+	}
+	if err := c.EndPacket(mysql.AppendHandshakeResponse(c.BeginPacket(), hr)); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	return c.authResult(dc, plugin, g.AuthData)
+}
+
+func (c *Conn) startTLS(dc *DialConfig, caps uint32) error {
+	if err := c.EndPacket(mysql.AppendSSLRequest(c.BeginPacket(), caps, mysql.MaxPayload, dc.Charset)); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	tc := tls.Client(c.NetConn(), dc.TLS)
+	if err := tc.Handshake(); err != nil {
+		return fmt.Errorf("TLS handshake: %w", err)
+	}
+	c.SetNetConn(tc)
+	return nil
+}
+
+// connectAttrs names the proxy in the server's performance_schema.
+func connectAttrs() []byte {
+	var b []byte
+	b = mysql.AppendLenEncStr(b, "_client_name")
+	b = mysql.AppendLenEncStr(b, "shardgate")
+	b = mysql.AppendLenEncStr(b, "program_name")
+	b = mysql.AppendLenEncStr(b, "shardgate")
+	return b
+}
+
+func scrambleFor(plugin, password string, salt []byte) ([]byte, error) {
+	switch plugin {
+	case auth.PluginNative:
+		return auth.NativeScramble([]byte(password), salt), nil
+	case auth.PluginCachingSHA2:
+		return auth.SHA2Scramble([]byte(password), salt), nil
+	}
+	return nil, fmt.Errorf("server asks for unsupported auth plugin %q", plugin)
+}
+
+// authResult follows the server through auth switches and caching_sha2
+// exchanges until OK or ERR.
+func (c *Conn) authResult(dc *DialConfig, plugin string, salt []byte) error {
+	for {
+		p, err := c.ReadPacket()
+		if err != nil {
+			return fmt.Errorf("read auth result: %w", err)
+		}
+		if len(p) == 0 {
+			return fmt.Errorf("empty auth result: %w", mysql.ErrMalformed)
+		}
+		switch p[0] {
+		case mysql.HeaderOK:
+			return nil
+		case mysql.HeaderErr:
+			return mysql.ParseErr(p)
+		case mysql.HeaderAuthSwitch:
+			name, data, err := mysql.ParseAuthSwitch(p)
+			if err != nil {
+				return err
+			}
+			plugin, salt = name, data
+			resp, err := scrambleFor(plugin, dc.Password, salt)
+			if err != nil {
+				return err
+			}
+			if err := c.writeAuth(resp); err != nil {
+				return err
+			}
+		case mysql.HeaderAuthMore:
+			if err := c.authMore(dc, plugin, salt, p[1:]); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("unexpected auth packet 0x%02x: %w", p[0], mysql.ErrMalformed)
+		}
+	}
+}
+
+// caching_sha2_password AuthMoreData codes.
+const (
+	sha2RequestPublicKey = 0x02
+	sha2FastAuthOK       = 0x03
+	sha2FullAuth         = 0x04
+)
+
+func (c *Conn) authMore(dc *DialConfig, plugin string, salt, data []byte) error {
+	if plugin != auth.PluginCachingSHA2 || len(data) == 0 {
+		return fmt.Errorf("unexpected auth data for %s: %w", plugin, mysql.ErrMalformed)
+	}
+	switch data[0] {
+	case sha2FastAuthOK:
+		return nil // OK follows
+	case sha2FullAuth:
+		if _, isTLS := c.NetConn().(*tls.Conn); isTLS {
+			return c.writeAuth(append([]byte(dc.Password), 0))
+		}
+		if err := c.writeAuth([]byte{sha2RequestPublicKey}); err != nil {
+			return err
+		}
+		p, err := c.ReadPacket()
+		if err != nil {
+			return fmt.Errorf("read public key: %w", err)
+		}
+		if len(p) < 2 || p[0] != mysql.HeaderAuthMore {
+			return fmt.Errorf("public key response: %w", mysql.ErrMalformed)
+		}
+		pub, err := auth.ParsePublicKeyPEM(p[1:])
+		if err != nil {
+			return err
+		}
+		enc, err := auth.EncryptPassword([]byte(dc.Password), salt, pub)
+		if err != nil {
+			return err
+		}
+		return c.writeAuth(enc)
+	}
+	return fmt.Errorf("unexpected caching_sha2 status 0x%02x: %w", data[0], mysql.ErrMalformed)
+}
+
+func (c *Conn) writeAuth(b []byte) error {
+	if err := c.WritePacket(b); err != nil {
+		return err
+	}
+	return c.Flush()
+}
+
+// setupSession turns on the session tracking the proxy learns state from.
+func (c *Conn) setupSession() error {
+	return c.Exec("SET SESSION session_track_system_variables='*', session_track_schema=1, session_track_state_change=1")
+}
+
+// Exec runs a statement of the proxy's own and discards its results (all of
+// them, for a multi-statement). It returns the first server error.
+func (c *Conn) Exec(sql string) error {
+	c.ResetSeq()
+	b := append(c.BeginPacket(), mysql.ComQuery)
+	b = append(b, sql...)
+	if err := c.EndPacket(b); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	return c.DrainResponse()
+}
+
+// DrainResponse reads a full COM_QUERY-style response and discards it,
+// returning the first ERR as an *mysql.SQLError.
+func (c *Conn) DrainResponse() error {
+	var firstErr error
+	for {
+		more, err := c.drainResult()
+		if err != nil {
+			var se *mysql.SQLError
+			if !errors.As(err, &se) {
+				return err
+			}
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+		if !more {
+			return firstErr
+		}
+	}
+}
+
+func (c *Conn) drainResult() (bool, error) {
+	p, err := c.ReadPacket()
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case mysql.IsErr(p):
+		return false, mysql.ParseErr(p)
+	case mysql.IsOK(p):
+		ok, _ := mysql.ParseOK(p, c.Caps)
+		c.noteOK(&ok)
+		return ok.Status&mysql.StatusMoreResultsExists != 0, nil
+	case len(p) > 0 && p[0] == mysql.HeaderLocalInfile:
+		// Never for the proxy's own statements; refuse politely.
+		if err := c.writeAuth(nil); err != nil {
+			return false, err
+		}
+		return c.drainResult()
+	}
+	cols, _, _, _ := mysql.ReadLenEncInt(p)
+	for i := uint64(0); i < cols; i++ {
+		if _, err := c.ReadPacket(); err != nil {
+			return false, err
+		}
+	}
+	for {
+		p, err := c.ReadPacket()
+		if err != nil {
+			return false, err
+		}
+		if mysql.IsErr(p) {
+			return false, mysql.ParseErr(p)
+		}
+		if mysql.IsEOF(p) && len(p) < 0xffffff {
+			ok, _ := mysql.ParseOK(p, c.Caps)
+			return ok.Status&mysql.StatusMoreResultsExists != 0, nil
+		}
+	}
+}
+
+// noteOK keeps the connection's own record of facts reported in OK packets
+// of the proxy's statements.
+func (c *Conn) noteOK(ok *mysql.OKPacket) {
+	if ok.LastInsertID != 0 {
+		c.LastInsertID = ok.LastInsertID
+	}
+}
+
+// Relay returns the connection's relay, set up for a client.
+func (c *Conn) Relay(client *mysql.Conn, clientCaps uint32) *mysql.Relay {
+	r := &c.relay
+	r.Client, r.Backend = client, c.Conn
+	r.ClientCaps, r.BackendCaps = clientCaps, c.Caps
+	r.LocalFiles = clientCaps&mysql.ClientLocalFiles != 0
+	return r
+}
+
+// WriteCommand sends a client's command packet as is, starting a new command.
+func (c *Conn) WriteCommand(p []byte) error {
+	c.ResetSeq()
+	if err := c.WritePacket(p); err != nil {
+		return err
+	}
+	return c.Flush()
+}
+
+// Ping checks the connection.
+func (c *Conn) Ping() error {
+	c.ResetSeq()
+	if err := c.WritePacket([]byte{mysql.ComPing}); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	p, err := c.ReadPacket()
+	if err != nil {
+		return err
+	}
+	if mysql.IsErr(p) {
+		return mysql.ParseErr(p)
+	}
+	return nil
+}
+
+// Reset returns the server session to a clean state (rolls back, drops user
+// variables, temporary tables, locks and prepared statements) and turns
+// session tracking back on, in one round trip.
+func (c *Conn) Reset() error {
+	c.ResetSeq()
+	if err := c.WritePacket([]byte{mysql.ComResetConnection}); err != nil {
+		return err
+	}
+	c.ResetSeq()
+	b := append(c.BeginPacket(), mysql.ComQuery)
+	b = append(b, "SET SESSION session_track_system_variables='*', session_track_schema=1, session_track_state_change=1"...)
+	if err := c.EndPacket(b); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	p, err := c.ReadPacket()
+	if err != nil {
+		return err
+	}
+	if mysql.IsErr(p) {
+		// The SET still runs; read its reply before reporting.
+		_ = c.DrainResponse()
+		return mysql.ParseErr(p)
+	}
+	if err := c.DrainResponse(); err != nil {
+		return err
+	}
+	c.Vars = c.Vars[:0]
+	c.VarsFP = 0
+	c.LastInsertID = 0
+	c.Dirty = false
+	c.forgetStmts()
+	return nil
+}
+
+// forgetStmts drops the record of server-side statements (after a reset
+// deallocated them).
+func (c *Conn) forgetStmts() {
+	clear(c.stmts)
+	c.stmtLRU.Init()
+}
+
+// LookupStmt returns the statement prepared here for sql under db, if any,
+// and marks it recently used.
+func (c *Conn) LookupStmt(sql []byte, db string) *Stmt {
+	e, ok := c.stmts[string(sql)]
+	if !ok {
+		return nil
+	}
+	st := e.Value.(*Stmt)
+	if st.DB != db {
+		return nil
+	}
+	c.stmtLRU.MoveToFront(e)
+	return st
+}
+
+// AddStmt records a statement prepared here, replacing one for the same SQL
+// and evicting the least recently used beyond the limit (closing them on the
+// server so thousands of sessions never exhaust max_prepared_stmt_count).
+func (c *Conn) AddStmt(st *Stmt) error {
+	if e, ok := c.stmts[st.SQL]; ok {
+		old := e.Value.(*Stmt)
+		c.stmtLRU.Remove(e)
+		delete(c.stmts, st.SQL)
+		if old.ID != st.ID {
+			if err := c.closeStmt(old.ID); err != nil {
+				return err
+			}
+		}
+	}
+	c.stmts[st.SQL] = c.stmtLRU.PushFront(st)
+	for c.stmtLRU.Len() > c.stmtLimit {
+		e := c.stmtLRU.Back()
+		old := e.Value.(*Stmt)
+		c.stmtLRU.Remove(e)
+		delete(c.stmts, old.SQL)
+		if err := c.closeStmt(old.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StmtCount reports how many statements are prepared on this connection.
+func (c *Conn) StmtCount() int { return c.stmtLRU.Len() }
+
+func (c *Conn) closeStmt(id uint32) error {
+	c.ResetSeq()
+	b := append(c.BeginPacket(), mysql.ComStmtClose)
+	b = mysql.AppendUint32(b, id)
+	return c.EndPacket(b) // no response; flushed with the next command
+}
+
+// Prepare prepares sql on this connection for the proxy's own use (the
+// client already has its metadata) and records it.
+func (c *Conn) Prepare(sql string, db string) (*Stmt, error) {
+	c.ResetSeq()
+	b := append(c.BeginPacket(), mysql.ComStmtPrepare)
+	b = append(b, sql...)
+	if err := c.EndPacket(b); err != nil {
+		return nil, err
+	}
+	if err := c.Flush(); err != nil {
+		return nil, err
+	}
+	p, err := c.ReadPacket()
+	if err != nil {
+		return nil, err
+	}
+	if mysql.IsErr(p) {
+		return nil, mysql.ParseErr(p)
+	}
+	st, err := ParsePrepareOK(p)
+	if err != nil {
+		return nil, err
+	}
+	st.SQL, st.DB = sql, db
+	if err := c.skipPrepareMetadata(st); err != nil {
+		return nil, err
+	}
+	if err := c.AddStmt(st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// ParsePrepareOK decodes the first packet of a COM_STMT_PREPARE response.
+func ParsePrepareOK(p []byte) (*Stmt, error) {
+	r := mysql.NewReader(p)
+	if r.Byte() != mysql.HeaderOK {
+		return nil, fmt.Errorf("prepare response: %w", mysql.ErrMalformed)
+	}
+	st := &Stmt{ID: r.Uint32(), Columns: r.Uint16(), Params: r.Uint16()}
+	if !r.OK() {
+		return nil, fmt.Errorf("prepare response: %w", mysql.ErrMalformed)
+	}
+	return st, nil
+}
+
+func (c *Conn) skipPrepareMetadata(st *Stmt) error {
+	n := int(st.Params) + int(st.Columns)
+	if c.Caps&mysql.ClientDeprecateEOF == 0 {
+		if st.Params > 0 {
+			n++
+		}
+		if st.Columns > 0 {
+			n++
+		}
+	}
+	for i := 0; i < n; i++ {
+		if _, err := c.ReadPacket(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Uses reports how many times the connection was handed out.
+func (c *Conn) Uses() uint64 { return c.uses }
+
+// Pool returns the pool the connection belongs to.
+func (c *Conn) Pool() *Pool { return c.pool }
+
+// QueryRows runs a statement and returns its text rows (NULL as "").
+func (c *Conn) QueryRows(sql string) ([][]string, error) {
+	c.ResetSeq()
+	b := append(c.BeginPacket(), mysql.ComQuery)
+	b = append(b, sql...)
+	if err := c.EndPacket(b); err != nil {
+		return nil, err
+	}
+	if err := c.Flush(); err != nil {
+		return nil, err
+	}
+	p, err := c.ReadPacket()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case mysql.IsErr(p):
+		return nil, mysql.ParseErr(p)
+	case mysql.IsOK(p):
+		return nil, nil
+	}
+	cols, _, _, ok := mysql.ReadLenEncInt(p)
+	if !ok {
+		return nil, fmt.Errorf("column count: %w", mysql.ErrMalformed)
+	}
+	for i := uint64(0); i < cols; i++ {
+		if _, err := c.ReadPacket(); err != nil {
+			return nil, err
+		}
+	}
+	if c.Caps&mysql.ClientDeprecateEOF == 0 {
+		if _, err := c.ReadPacket(); err != nil {
+			return nil, err
+		}
+	}
+	var rows [][]string
+	for {
+		p, err := c.ReadPacket()
+		if err != nil {
+			return nil, err
+		}
+		if mysql.IsErr(p) {
+			return nil, mysql.ParseErr(p)
+		}
+		if mysql.IsEOF(p) {
+			return rows, nil
+		}
+		r := mysql.NewReader(p)
+		row := make([]string, cols)
+		for i := range row {
+			if len(r.Rest()) > 0 && r.Rest()[0] == 0xfb {
+				r.Byte()
+				continue
+			}
+			row[i] = string(r.LenEncString())
+		}
+		if !r.OK() {
+			return nil, fmt.Errorf("row: %w", mysql.ErrMalformed)
+		}
+		rows = append(rows, row)
+	}
+}

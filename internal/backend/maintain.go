@@ -1,0 +1,116 @@
+package backend
+
+import (
+	"context"
+	"time"
+)
+
+// maintain runs off the hot path: it keeps MinIdle connections warm, retires
+// connections idle past IdleTimeout (above MinIdle) or older than
+// MaxLifetime, and pings connections that sat idle for a health-check
+// interval so a dead one is found here rather than by a client.
+func (p *Pool) maintain() {
+	defer close(p.done)
+	tick := time.NewTicker(p.tickEvery())
+	defer tick.Stop()
+	p.warm()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-tick.C:
+			p.expire()
+			p.healthCheck()
+			p.warm()
+		}
+	}
+}
+
+func (p *Pool) tickEvery() time.Duration {
+	d := p.cfg.HealthCheckInterval / 2
+	if d > time.Second {
+		d = time.Second
+	}
+	if d < 10*time.Millisecond {
+		d = 10 * time.Millisecond
+	}
+	return d
+}
+
+// warm dials until MinIdle connections are open. It stops at the first
+// failure; the next tick tries again, so a dead server costs one dial per tick.
+func (p *Pool) warm() {
+	for {
+		p.mu.Lock()
+		if p.closed || p.open >= p.cfg.MinIdle || p.open >= p.cfg.MaxOpen {
+			p.mu.Unlock()
+			return
+		}
+		p.open++
+		p.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), p.dial.ConnectTimeout+time.Second)
+		c, err := p.dialReserved(ctx, false)
+		cancel()
+		if err != nil {
+			return
+		}
+		p.Release(c)
+	}
+}
+
+// takeIdle removes from the idle stacks the connections pick selects.
+func (p *Pool) takeIdle(pick func(c *Conn, idleCount int) bool) []*Conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*Conn
+	for fr := range p.idle {
+		kept := p.idle[fr][:0]
+		for _, c := range p.idle[fr] {
+			if pick(c, len(p.idle[0])+len(p.idle[1])-len(out)) {
+				c.idleIdx = -1
+				out = append(out, c)
+				continue
+			}
+			c.idleIdx = len(kept)
+			kept = append(kept, c)
+		}
+		for i := len(kept); i < len(p.idle[fr]); i++ {
+			p.idle[fr][i] = nil
+		}
+		p.idle[fr] = kept
+	}
+	return out
+}
+
+func (p *Pool) expire() {
+	now := time.Now()
+	old := p.takeIdle(func(c *Conn, idleCount int) bool {
+		if p.cfg.MaxLifetime > 0 && now.Sub(c.createdAt) > p.cfg.MaxLifetime {
+			return true
+		}
+		return p.cfg.IdleTimeout > 0 && idleCount > p.cfg.MinIdle && now.Sub(c.lastUsed) > p.cfg.IdleTimeout
+	})
+	for _, c := range old {
+		p.closeConn(c)
+		p.releaseSlot()
+	}
+}
+
+func (p *Pool) healthCheck() {
+	now := time.Now()
+	stale := p.takeIdle(func(c *Conn, _ int) bool {
+		return now.Sub(c.lastUsed) > p.cfg.HealthCheckInterval && now.Sub(c.lastChecked) > p.cfg.HealthCheckInterval
+	})
+	for _, c := range stale {
+		_ = c.NetConn().SetDeadline(now.Add(p.dial.ConnectTimeout + time.Second))
+		err := c.Ping()
+		_ = c.NetConn().SetDeadline(time.Time{})
+		if err != nil {
+			p.log.Warn("idle backend connection failed its health check", "thread_id", c.ThreadID, "err", err)
+			p.Discard(c, true)
+			continue
+		}
+		c.lastChecked = time.Now()
+		p.release(c, false) // a ping is not use: keep idle expiry honest
+	}
+}

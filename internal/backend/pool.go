@@ -1,0 +1,388 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/mysql"
+)
+
+// PoolConfig bounds a pool.
+type PoolConfig struct {
+	MaxOpen, MaxIdle, MinIdle int
+	IdleTimeout, MaxLifetime  time.Duration
+	WaitTimeout               time.Duration
+	MaxWaiters                int
+	HealthCheckInterval       time.Duration
+}
+
+// Error codes of the proxy's own backend errors. 9001 is what ProxySQL uses
+// for "no connection to the backend could be had", so tooling recognises it.
+const ErrCodeBackendUnavailable uint16 = 9001
+
+// Pool holds connections to one server. One mutex per pool (per server), held
+// only to push or pop a stack: never during I/O.
+type Pool struct {
+	Name string // for errors and metrics, e.g. "main/primary"
+	dial *DialConfig
+	cfg  PoolConfig
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	idle    [2][]*Conn // by FoundRows flag; LIFO keeps hot connections hot
+	open    int
+	waiters []*waiter // FIFO
+	epoch   uint64
+	closed  bool
+	lastErr error
+
+	stop chan struct{}
+	done chan struct{}
+
+	Stats PoolStats
+}
+
+// PoolStats are counters read by metrics.
+type PoolStats struct {
+	Dials, DialErrors, Timeouts, Discarded atomic.Uint64
+}
+
+type waiter struct {
+	foundRows bool
+	ch        chan *Conn // receives a conn, or nil as permission to dial
+}
+
+// NewPool creates a pool and starts its maintenance goroutine, which warms
+// up MinIdle connections in the background.
+func NewPool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger) *Pool {
+	if cfg.MaxIdle <= 0 || cfg.MaxIdle > cfg.MaxOpen {
+		cfg.MaxIdle = cfg.MaxOpen
+	}
+	if cfg.MinIdle > cfg.MaxIdle {
+		cfg.MinIdle = cfg.MaxIdle
+	}
+	if cfg.HealthCheckInterval <= 0 {
+		cfg.HealthCheckInterval = 10 * time.Second
+	}
+	p := &Pool{Name: name, dial: dc, cfg: cfg, log: log.With("pool", name, "addr", dc.Addr),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go p.maintain()
+	return p
+}
+
+// Addr returns the server address.
+func (p *Pool) Addr() string { return p.dial.Addr }
+
+// Acquire hands out a connection, dialing when the pool is below MaxOpen and
+// waiting (bounded in time and queue length) when it is full.
+func (p *Pool) Acquire(ctx context.Context, foundRows bool) (*Conn, error) {
+	fr := b2i(foundRows)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, p.unavailable(errors.New("pool is closed"))
+	}
+	for n := len(p.idle[fr]); n > 0; n = len(p.idle[fr]) {
+		c := p.idle[fr][n-1]
+		p.idle[fr] = p.idle[fr][:n-1]
+		c.idleIdx = -1
+		if c.epoch != p.epoch {
+			p.open--
+			p.mu.Unlock()
+			p.closeConn(c)
+			p.mu.Lock()
+			continue
+		}
+		c.uses++
+		p.mu.Unlock()
+		return c, nil
+	}
+	if p.open < p.cfg.MaxOpen {
+		p.open++
+		p.mu.Unlock()
+		return p.dialReserved(ctx, foundRows)
+	}
+	if other := p.idle[1-fr]; len(other) > 0 {
+		// Full, but an idle connection of the other CLIENT_FOUND_ROWS kind
+		// exists: replace it.
+		c := other[len(other)-1]
+		p.idle[1-fr] = other[:len(other)-1]
+		c.idleIdx = -1
+		p.mu.Unlock()
+		p.closeConn(c)
+		return p.dialReserved(ctx, foundRows)
+	}
+	if len(p.waiters) >= p.cfg.MaxWaiters {
+		p.mu.Unlock()
+		return nil, mysql.NewError(ErrCodeBackendUnavailable, mysql.StateGeneral,
+			"shardgate: too many statements waiting for a connection to backend %s (%s): max_waiters=%d",
+			p.Name, p.dial.Addr, p.cfg.MaxWaiters)
+	}
+	w := &waiter{foundRows: foundRows, ch: make(chan *Conn, 1)}
+	p.waiters = append(p.waiters, w)
+	p.mu.Unlock()
+	return p.wait(ctx, w)
+}
+
+func (p *Pool) wait(ctx context.Context, w *waiter) (*Conn, error) {
+	timer := time.NewTimer(p.cfg.WaitTimeout)
+	defer timer.Stop()
+	select {
+	case c := <-w.ch:
+		return p.granted(ctx, w, c)
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	removed := p.removeWaiter(w)
+	p.mu.Unlock()
+	if !removed {
+		// Granted while timing out: take it rather than lose it.
+		return p.granted(ctx, w, <-w.ch)
+	}
+	p.Stats.Timeouts.Add(1)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("waiting for backend %s: %w", p.Name, ctx.Err())
+	}
+	return nil, mysql.NewError(ErrCodeBackendUnavailable, mysql.StateGeneral,
+		"shardgate: timed out after %s waiting for a connection to backend %s (%s); pool max_open=%d",
+		p.cfg.WaitTimeout, p.Name, p.dial.Addr, p.cfg.MaxOpen)
+}
+
+func (p *Pool) granted(ctx context.Context, w *waiter, c *Conn) (*Conn, error) {
+	if c == nil {
+		return p.dialReserved(ctx, w.foundRows)
+	}
+	return c, nil
+}
+
+func (p *Pool) removeWaiter(w *waiter) bool {
+	for i, x := range p.waiters {
+		if x == w {
+			copy(p.waiters[i:], p.waiters[i+1:])
+			p.waiters[len(p.waiters)-1] = nil
+			p.waiters = p.waiters[:len(p.waiters)-1]
+			return true
+		}
+	}
+	return false
+}
+
+// dialReserved dials for a slot already counted in open.
+func (p *Pool) dialReserved(ctx context.Context, foundRows bool) (*Conn, error) {
+	p.mu.Lock()
+	epoch := p.epoch
+	p.mu.Unlock()
+	p.Stats.Dials.Add(1)
+	c, err := Dial(ctx, p.dial, foundRows)
+	if err != nil {
+		p.Stats.DialErrors.Add(1)
+		p.mu.Lock()
+		p.lastErr = err
+		p.mu.Unlock()
+		p.releaseSlot()
+		p.log.Warn("backend connect failed", "err", err)
+		return nil, p.unavailable(err)
+	}
+	c.pool = p
+	c.epoch = epoch
+	c.uses = 1
+	return c, nil
+}
+
+func (p *Pool) unavailable(err error) error {
+	return mysql.NewError(ErrCodeBackendUnavailable, mysql.StateGeneral,
+		"shardgate: backend %s (%s) unavailable: %v", p.Name, p.dial.Addr, err)
+}
+
+// releaseSlot gives up an open slot: a waiter, if any, inherits it and dials.
+func (p *Pool) releaseSlot() {
+	p.mu.Lock()
+	if len(p.waiters) > 0 {
+		w := p.popWaiter()
+		p.mu.Unlock()
+		w.ch <- nil
+		return
+	}
+	p.open--
+	p.mu.Unlock()
+}
+
+func (p *Pool) popWaiter() *waiter {
+	w := p.waiters[0]
+	copy(p.waiters, p.waiters[1:])
+	p.waiters[len(p.waiters)-1] = nil
+	p.waiters = p.waiters[:len(p.waiters)-1]
+	return w
+}
+
+// Release returns a healthy, clean connection to the pool.
+func (p *Pool) Release(c *Conn) { p.release(c, true) }
+
+// release returns c; touch says whether this counts as use for idle expiry
+// (a health-check ping does not).
+func (p *Pool) release(c *Conn, touch bool) {
+	if touch {
+		c.lastUsed = time.Now()
+	}
+	fr := b2i(c.FoundRows)
+	p.mu.Lock()
+	if p.closed || c.epoch != p.epoch {
+		p.open--
+		p.mu.Unlock()
+		p.closeConn(c)
+		return
+	}
+	for i, w := range p.waiters {
+		if w.foundRows == c.FoundRows {
+			copy(p.waiters[i:], p.waiters[i+1:])
+			p.waiters[len(p.waiters)-1] = nil
+			p.waiters = p.waiters[:len(p.waiters)-1]
+			c.uses++
+			p.mu.Unlock()
+			w.ch <- c
+			return
+		}
+	}
+	if len(p.waiters) > 0 {
+		// Only waiters of the other kind: close this one, let one dial.
+		w := p.popWaiter()
+		p.mu.Unlock()
+		p.closeConn(c)
+		w.ch <- nil
+		return
+	}
+	if len(p.idle[0])+len(p.idle[1]) >= p.cfg.MaxIdle {
+		p.open--
+		p.mu.Unlock()
+		p.closeConn(c)
+		return
+	}
+	c.idleIdx = len(p.idle[fr])
+	p.idle[fr] = append(p.idle[fr], c)
+	p.mu.Unlock()
+}
+
+// Reclaim takes back a specific idle connection if nobody used it since the
+// caller released it (uses unchanged). Sessions use it to see their previous
+// statement's diagnostics (warnings, FOUND_ROWS, ROW_COUNT).
+func (p *Pool) Reclaim(c *Conn, uses uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c.idleIdx < 0 || c.uses != uses || c.epoch != p.epoch {
+		return false
+	}
+	fr := b2i(c.FoundRows)
+	st := p.idle[fr]
+	i := c.idleIdx
+	if i >= len(st) || st[i] != c {
+		return false
+	}
+	copy(st[i:], st[i+1:])
+	st[len(st)-1] = nil
+	p.idle[fr] = st[:len(st)-1]
+	for k := i; k < len(p.idle[fr]); k++ {
+		p.idle[fr][k].idleIdx = k
+	}
+	c.idleIdx = -1
+	c.uses++
+	return true
+}
+
+// Discard closes a broken or dirty connection. A connection that failed on
+// I/O also retires every idle connection dialed before it (they most likely
+// died with the server), so clients do not meet them one error at a time.
+func (p *Pool) Discard(c *Conn, ioFailure bool) {
+	p.Stats.Discarded.Add(1)
+	p.closeConn(c)
+	if ioFailure {
+		p.mu.Lock()
+		if c.epoch == p.epoch {
+			p.epoch++
+		}
+		p.mu.Unlock()
+	}
+	p.releaseSlot()
+}
+
+func (p *Pool) closeConn(c *Conn) {
+	if c.Pending() > 0 {
+		_ = c.Flush() // a queued COM_STMT_CLOSE, harmless either way
+	}
+	_ = c.Close()
+}
+
+// Open reports the number of open connections and idle ones.
+func (p *Pool) Open() (open, idle, waiting int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.open, len(p.idle[0]) + len(p.idle[1]), len(p.waiters)
+}
+
+// Close closes idle connections and stops maintenance; in-use connections are
+// closed when released.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	var idle []*Conn
+	for fr := range p.idle {
+		idle = append(idle, p.idle[fr]...)
+		p.idle[fr] = nil
+	}
+	p.open -= len(idle)
+	p.mu.Unlock()
+	close(p.stop)
+	<-p.done
+	for _, c := range idle {
+		_ = c.Close()
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// KillQuery interrupts the statement running on the server thread id, over
+// a connection of its own (never one a client could be waiting for).
+func (p *Pool) KillQuery(ctx context.Context, threadID uint32) error {
+	c, err := Dial(ctx, p.dial, false)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Exec(fmt.Sprintf("KILL QUERY %d", threadID))
+}
+
+// Query runs a statement on a connection of its own and returns its rows as
+// strings (NULL as ""). For the proxy's start-up and admin look-ups only.
+func (p *Pool) Query(ctx context.Context, sql string) ([][]string, error) {
+	c, err := Dial(ctx, p.dial, false)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.QueryRows(sql)
+}
+
+// QueryVersion is Query that also returns the server's version string.
+func (p *Pool) QueryVersion(ctx context.Context, sql string) ([][]string, string, error) {
+	c, err := Dial(ctx, p.dial, false)
+	if err != nil {
+		return nil, "", err
+	}
+	defer c.Close()
+	rows, err := c.QueryRows(sql)
+	return rows, c.ServerVersion, err
+}

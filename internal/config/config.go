@@ -1,0 +1,191 @@
+// Package config parses and validates the shardgate YAML configuration and
+// fills in defaults.
+//
+// Every problem found in a file (syntax errors, unknown keys, wrong types and
+// impossible values) is reported together, each with the file, line and
+// dotted key path it concerns, so an operator can fix a file in one pass.
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"time"
+)
+
+// Config is a parsed, validated configuration with all defaults applied.
+type Config struct {
+	Listeners []Listener `yaml:"listeners"`
+	Admin     Admin      `yaml:"admin"`
+	Server    Server     `yaml:"server"`
+	Log       Log        `yaml:"log"`
+	Users     []User     `yaml:"users"`
+	Clusters  []Cluster  `yaml:"clusters"`
+
+	// File is the file name the configuration was parsed from, as given to
+	// Load or Parse ("" for QuickStart). It is used in messages only.
+	File string `yaml:"-"`
+
+	warnings []Problem
+}
+
+// Listener is a MySQL-protocol endpoint clients connect to.
+type Listener struct {
+	Address        string      `yaml:"address"`
+	MaxConnections int         `yaml:"max_connections"`
+	TLS            ListenerTLS `yaml:"tls"`
+}
+
+// ListenerTLS controls TLS between clients and the proxy.
+type ListenerTLS struct {
+	Mode     string `yaml:"mode"` // off | optional | required
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// Admin configures the operator HTTP endpoint.
+type Admin struct {
+	HTTP string `yaml:"http"` // "" disables it
+}
+
+// Server holds settings of the MySQL server the proxy presents to clients.
+type Server struct {
+	Version                         string        `yaml:"version"`
+	DefaultAuthPlugin               string        `yaml:"default_auth_plugin"`
+	CachingSHA2FullAuth             string        `yaml:"caching_sha2_full_auth"`
+	RSAPrivateKeyFile               string        `yaml:"rsa_private_key_file"`
+	RSAPublicKeyFile                string        `yaml:"rsa_public_key_file"`
+	ShutdownTimeout                 time.Duration `yaml:"shutdown_timeout"`
+	ClientIdleTimeout               time.Duration `yaml:"client_idle_timeout"`
+	MaxPreparedStatementsPerSession int           `yaml:"max_prepared_statements_per_session"`
+}
+
+// Log configures the proxy's own log output.
+type Log struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error
+	Format string `yaml:"format"` // text | json
+}
+
+// User is an account clients use to log in to the proxy.
+type User struct {
+	Name            string `yaml:"name"`
+	Password        string `yaml:"password"`
+	PasswordHash    string `yaml:"password_hash"`
+	Cluster         string `yaml:"cluster"`
+	DefaultDatabase string `yaml:"default_database"`
+}
+
+// Cluster is a set of backend MySQL servers and how the proxy connects to them.
+type Cluster struct {
+	Name     string     `yaml:"name"`
+	User     string     `yaml:"user"`
+	Password string     `yaml:"password"`
+	TLS      BackendTLS `yaml:"tls"`
+	Pool     Pool       `yaml:"pool"`
+	Primary  Backend    `yaml:"primary"`
+	Replicas []Backend  `yaml:"replicas"`
+}
+
+// BackendTLS controls TLS between the proxy and backend servers.
+type BackendTLS struct {
+	Mode       string `yaml:"mode"` // off | preferred | required | verify
+	CAFile     string `yaml:"ca_file"`
+	ServerName string `yaml:"server_name"`
+	CertFile   string `yaml:"cert_file"`
+	KeyFile    string `yaml:"key_file"`
+}
+
+// Pool bounds and times the backend connections of one cluster.
+type Pool struct {
+	MaxOpen                   int           `yaml:"max_open"`
+	MaxIdle                   int           `yaml:"max_idle"`
+	MinIdle                   int           `yaml:"min_idle"`
+	ConnectTimeout            time.Duration `yaml:"connect_timeout"`
+	IdleTimeout               time.Duration `yaml:"idle_timeout"`
+	MaxLifetime               time.Duration `yaml:"max_lifetime"`
+	WaitTimeout               time.Duration `yaml:"wait_timeout"`
+	MaxWaiters                int           `yaml:"max_waiters"`
+	PreparedStatementsPerConn int           `yaml:"prepared_statements_per_conn"`
+	HealthCheckInterval       time.Duration `yaml:"health_check_interval"`
+}
+
+// Backend is one MySQL server. Weight is meaningful for replicas only; the
+// primary always has weight 1.
+type Backend struct {
+	Address string `yaml:"address"`
+	Weight  int    `yaml:"weight"`
+}
+
+// Load reads the file at path and parses it with Parse.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse parses and validates a configuration. filename is used in messages
+// and as the base directory of relative file paths in the configuration.
+// On failure the error is a *ValidationError listing every problem found.
+func Parse(data []byte, filename string) (*Config, error) {
+	root, syntaxErr := parseYAML(data, filename)
+	if syntaxErr != nil {
+		return nil, &ValidationError{Problems: []Problem{*syntaxErr}}
+	}
+
+	cfg := defaultConfig()
+	cfg.File = filename
+
+	d := newDecoder(filename)
+	d.lines[""] = 1
+	if root != nil {
+		d.lines[""] = root.Line
+		d.value(root, "", reflect.ValueOf(cfg).Elem())
+	}
+
+	baseDir, err := filepath.Abs(filepath.Dir(filename))
+	if err != nil {
+		return nil, fmt.Errorf("config: resolve directory of %s: %w", filename, err)
+	}
+	v := newValidator(filename, baseDir, d.lines, d.bad)
+	v.plaintextWarnings = true
+	v.config(cfg)
+
+	if problems := append(d.problems, v.problems...); len(problems) > 0 {
+		return nil, newValidationError(problems)
+	}
+	cfg.warnings = v.warnings
+	return cfg, nil
+}
+
+// Warnings returns non-fatal remarks about the configuration, one per line
+// in the same FILE:LINE: KEY: REASON form as errors.
+func (c *Config) Warnings() []string {
+	out := make([]string, len(c.warnings))
+	for i, w := range c.warnings {
+		out[i] = w.String()
+	}
+	return out
+}
+
+// Cluster returns the cluster with the given name, or nil.
+func (c *Config) Cluster(name string) *Cluster {
+	for i := range c.Clusters {
+		if c.Clusters[i].Name == name {
+			return &c.Clusters[i]
+		}
+	}
+	return nil
+}
+
+// User returns the proxy user with the given name, or nil.
+func (c *Config) User(name string) *User {
+	for i := range c.Users {
+		if c.Users[i].Name == name {
+			return &c.Users[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package config
+
+import "time"
+
+// DefaultListenAddress is where the proxy listens when no listener is
+// configured; exported for command-line flag defaults.
+const DefaultListenAddress = "127.0.0.1:6033"
+
+// Defaults are applied before the file is decoded, so a key that is present
+// always overrides its default, even with a zero value: that is what lets
+// validation tell "max_open: 0" (an error) from an absent max_open.
+const (
+	defaultMaxConnections  = 10000
+	defaultPoolMaxOpen     = 16
+	defaultPoolMaxWaiters  = 10000
+	defaultPoolPreparedMax = 256
+	defaultMaxPrepared     = 16382
+)
+
+// defaulter is implemented by list element types whose fresh elements need
+// defaults before the YAML item is decoded into them.
+type defaulter interface {
+	setDefaults()
+}
+
+func defaultConfig() *Config {
+	return &Config{
+		Listeners: []Listener{newListener(DefaultListenAddress)},
+		Server: Server{
+			DefaultAuthPlugin:               "caching_sha2_password",
+			CachingSHA2FullAuth:             "first_login",
+			ShutdownTimeout:                 30 * time.Second,
+			ClientIdleTimeout:               8 * time.Hour,
+			MaxPreparedStatementsPerSession: defaultMaxPrepared,
+		},
+		Log: Log{Level: "info", Format: "text"},
+	}
+}
+
+func newListener(address string) Listener {
+	var l Listener
+	l.setDefaults()
+	l.Address = address
+	return l
+}
+
+func (l *Listener) setDefaults() {
+	*l = Listener{
+		MaxConnections: defaultMaxConnections,
+		TLS:            ListenerTLS{Mode: "optional"},
+	}
+}
+
+func (c *Cluster) setDefaults() {
+	*c = Cluster{
+		TLS: BackendTLS{Mode: "off"},
+		Pool: Pool{
+			MaxOpen: defaultPoolMaxOpen,
+			// MaxIdle 0 means "= MaxOpen" and MinIdle defaults to MaxIdle;
+			// both are resolved during validation.
+			ConnectTimeout:            5 * time.Second,
+			IdleTimeout:               10 * time.Minute,
+			MaxLifetime:               time.Hour,
+			WaitTimeout:               5 * time.Second,
+			MaxWaiters:                defaultPoolMaxWaiters,
+			PreparedStatementsPerConn: defaultPoolPreparedMax,
+			HealthCheckInterval:       10 * time.Second,
+		},
+		Primary: Backend{Weight: 1},
+	}
+}
+
+func (b *Backend) setDefaults() {
+	*b = Backend{Weight: 1}
+}

@@ -1,0 +1,414 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// maxUserNameLen bounds proxy user names (in characters).
+const maxUserNameLen = 80
+
+// Stored password forms: shardgate's own ($sg1$ SHA1(SHA1(pw)) $ SHA256(SHA256(pw)),
+// lowercase hex) and MySQL's mysql_native_password authentication_string.
+var (
+	sg1HashRE    = regexp.MustCompile(`^\$sg1\$[0-9a-f]{40}\$[0-9a-f]{64}$`)
+	nativeHashRE = regexp.MustCompile(`^\*[0-9A-F]{40}$`)
+)
+
+// validator checks decoded values, resolves derived defaults (pool sizes,
+// user clusters, file paths) and collects problems and warnings.
+type validator struct {
+	file     string
+	baseDir  string          // relative file paths resolve against it
+	lines    map[string]int  // key path → line; presence means the key was set
+	bad      map[string]bool // paths that failed to decode; not re-reported
+	problems []Problem
+	warnings []Problem
+
+	// plaintextWarnings is off for QuickStart, where a plaintext password
+	// on the command line is the whole point.
+	plaintextWarnings bool
+}
+
+func newValidator(file, baseDir string, lines map[string]int, bad map[string]bool) *validator {
+	return &validator{file: file, baseDir: baseDir, lines: lines, bad: bad}
+}
+
+// has reports whether the key at path was present in the input.
+func (v *validator) has(path string) bool {
+	_, ok := v.lines[path]
+	return ok
+}
+
+// line returns the line of path, or of its nearest present ancestor: a
+// missing key is reported at the line of its parent.
+func (v *validator) line(path string) int {
+	for p := path; ; p = parentPath(p) {
+		if l, ok := v.lines[p]; ok {
+			return l
+		}
+		if p == "" {
+			return 0
+		}
+	}
+}
+
+// isBad reports whether path or an ancestor failed to decode, in which
+// case its value is a default and complaints about it would be noise.
+func (v *validator) isBad(path string) bool {
+	for p := path; ; p = parentPath(p) {
+		if v.bad[p] {
+			return true
+		}
+		if p == "" {
+			return false
+		}
+	}
+}
+
+func (v *validator) fail(path, format string, args ...any) {
+	if v.isBad(path) {
+		return
+	}
+	v.problems = append(v.problems, Problem{File: v.file, Line: v.line(path), Key: path, Reason: fmt.Sprintf(format, args...)})
+}
+
+// warn records a warning about key, cited at the line of linePath.
+func (v *validator) warn(key, linePath string, format string, args ...any) {
+	v.warnings = append(v.warnings, Problem{File: v.file, Line: v.line(linePath), Key: key, Reason: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) config(c *Config) {
+	v.listeners(c.Listeners)
+	v.admin(c.Admin)
+	v.server(&c.Server)
+	v.log(c.Log)
+	v.clusters(c.Clusters)
+	v.users(c.Users, c.Clusters)
+}
+
+func (v *validator) listeners(ls []Listener) {
+	if len(ls) == 0 {
+		v.fail("listeners", "must contain at least one listener (leave the key out to get one at %s)", DefaultListenAddress)
+	}
+	seen := map[string]int{}
+	for i := range ls {
+		l := &ls[i]
+		p := fmt.Sprintf("listeners[%d]", i)
+		if v.address(p+".address", l.Address, false) {
+			if j, dup := seen[l.Address]; dup {
+				v.fail(p+".address", "duplicate address %q (also listeners[%d])", l.Address, j)
+			}
+			seen[l.Address] = i
+		}
+		v.positive(p+".max_connections", l.MaxConnections)
+		v.oneOf(p+".tls.mode", l.TLS.Mode, "off", "optional", "required")
+		v.filePair(p+".tls", "cert_file", &l.TLS.CertFile, "key_file", &l.TLS.KeyFile)
+	}
+}
+
+func (v *validator) admin(a Admin) {
+	if a.HTTP == "" {
+		return
+	}
+	if v.address("admin.http", a.HTTP, false) && !isLoopback(a.HTTP) {
+		v.warn("admin.http", "admin.http",
+			"%s is not a loopback address; /metrics and /debug/pprof have no authentication", a.HTTP)
+	}
+}
+
+func (v *validator) server(s *Server) {
+	switch {
+	case s.Version == "":
+		// Empty: advertise the primary backend's own version.
+	case s.Version[0] < '0' || s.Version[0] > '9':
+		// Clients and connectors parse the leading "major.minor.patch".
+		v.fail("server.version", "must start with a digit, like %q (got %q)", "8.0.36-shardgate", s.Version)
+	case strings.ContainsRune(s.Version, 0):
+		// The handshake carries the version as a NUL-terminated string.
+		v.fail("server.version", "must not contain a NUL character")
+	}
+	v.oneOf("server.default_auth_plugin", s.DefaultAuthPlugin, "caching_sha2_password", "mysql_native_password")
+	v.oneOf("server.caching_sha2_full_auth", s.CachingSHA2FullAuth, "first_login", "always", "never")
+	v.filePair("server", "rsa_private_key_file", &s.RSAPrivateKeyFile, "rsa_public_key_file", &s.RSAPublicKeyFile)
+	v.positiveDuration("server.shutdown_timeout", s.ShutdownTimeout)
+	v.positiveDuration("server.client_idle_timeout", s.ClientIdleTimeout)
+	v.positive("server.max_prepared_statements_per_session", s.MaxPreparedStatementsPerSession)
+}
+
+func (v *validator) log(l Log) {
+	v.oneOf("log.level", l.Level, "debug", "info", "warn", "error")
+	v.oneOf("log.format", l.Format, "text", "json")
+}
+
+func (v *validator) clusters(cs []Cluster) {
+	if len(cs) == 0 {
+		v.fail("clusters", "at least one cluster is required")
+	}
+	seen := map[string]int{}
+	for i := range cs {
+		c := &cs[i]
+		p := fmt.Sprintf("clusters[%d]", i)
+		if v.required(p+".name", c.Name) {
+			if j, dup := seen[c.Name]; dup {
+				v.fail(p+".name", "duplicate cluster name %q (also clusters[%d])", c.Name, j)
+			}
+			seen[c.Name] = i
+		}
+		v.required(p+".user", c.User)
+		v.backendTLS(p+".tls", &c.TLS)
+		v.pool(p+".pool", &c.Pool)
+		v.address(p+".primary.address", c.Primary.Address, true)
+		if v.has(p + ".primary.weight") {
+			v.fail(p+".primary.weight", "only replicas have a weight")
+		}
+		c.Primary.Weight = 1
+		for j := range c.Replicas {
+			r := &c.Replicas[j]
+			rp := fmt.Sprintf("%s.replicas[%d]", p, j)
+			v.address(rp+".address", r.Address, true)
+			if r.Weight < 1 {
+				v.fail(rp+".weight", "must be >= 1 (got %d)", r.Weight)
+			}
+		}
+	}
+}
+
+func (v *validator) backendTLS(p string, t *BackendTLS) {
+	v.oneOf(p+".mode", t.Mode, "off", "preferred", "required", "verify")
+	if t.Mode == "verify" && t.CAFile == "" {
+		v.fail(p+".ca_file", "required when mode is verify")
+	}
+	v.checkFile(p+".ca_file", &t.CAFile)
+	v.filePair(p, "cert_file", &t.CertFile, "key_file", &t.KeyFile)
+}
+
+// pool checks pool bounds and resolves MaxIdle (0 = MaxOpen) and MinIdle
+// (absent = MaxIdle).
+func (v *validator) pool(p string, pl *Pool) {
+	v.positive(p+".max_open", pl.MaxOpen)
+	switch {
+	case pl.MaxIdle < 0:
+		v.fail(p+".max_idle", "must be >= 0 (got %d)", pl.MaxIdle)
+	case pl.MaxIdle == 0:
+		pl.MaxIdle = pl.MaxOpen
+	case pl.MaxIdle > pl.MaxOpen:
+		v.fail(p+".max_idle", "must be <= max_open (%d)", pl.MaxOpen)
+	}
+	if !v.has(p + ".min_idle") {
+		pl.MinIdle = pl.MaxIdle
+	} else if pl.MinIdle < 0 {
+		v.fail(p+".min_idle", "must be >= 0 (got %d)", pl.MinIdle)
+	} else if pl.MinIdle > pl.MaxIdle {
+		v.fail(p+".min_idle", "must be <= max_idle (%d)", pl.MaxIdle)
+	}
+	v.positiveDuration(p+".connect_timeout", pl.ConnectTimeout)
+	v.positiveDuration(p+".idle_timeout", pl.IdleTimeout)
+	v.positiveDuration(p+".max_lifetime", pl.MaxLifetime)
+	v.positiveDuration(p+".wait_timeout", pl.WaitTimeout)
+	v.positive(p+".max_waiters", pl.MaxWaiters)
+	v.positive(p+".prepared_statements_per_conn", pl.PreparedStatementsPerConn)
+	v.positiveDuration(p+".health_check_interval", pl.HealthCheckInterval)
+}
+
+func (v *validator) users(us []User, cs []Cluster) {
+	if len(us) == 0 {
+		v.fail("users", "at least one user is required")
+	}
+	seen := map[string]int{}
+	for i := range us {
+		u := &us[i]
+		p := fmt.Sprintf("users[%d]", i)
+		if v.required(p+".name", u.Name) {
+			if n := utf8.RuneCountInString(u.Name); n > maxUserNameLen {
+				v.fail(p+".name", "must be at most %d characters (got %d)", maxUserNameLen, n)
+			}
+			if j, dup := seen[u.Name]; dup {
+				v.fail(p+".name", "duplicate user name %q (also users[%d])", u.Name, j)
+			}
+			seen[u.Name] = i
+		}
+		v.userPassword(p, u)
+		v.userCluster(p, u, cs)
+	}
+}
+
+// userPassword requires exactly one of password and password_hash. Presence
+// of the key counts, so `password: ""` is an (empty) password.
+func (v *validator) userPassword(p string, u *User) {
+	hasPlain, hasHash := v.has(p+".password"), v.has(p+".password_hash")
+	switch {
+	case hasPlain && hasHash:
+		v.fail(p+".password_hash", "password and password_hash are both set; set exactly one")
+	case !hasPlain && !hasHash:
+		v.fail(p+".password_hash", "required (or password); create it with: shardgate hash-password")
+	case hasHash:
+		if !sg1HashRE.MatchString(u.PasswordHash) && !nativeHashRE.MatchString(u.PasswordHash) {
+			v.fail(p+".password_hash",
+				"not a valid stored password: want $sg1$<40 hex>$<64 hex> from shardgate hash-password, or *<40 uppercase hex> (MySQL mysql_native_password)")
+		}
+	case v.plaintextWarnings:
+		who := fmt.Sprintf("%s (%s)", p, u.Name)
+		if u.Password == "" {
+			v.warn(who, p+".password", "empty plaintext password; anyone who knows the user name can log in")
+		} else {
+			v.warn(who, p+".password", "plaintext password; store password_hash instead (shardgate hash-password)")
+		}
+	}
+}
+
+// userCluster checks user.cluster and defaults it when there is exactly
+// one cluster.
+func (v *validator) userCluster(p string, u *User, cs []Cluster) {
+	key := p + ".cluster"
+	if !v.has(key) {
+		switch len(cs) {
+		case 0: // already reported under clusters
+		case 1:
+			u.Cluster = cs[0].Name
+		default:
+			v.fail(key, "required when more than one cluster is defined")
+		}
+		return
+	}
+	if u.Cluster == "" {
+		v.fail(key, "must not be empty")
+		return
+	}
+	names := make([]string, 0, len(cs))
+	for _, c := range cs {
+		if c.Name == u.Cluster {
+			return
+		}
+		names = append(names, c.Name)
+	}
+	v.fail(key, "unknown cluster %q (defined: %s)", u.Cluster, strings.Join(names, ", "))
+}
+
+// required reports a missing or empty string value and returns whether the
+// value is usable.
+func (v *validator) required(path, value string) bool {
+	switch {
+	case value != "":
+		return true
+	case !v.has(path):
+		v.fail(path, "required")
+	default:
+		v.fail(path, "must not be empty")
+	}
+	return false
+}
+
+// address checks host:port with a numeric port in 1..65535. needHost is
+// false for addresses the proxy listens on: there an empty host (":6033",
+// all interfaces) and port 0 (any free port, as tests use) are accepted.
+func (v *validator) address(path, value string, needHost bool) bool {
+	if !v.required(path, value) {
+		return false
+	}
+	host, port, err := net.SplitHostPort(value)
+	if err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			err = errors.New(ae.Err)
+		}
+		v.fail(path, "invalid address %q: %v; want host:port", value, err)
+		return false
+	}
+	if host == "" && needHost {
+		v.fail(path, "invalid address %q: missing host; want host:port", value)
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		v.fail(path, "invalid address %q: port %q is not a number", value, port)
+		return false
+	}
+	if (n < 1 && needHost) || n < 0 || n > 65535 {
+		v.fail(path, "invalid address %q: port %d is out of range 1..65535", value, n)
+		return false
+	}
+	return true
+}
+
+func (v *validator) oneOf(path, value string, allowed ...string) {
+	for _, a := range allowed {
+		if value == a {
+			return
+		}
+	}
+	v.fail(path, "must be one of %s (got %q)", strings.Join(allowed, ", "), value)
+}
+
+func (v *validator) positive(path string, n int) {
+	if n <= 0 {
+		v.fail(path, "must be > 0 (got %d)", n)
+	}
+}
+
+func (v *validator) positiveDuration(path string, d time.Duration) {
+	if d <= 0 {
+		v.fail(path, "must be > 0 (got %s)", d)
+	}
+}
+
+// filePair checks a certificate/key style pair: both set or neither, and
+// each set file exists.
+func (v *validator) filePair(parent, aKey string, a *string, bKey string, b *string) {
+	aPath, bPath := joinPath(parent, aKey), joinPath(parent, bKey)
+	switch {
+	case *a != "" && *b == "":
+		v.fail(bPath, "required when %s is set", aKey)
+	case *a == "" && *b != "":
+		v.fail(aPath, "required when %s is set", bKey)
+	}
+	v.checkFile(aPath, a)
+	v.checkFile(bPath, b)
+}
+
+// checkFile resolves a set path against the config file's directory, stores the
+// absolute result and checks that it names an existing regular file.
+// Checking here turns a typo into a config error instead of a failure at
+// the first TLS handshake.
+func (v *validator) checkFile(path string, p *string) {
+	if *p == "" {
+		return
+	}
+	abs := *p
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(v.baseDir, abs)
+	}
+	abs = filepath.Clean(abs)
+	info, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		v.fail(path, "file %s does not exist", abs)
+	case err != nil:
+		v.fail(path, "cannot use file: %v", err)
+	case info.IsDir():
+		v.fail(path, "%s is a directory, not a file", abs)
+	}
+	*p = abs
+}
+
+// isLoopback reports whether a valid host:port only accepts local
+// connections.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

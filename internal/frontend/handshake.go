@@ -1,0 +1,222 @@
+package frontend
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"fmt"
+
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/mysql/auth"
+)
+
+// serverCaps are the capabilities offered to clients. The proxy adapts
+// result packets between these and its backend connections' capabilities.
+const serverCaps = mysql.ClientLongPassword | mysql.ClientFoundRows | mysql.ClientLongFlag |
+	mysql.ClientConnectWithDB | mysql.ClientLocalFiles | mysql.ClientProtocol41 |
+	mysql.ClientInteractive | mysql.ClientTransactions | mysql.ClientSecureConnection |
+	mysql.ClientMultiStatements | mysql.ClientMultiResults | mysql.ClientPSMultiResults |
+	mysql.ClientPluginAuth | mysql.ClientConnectAttrs | mysql.ClientPluginAuthLenencClientData |
+	mysql.ClientSessionTrack | mysql.ClientDeprecateEOF | mysql.ClientIgnoreSIGPIPE
+
+// caching_sha2_password AuthMoreData codes.
+const (
+	sha2RequestPublicKey byte = 0x02
+	sha2FastAuthOK       byte = 0x03
+	sha2FullAuth         byte = 0x04
+)
+
+var errAuthFailed = errors.New("authentication failed")
+
+// handshake greets the client, upgrades to TLS when asked, and
+// authenticates. On failure it has already sent the client an ERR.
+func (s *Session) handshake() error {
+	salt, err := auth.NewScramble()
+	if err != nil {
+		return err
+	}
+	s.salt = salt[:]
+	caps := serverCaps
+	if s.srv.opt.TLS != nil {
+		caps |= mysql.ClientSSL
+	}
+	g := &mysql.Greeting{
+		ServerVersion: s.srv.opt.ServerVersion, ConnectionID: s.id, AuthData: s.salt,
+		Capabilities: caps, Charset: s.srv.opt.Collations.ServerDefault(),
+		Status: mysql.StatusAutocommit, AuthPlugin: s.srv.opt.DefaultAuthPlugin,
+	}
+	if err := s.client.EndPacket(mysql.AppendGreeting(s.client.BeginPacket(), g)); err != nil {
+		return err
+	}
+	if err := s.client.Flush(); err != nil {
+		return err
+	}
+	p, err := s.client.ReadPacket()
+	if err != nil {
+		return fmt.Errorf("read handshake response: %w", err)
+	}
+	if mysql.IsSSLRequest(p) {
+		if s.srv.opt.TLS == nil {
+			return s.fail(mysql.NewError(mysql.ERHandshake, mysql.StateConnFailure, "Bad handshake: TLS is not enabled on this listener"))
+		}
+		tc := tls.Server(s.client.NetConn(), s.srv.opt.TLS)
+		if err := tc.Handshake(); err != nil {
+			return fmt.Errorf("TLS handshake: %w", err)
+		}
+		s.client.SetNetConn(tc)
+		s.tls = true
+		if p, err = s.client.ReadPacket(); err != nil {
+			return fmt.Errorf("read handshake response after TLS: %w", err)
+		}
+	}
+	hr, err := mysql.ParseHandshakeResponse(p)
+	if err != nil {
+		return s.fail(mysql.NewError(mysql.ERHandshake, mysql.StateConnFailure, "Bad handshake"))
+	}
+	if s.srv.opt.TLSRequired && !s.tls {
+		return s.fail(mysql.NewError(mysql.ERSecureTransport, mysql.StateGeneral,
+			"Connections using insecure transport are prohibited"))
+	}
+	s.caps = hr.Capabilities & caps
+	if err := s.authenticate(hr.User, hr.AuthPlugin, hr.AuthResponse); err != nil {
+		return err
+	}
+	return s.login(hr.User, hr.Database, hr.Charset)
+}
+
+// authenticate checks the client's credentials, switching plugins and
+// running caching_sha2 full authentication as needed.
+func (s *Session) authenticate(user, plugin string, resp []byte) error {
+	u := s.srv.opt.Users(user)
+	if u == nil {
+		return s.denied(user, len(resp) > 0, "unknown user")
+	}
+	if plugin == "" || !u.Stored.Supports(plugin) || !knownPlugin(plugin) {
+		// Ask for the server default if the user's stored form allows it,
+		// else for the one it allows.
+		plugin = s.srv.opt.DefaultAuthPlugin
+		if !u.Stored.Supports(plugin) {
+			plugin = auth.PluginNative
+		}
+		data := append(append([]byte(nil), s.salt...), 0)
+		if err := s.client.EndPacket(mysql.AppendAuthSwitch(s.client.BeginPacket(), plugin, data)); err != nil {
+			return err
+		}
+		if err := s.client.Flush(); err != nil {
+			return err
+		}
+		p, err := s.client.ReadPacket()
+		if err != nil {
+			return fmt.Errorf("read auth switch response: %w", err)
+		}
+		resp = append([]byte(nil), p...)
+	}
+	var ok bool
+	switch plugin {
+	case auth.PluginNative:
+		ok = u.Stored.VerifyNative(s.salt, resp)
+	case auth.PluginCachingSHA2:
+		var err error
+		ok, err = s.cachingSHA2(u, resp)
+		if err != nil {
+			return err
+		}
+	}
+	if !ok {
+		return s.denied(user, len(resp) > 0, "wrong password")
+	}
+	s.user = u
+	return nil
+}
+
+func knownPlugin(p string) bool {
+	return p == auth.PluginNative || p == auth.PluginCachingSHA2
+}
+
+// cachingSHA2 verifies a caching_sha2_password response: the fast path when
+// allowed, else full authentication with the cleartext password over TLS or
+// RSA-encrypted over plain TCP.
+func (s *Session) cachingSHA2(u *User, resp []byte) (bool, error) {
+	if s.fastAuthAllowed(u) && u.Stored.VerifySHA2Fast(s.salt, resp) {
+		if err := s.client.WritePacket([]byte{mysql.HeaderAuthMore, sha2FastAuthOK}); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	if len(resp) == 0 {
+		// Empty password: nothing to exchange.
+		return u.Stored.VerifySHA2Fast(s.salt, resp), nil
+	}
+	if err := s.client.WritePacket([]byte{mysql.HeaderAuthMore, sha2FullAuth}); err != nil {
+		return false, err
+	}
+	if err := s.client.Flush(); err != nil {
+		return false, err
+	}
+	p, err := s.client.ReadPacket()
+	if err != nil {
+		return false, fmt.Errorf("read full auth: %w", err)
+	}
+	var password []byte
+	switch {
+	case s.tls:
+		password = bytes.TrimRight(p, "\x00")
+	case len(p) == 1 && p[0] == sha2RequestPublicKey:
+		if s.srv.opt.RSAKey == nil {
+			return false, nil
+		}
+		if err := s.client.WritePacket(append([]byte{mysql.HeaderAuthMore}, s.srv.pubPEM...)); err != nil {
+			return false, err
+		}
+		if err := s.client.Flush(); err != nil {
+			return false, err
+		}
+		enc, err := s.client.ReadPacket()
+		if err != nil {
+			return false, fmt.Errorf("read encrypted password: %w", err)
+		}
+		if password, err = auth.DecryptPassword(enc, s.salt, s.srv.opt.RSAKey); err != nil {
+			return false, nil
+		}
+	default:
+		// A cleartext password over an insecure channel is refused, as
+		// MySQL does.
+		return false, nil
+	}
+	if !u.Stored.MatchesPlain(password) {
+		return false, nil
+	}
+	s.srv.sha2Cache.Store(u.Name, struct{}{})
+	return true, nil
+}
+
+func (s *Session) fastAuthAllowed(u *User) bool {
+	switch s.srv.opt.FullAuth {
+	case FullAuthAlways:
+		return false
+	case FullAuthNever:
+		return true
+	}
+	_, cached := s.srv.sha2Cache.Load(u.Name)
+	return cached
+}
+
+// denied sends ERR 1045 and logs the attempt with the client address.
+func (s *Session) denied(user string, usingPassword bool, why string) error {
+	s.srv.opt.Metrics.AuthFailures.Inc()
+	s.log.Warn("client authentication failed", "user", user, "client", s.remote, "reason", why)
+	yes := "NO"
+	if usingPassword {
+		yes = "YES"
+	}
+	host, _, _ := splitHost(s.remote)
+	return s.fail(mysql.NewError(mysql.ERAccessDenied, mysql.StateAccessDenied,
+		"Access denied for user '%s'@'%s' (using password: %s)", user, host, yes))
+}
+
+// fail sends e to the client and returns errAuthFailed.
+func (s *Session) fail(e *mysql.SQLError) error {
+	_ = s.client.WriteErr(e)
+	_ = s.client.Flush()
+	return fmt.Errorf("%w: %s", errAuthFailed, e.Message)
+}

@@ -1,0 +1,205 @@
+package frontend
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/router"
+)
+
+// login sets up the session's initial state after authentication and sends
+// the final OK. A database that does not exist is refused here, as the
+// server refuses it at connect time.
+func (s *Session) login(user, db string, charset byte) error {
+	s.multiStmts = s.caps&mysql.ClientMultiStatements != 0
+	s.resetState(charset)
+	if db == "" {
+		db = s.user.DefaultDB
+	}
+	if db != "" {
+		if e := s.checkDB(db); e != nil {
+			return s.fail(e)
+		}
+	}
+	s.db = db
+	s.log = s.log.With("user", user)
+	if err := s.client.WriteOK(&mysql.OKPacket{Status: mysql.StatusAutocommit}, s.caps); err != nil {
+		return err
+	}
+	return s.client.Flush()
+}
+
+// resetState returns the session to a fresh connection's state for the
+// given handshake character set.
+func (s *Session) resetState(charset byte) {
+	s.vars = s.vars[:0]
+	if coll, ok := s.srv.opt.Collations.Lookup(charset); ok && charset != mysql.CollationUTF8MB4GeneralCI {
+		s.vars.Set("character_set_client", coll.Charset)
+		s.vars.Set("character_set_connection", coll.Charset)
+		s.vars.Set("character_set_results", coll.Charset)
+		s.vars.Set("collation_connection", coll.Name)
+	}
+	s.varsFP = s.vars.Fingerprint()
+	s.lastInsertID = 0
+	s.stmts = nil
+	s.last = nil
+}
+
+// checkDB makes a backend connection use db, returning the server's error
+// when it cannot (unknown database, no privilege).
+func (s *Session) checkDB(db string) *mysql.SQLError {
+	c, err := s.acquire(0)
+	if err != nil {
+		if se, ok := err.(*mysql.SQLError); ok {
+			return se
+		}
+		return mysql.NewError(backend.ErrCodeBackendUnavailable, mysql.StateGeneral, "shardgate: %v", err)
+	}
+	s.db = db
+	err = s.sync(c, 0)
+	s.db = ""
+	if err != nil {
+		c.Dirty = true
+		s.releaseDirty(c)
+		if se, ok := err.(*mysql.SQLError); ok {
+			return se
+		}
+		return mysql.NewError(2013, mysql.StateGeneral, "Lost connection to backend server during login")
+	}
+	s.release(c)
+	return nil
+}
+
+// comResetConnection resets the session as COM_RESET_CONNECTION does on a
+// server: transaction rolled back, variables, user variables, temporary
+// tables and prepared statements gone; user and database kept.
+func (s *Session) comResetConnection() bool {
+	if c := s.pinned; c != nil {
+		s.pinned, s.pins = nil, 0
+		s.releaseDirty(c)
+	}
+	s.pins = 0
+	s.resetState(s.charsetID())
+	return s.writeOK(&mysql.OKPacket{Status: mysql.StatusAutocommit})
+}
+
+// charsetID is the collation id the session logged in with.
+func (s *Session) charsetID() byte {
+	if v, ok := s.vars.Get("collation_connection"); ok {
+		if id, ok := s.srv.opt.Collations.ID(v); ok {
+			return id
+		}
+	}
+	return mysql.CollationUTF8MB4GeneralCI
+}
+
+// comChangeUser re-authenticates and starts a fresh session state. A failed
+// attempt closes the connection, as the server does.
+func (s *Session) comChangeUser(p []byte) bool {
+	hr, err := mysql.ParseChangeUser(p, s.caps)
+	if err != nil {
+		_ = s.fail(mysql.NewError(mysql.ERMalformedPacket, mysql.StateGeneral, "Malformed COM_CHANGE_USER packet"))
+		return false
+	}
+	if c := s.pinned; c != nil {
+		s.pinned, s.pins = nil, 0
+		s.releaseDirty(c)
+	}
+	s.pins = 0
+	if err := s.authenticate(hr.User, hr.AuthPlugin, hr.AuthResponse); err != nil {
+		return false
+	}
+	charset := hr.Charset
+	if charset == 0 {
+		charset = s.charsetID()
+	}
+	return s.login(hr.User, hr.Database, charset) == nil
+}
+
+// kill handles KILL [CONNECTION | QUERY] id for the proxy's own connection
+// ids. Other forms are refused: they would reach the backend's threads.
+func (s *Session) kill(st router.Stmt) (handled, ok bool) {
+	if !st.KillHasID {
+		return true, s.writeErr(mysql.NewError(mysql.ERNotSupportedYet, mysql.StateFeatureNotSupp,
+			"shardgate supports KILL [CONNECTION | QUERY] <connection id> only"))
+	}
+	if e := s.killID(st.KillID, st.KillQuery); e != nil {
+		return true, s.writeErr(e)
+	}
+	if !st.KillQuery && st.KillID == uint64(s.id) {
+		return true, false
+	}
+	return true, s.writeOK(&mysql.OKPacket{Status: s.status()})
+}
+
+func (s *Session) killID(id uint64, queryOnly bool) *mysql.SQLError {
+	var target *Session
+	if id <= 0xffffffff {
+		target = s.srv.Session(uint32(id))
+	}
+	if target == nil || target.user == nil {
+		return mysql.NewError(mysql.ERNoSuchThread, mysql.StateGeneral, "Unknown thread id: %d", id)
+	}
+	if target.user.Name != s.user.Name {
+		return mysql.NewError(mysql.ERKillDenied, mysql.StateGeneral, "You are not owner of thread %d", id)
+	}
+	if queryOnly {
+		target.killQuery()
+		return nil
+	}
+	if target != s {
+		target.killConnection()
+	}
+	return nil
+}
+
+// comProcessKill is the old binary form of KILL CONNECTION.
+func (s *Session) comProcessKill(p []byte) bool {
+	if len(p) < 5 {
+		return s.writeErr(mysql.NewError(mysql.ERMalformedPacket, mysql.StateGeneral, "Malformed communication packet"))
+	}
+	id := uint64(binary.LittleEndian.Uint32(p[1:]))
+	if e := s.killID(id, false); e != nil {
+		return s.writeErr(e)
+	}
+	if id == uint64(s.id) {
+		return false
+	}
+	return s.writeOK(&mysql.OKPacket{Status: s.status()})
+}
+
+// killQuery interrupts the statement the session runs now, if any, with
+// KILL QUERY on its backend thread. The session's lock is held meanwhile so
+// the backend connection cannot move to another session before the kill.
+func (s *Session) killQuery() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.running; c != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := c.Pool().KillQuery(ctx, c.ThreadID); err != nil {
+			s.log.Warn("KILL QUERY on backend failed", "thread_id", c.ThreadID, "err", err)
+		}
+	}
+}
+
+// killConnection ends the session: its running statement is interrupted and
+// its client connection closed.
+func (s *Session) killConnection() {
+	s.killed.Store(true)
+	s.killQuery()
+	_ = s.client.NetConn().Close()
+}
+
+func splitHost(addr string) (string, string, error) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return strings.TrimSpace(addr), "", err
+	}
+	return h, p, nil
+}

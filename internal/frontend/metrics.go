@@ -1,0 +1,36 @@
+package frontend
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the session counters exported on /metrics. Prometheus counters
+// are atomic adds, cheap enough for the hot path.
+type Metrics struct {
+	ClientConnects   prometheus.Counter
+	ClientsConnected prometheus.Gauge
+	AuthFailures     prometheus.Counter
+	Commands         prometheus.Counter
+	ClientErrors     prometheus.Counter
+	BackendErrors    prometheus.Counter
+}
+
+// NewMetrics creates the metrics and registers them with reg (if not nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		ClientConnects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardgate_client_connections_total", Help: "Client connections accepted."}),
+		ClientsConnected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shardgate_client_connections", Help: "Client connections open now."}),
+		AuthFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardgate_client_auth_failures_total", Help: "Failed client logins."}),
+		Commands: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardgate_commands_total", Help: "Client commands received."}),
+		ClientErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardgate_client_errors_total", Help: "Errors the proxy itself returned to clients."}),
+		BackendErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardgate_backend_failures_total", Help: "Backend connections that failed during a client command."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.ClientConnects, m.ClientsConnected, m.AuthFailures, m.Commands, m.ClientErrors, m.BackendErrors)
+	}
+	return m
+}

@@ -1,0 +1,284 @@
+package frontend
+
+import (
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/router"
+)
+
+// pinReason says why a session holds its backend connection between
+// statements. The table in docs/compatibility.md mirrors these.
+type pinReason uint16
+
+const (
+	pinTrx      pinReason = 1 << iota // a transaction is open (SERVER_STATUS_IN_TRANS)
+	pinLock                           // LOCK TABLES / FLUSH TABLES WITH READ LOCK until UNLOCK TABLES
+	pinSession                        // state only this connection has: user variables, GET_LOCK, temporary tables, text PREPARE, HANDLER, XA, session_track_* changes
+	pinNextTrx                        // SET TRANSACTION applies to the next transaction on this connection
+	pinCursor                         // an open prepared-statement cursor
+	pinLongData                       // COM_STMT_SEND_LONG_DATA sent, awaiting EXECUTE
+	pinHeld                           // the previous statement left warnings or SQL_CALC_FOUND_ROWS for the next one
+)
+
+// pinsThatDirty are held states that outlive a transaction, so the
+// connection must be reset before anyone else uses it. An open transaction
+// alone does not dirty it: COMMIT or ROLLBACK cleans it, and a session that
+// ends inside one has its connection reset on close.
+const pinsThatDirty = pinLock | pinSession | pinCursor | pinLongData | pinNextTrx
+
+// relayKind selects how a command's response is relayed.
+type relayKind uint8
+
+const (
+	relayQuery relayKind = iota
+	relaySingle
+	relayFieldList
+	relayRows
+)
+
+func (s *Session) comQuery(p []byte) bool {
+	sql := p[1:]
+	st := router.Classify(sql)
+	if e := s.refuseQuery(st); e != nil {
+		return s.writeErr(e)
+	}
+	if st.Kind == router.KindKill {
+		if handled, ok := s.kill(st); handled {
+			return ok
+		}
+	}
+	s.pinBefore(st)
+	var n needs = needDB
+	if st.Flags&router.FlagLastInsertID != 0 && st.Flags&router.FlagLastInsertIDArg == 0 {
+		n |= needLastID
+	}
+	if st.Flags&(router.FlagFoundRows|router.FlagRowCount|router.FlagWarnings) != 0 {
+		n |= needPrevious
+	}
+	return s.execute(p, n, relayQuery, st)
+}
+
+// refuseQuery returns the error for statements refused before they reach a
+// backend, as the server would refuse them.
+func (s *Session) refuseQuery(st router.Stmt) *mysql.SQLError {
+	if st.Flags&router.FlagMultiStatement != 0 && !s.multiStatementsOn() {
+		return mysql.NewError(mysql.ERParse, mysql.StateSyntax,
+			"You have an error in your SQL syntax: multi-statements are not enabled for this connection")
+	}
+	if st.Flags&router.FlagLocal != 0 && s.caps&mysql.ClientLocalFiles == 0 {
+		return mysql.NewError(mysql.ERNotAllowedCommand, mysql.StateSyntax,
+			"The used command is not allowed because the client did not enable LOCAL INFILE")
+	}
+	return nil
+}
+
+func (s *Session) multiStatementsOn() bool {
+	return s.multiStmts
+}
+
+// pinBefore pins the session for statements whose effect lives on the
+// connection that runs them. Pinning happens before execution so the
+// statement itself runs on the connection that will be kept.
+func (s *Session) pinBefore(st router.Stmt) {
+	f := st.Flags
+	if f&(router.FlagUserVar|router.FlagGetLock|router.FlagTempTable) != 0 {
+		s.pins |= pinSession
+	}
+	switch st.Kind {
+	case router.KindLock:
+		s.pins |= pinLock
+	case router.KindPrepare, router.KindExecute, router.KindDeallocate, router.KindHandler, router.KindXA:
+		s.pins |= pinSession
+	case router.KindFlush:
+		// FLUSH TABLES ... WITH READ LOCK / FOR EXPORT hold a lock until
+		// UNLOCK TABLES; the classifier does not tell FLUSH forms apart, so
+		// every FLUSH holds its connection until then.
+		s.pins |= pinLock
+	}
+	if f&router.FlagTrxIsolationSet != 0 {
+		s.pins |= pinNextTrx
+	}
+}
+
+// execute runs a client command on a backend connection and relays the
+// response.
+func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool {
+	c, err := s.acquire(n)
+	if err != nil {
+		s.unpinAfterFailure()
+		return s.acquireFailed(err)
+	}
+	if err := s.sync(c, n); err != nil {
+		c.Dirty = true
+		s.unpinAfterFailure()
+		return s.syncFailed(c, err)
+	}
+	s.setRunning(c)
+	if err := c.WriteCommand(p); err != nil {
+		s.setRunning(nil)
+		return s.backendFailed(c, err, false)
+	}
+	r := c.Relay(s.client, s.caps)
+	switch rk {
+	case relaySingle:
+		err = r.Single()
+	case relayFieldList:
+		err = r.FieldList()
+	case relayRows:
+		err = r.Rows()
+	default:
+		err = r.Query()
+	}
+	s.setRunning(nil)
+	if err != nil {
+		return s.relayFailed(c, err, r.Info.Sent)
+	}
+	s.after(c, &r.Info, st)
+	s.release(c)
+	return true
+}
+
+// relayFailed ends a command whose relay failed on either side.
+func (s *Session) relayFailed(c *backend.Conn, err error, sent bool) bool {
+	if mysql.IsBackendError(err) {
+		return s.backendFailed(c, err, sent)
+	}
+	// The client went away mid-response: the rest is unread, drop the conn.
+	s.pinned, s.pins = nil, 0
+	c.Pool().Discard(c, false)
+	return false
+}
+
+// unpinAfterFailure drops pin reasons that were set in anticipation of a
+// statement that never ran (the connection was not obtained).
+func (s *Session) unpinAfterFailure() {
+	if s.pinned == nil {
+		s.pins = 0
+	}
+}
+
+// after learns the session's new state from a statement's response: session
+// tracking data, transaction status, diagnostics left for the next statement.
+func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stmt) {
+	if len(info.SessionState) > 0 {
+		s.applyStateChanges(c, info.SessionState)
+	}
+	if info.LastInsertID != 0 && info.Err == nil {
+		s.lastInsertID = info.LastInsertID
+		c.LastInsertID = info.LastInsertID
+	}
+	inTrx := info.Status&mysql.StatusInTrans != 0
+	if info.Err != nil && info.Results <= 1 {
+		// An error response carries no status; the transaction state is
+		// what it was.
+		inTrx = s.pins&pinTrx != 0
+	}
+	if inTrx {
+		s.pins |= pinTrx
+	} else {
+		if s.pins&pinTrx != 0 {
+			s.pins &^= pinNextTrx // the next transaction came and went
+		}
+		s.pins &^= pinTrx
+	}
+	if st.Kind == router.KindUnlock {
+		s.pins &^= pinLock
+	}
+	s.pins &^= pinHeld
+	if info.Warnings > 0 || st.Flags&router.FlagCalcFoundRows != 0 {
+		s.pins |= pinHeld
+	}
+	if s.pins&pinsThatDirty != 0 {
+		c.Dirty = true
+	}
+}
+
+// applyStateChanges records what the server said changed: variables and
+// schema become session state (replayed on other connections); anything
+// else (user variables, temporary tables...) pins the session.
+func (s *Session) applyStateChanges(c *backend.Conn, blocks []byte) {
+	r := mysql.NewReader(blocks)
+	varsChanged := false
+	for r.Len() > 0 {
+		block := r.LenEncString()
+		if !r.OK() {
+			return
+		}
+		other := false
+		known := false
+		mysql.StateChanges(block, func(ch mysql.StateChange) {
+			switch ch.Type {
+			case mysql.TrackSystemVariables:
+				known = true
+				name := string(ch.Name)
+				if backend.ProxyOwned(name) {
+					s.pins |= pinSession
+					return
+				}
+				if backend.Untracked(name) {
+					return
+				}
+				s.vars.Set(name, string(ch.Value))
+				c.Vars.Set(name, string(ch.Value))
+				varsChanged = true
+			case mysql.TrackSchema:
+				known = true
+				s.db = string(ch.Name)
+				c.DB = s.db
+			case mysql.TrackStateChange:
+				other = true
+			}
+		})
+		if other && !known {
+			// Something changed that is neither a variable nor the schema:
+			// user variables, temporary tables, prepared statements.
+			s.pins |= pinSession
+		}
+	}
+	if varsChanged {
+		s.varsFP = s.vars.Fingerprint()
+		c.VarsFP = s.varsFP
+	}
+}
+
+// forward runs a non-query command (COM_FIELD_LIST, COM_STATISTICS) on a
+// backend connection.
+func (s *Session) forward(p []byte, n needs, rk relayKind) bool {
+	return s.execute(p, n, rk, router.Stmt{})
+}
+
+func (s *Session) comInitDB(p []byte) bool {
+	return s.execute(p, 0, relaySingle, router.Stmt{Kind: router.KindUse})
+}
+
+// comSetOption toggles multi-statements for this session; backend
+// connections always allow them, so the proxy enforces the client's choice.
+func (s *Session) comSetOption(p []byte) bool {
+	if len(p) < 3 {
+		return s.writeErr(mysql.NewError(mysql.ERMalformedPacket, mysql.StateGeneral, "Malformed communication packet"))
+	}
+	switch uint16(p[1]) | uint16(p[2])<<8 {
+	case 0:
+		s.multiStmts = true
+	case 1:
+		s.multiStmts = false
+	default:
+		return s.writeErr(mysql.NewError(mysql.ERUnknownCom, mysql.StateConnFailure, "Unknown option for COM_SET_OPTION"))
+	}
+	return s.writeEOF()
+}
+
+// writeEOF sends the EOF a server sends for COM_SET_OPTION.
+func (s *Session) writeEOF() bool {
+	var err error
+	if s.caps&mysql.ClientDeprecateEOF != 0 {
+		ok := mysql.OKPacket{Status: s.status()}
+		err = s.client.EndPacket(mysql.AppendOK(s.client.BeginPacket(), mysql.HeaderEOF, &ok, s.caps))
+	} else {
+		err = s.client.EndPacket(mysql.AppendEOF(s.client.BeginPacket(), 0, s.status()))
+	}
+	if err != nil {
+		return false
+	}
+	return s.client.Flush() == nil
+}

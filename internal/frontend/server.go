@@ -1,0 +1,194 @@
+// Package frontend accepts client connections and runs one Session per
+// client: the handshake, the command loop, the session's state (database,
+// variables, transaction, prepared statements) and which backend connection
+// it holds and why.
+package frontend
+
+import (
+	"context"
+	"crypto/rsa"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/mysql/auth"
+)
+
+// User is an account clients log in with.
+type User struct {
+	Name      string
+	Stored    auth.Stored
+	Cluster   *backend.Cluster
+	DefaultDB string
+}
+
+// Full-authentication policies for caching_sha2_password.
+const (
+	FullAuthFirstLogin = "first_login" // as MySQL: until the user is in the fast-auth cache
+	FullAuthAlways     = "always"
+	FullAuthNever      = "never"
+)
+
+// Options configure a Server.
+type Options struct {
+	ServerVersion     string
+	DefaultAuthPlugin string
+	FullAuth          string
+	TLS               *tls.Config // nil: TLS not offered
+	TLSRequired       bool
+	RSAKey            *rsa.PrivateKey
+	Users             func(name string) *User
+	ClientIdleTimeout time.Duration
+	MaxConnections    int
+	MaxStmtsPerSess   int
+	Collations        *Collations
+	Log               *slog.Logger
+	Metrics           *Metrics
+}
+
+// Server accepts clients on one listener.
+type Server struct {
+	opt    Options
+	pubPEM []byte
+
+	ln       net.Listener
+	nextID   atomic.Uint32
+	sessions sync.Map // id -> *Session
+	count    atomic.Int64
+	wg       sync.WaitGroup
+
+	shuttingDown atomic.Bool
+
+	sha2Cache sync.Map // user name -> struct{}: users that passed full auth
+}
+
+// NewServer prepares a server; Serve starts accepting.
+func NewServer(opt Options) (*Server, error) {
+	if opt.Log == nil {
+		opt.Log = slog.Default()
+	}
+	if opt.Metrics == nil {
+		opt.Metrics = NewMetrics(nil)
+	}
+	if opt.DefaultAuthPlugin == "" {
+		opt.DefaultAuthPlugin = auth.PluginCachingSHA2
+	}
+	if opt.FullAuth == "" {
+		opt.FullAuth = FullAuthFirstLogin
+	}
+	if opt.MaxStmtsPerSess <= 0 {
+		opt.MaxStmtsPerSess = 16382
+	}
+	if opt.Collations == nil {
+		opt.Collations = &Collations{}
+	}
+	s := &Server{opt: opt}
+	if opt.RSAKey != nil {
+		pem, err := auth.PublicKeyPEM(&opt.RSAKey.PublicKey)
+		if err != nil {
+			return nil, fmt.Errorf("encode RSA public key: %w", err)
+		}
+		s.pubPEM = pem
+	}
+	return s, nil
+}
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.ln = ln
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.shuttingDown.Load() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		s.wg.Add(1)
+		go s.handle(nc)
+	}
+}
+
+// Addr returns the listening address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+func (s *Server) handle(nc net.Conn) {
+	defer s.wg.Done()
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+		_ = tc.SetKeepAlive(true)
+	}
+	id := s.nextID.Add(1)
+	sess := newSession(s, nc, id)
+	n := s.count.Add(1)
+	defer s.count.Add(-1)
+	if s.opt.MaxConnections > 0 && n > int64(s.opt.MaxConnections) {
+		sess.refuse(mysql.NewError(mysql.ERConCount, mysql.StateConnRejected, "Too many connections"))
+		return
+	}
+	if s.shuttingDown.Load() {
+		sess.refuse(mysql.NewError(mysql.ERServerShutdown, mysql.StateGeneral, "Server shutdown in progress"))
+		return
+	}
+	s.sessions.Store(id, sess)
+	defer s.sessions.Delete(id)
+	s.opt.Metrics.ClientConnects.Inc()
+	s.opt.Metrics.ClientsConnected.Inc()
+	defer s.opt.Metrics.ClientsConnected.Dec()
+	sess.run()
+}
+
+// Session returns a live session by id.
+func (s *Server) Session(id uint32) *Session {
+	v, ok := s.sessions.Load(id)
+	if !ok {
+		return nil
+	}
+	return v.(*Session)
+}
+
+// Clients reports the number of connected clients.
+func (s *Server) Clients() int64 { return s.count.Load() }
+
+// Shutdown stops accepting, closes idle clients with an error, lets running
+// statements finish until ctx ends, then closes what is left.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shuttingDown.Store(true)
+	if s.ln != nil {
+		_ = s.ln.Close()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.sessions.Range(func(_, v any) bool {
+			v.(*Session).interruptIfIdle()
+			return true
+		})
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			s.sessions.Range(func(_, v any) bool {
+				v.(*Session).forceClose()
+				return true
+			})
+			<-done
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,458 @@
+package frontend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/mysql"
+)
+
+// Session is one client connection.
+type Session struct {
+	srv    *Server
+	id     uint32
+	client *mysql.Conn
+	remote string
+	log    *slog.Logger
+	salt   []byte
+	tls    bool
+	caps   uint32
+	user   *User
+
+	// Session state the client would see on a direct connection.
+	db           string
+	vars         backend.Vars
+	varsFP       uint64
+	lastInsertID uint64
+	multiStmts   bool
+
+	// The backend connection held across statements, and why.
+	pinned *backend.Conn
+	pins   pinReason
+	// The connection that ran the previous statement, to reclaim it for a
+	// statement that reads the previous one's diagnostics.
+	last     *backend.Conn
+	lastUses uint64
+
+	stmts      map[uint32]*pstmt
+	nextStmtID uint32
+
+	// For KILL and shutdown, read by other goroutines.
+	mu      sync.Mutex
+	idle    bool          // blocked reading the next command
+	running *backend.Conn // backend connection running a statement now
+	killed  atomic.Bool
+
+	scratch []byte
+}
+
+func newSession(srv *Server, nc net.Conn, id uint32) *Session {
+	remote := nc.RemoteAddr().String()
+	return &Session{
+		srv: srv, id: id, client: mysql.NewConn(nc), remote: remote,
+		log: srv.opt.Log.With("conn_id", id, "client", remote),
+	}
+}
+
+// refuse sends a greeting-time error and closes.
+func (s *Session) refuse(e *mysql.SQLError) {
+	s.client.ResetSeq()
+	_ = s.client.WriteErr(e)
+	_ = s.client.Flush()
+	_ = s.client.Close()
+}
+
+func (s *Session) run() {
+	defer s.close()
+	if err := s.handshake(); err != nil {
+		if !errors.Is(err, errAuthFailed) && !isDisconnect(err) {
+			s.log.Info("client handshake failed", "err", err)
+		}
+		return
+	}
+	for {
+		if s.srv.shuttingDown.Load() && s.pinned == nil {
+			s.sendShutdown()
+			return
+		}
+		p, err := s.readCommand()
+		if err != nil {
+			s.readFailed(err)
+			return
+		}
+		if !s.dispatch(p) {
+			return
+		}
+	}
+}
+
+// readCommand waits for the next command; while it waits, the session counts
+// as idle for shutdown.
+func (s *Session) readCommand() ([]byte, error) {
+	s.client.ResetSeq()
+	s.client.ReadTimeout = s.srv.opt.ClientIdleTimeout
+	s.mu.Lock()
+	s.idle = true
+	shutting := s.srv.shuttingDown.Load()
+	s.mu.Unlock()
+	if shutting && s.pinned == nil {
+		s.setIdle(false)
+		return nil, errShutdown
+	}
+	p, err := s.client.ReadPacket()
+	s.setIdle(false)
+	s.client.ReadTimeout = 0
+	if err == nil && len(p) == 0 {
+		err = fmt.Errorf("empty command packet: %w", mysql.ErrMalformed)
+	}
+	return p, err
+}
+
+var errShutdown = errors.New("server shutting down")
+
+func (s *Session) setIdle(v bool) {
+	s.mu.Lock()
+	s.idle = v
+	s.mu.Unlock()
+}
+
+// readFailed handles a failed command read: client gone, idle timeout,
+// shutdown, or garbage.
+func (s *Session) readFailed(err error) {
+	var ne net.Error
+	switch {
+	case s.killed.Load():
+	case errors.Is(err, errShutdown) || (s.srv.shuttingDown.Load() && errors.As(err, &ne) && ne.Timeout()):
+		s.sendShutdown()
+	case errors.As(err, &ne) && ne.Timeout():
+		s.client.ResetSeq()
+		_ = s.client.WriteErr(mysql.NewError(mysql.ERClientInteractionTO, mysql.StateGeneral,
+			"The client was disconnected by the server because of inactivity."))
+		_ = s.client.Flush()
+	case isDisconnect(err):
+	case errors.Is(err, mysql.ErrMalformed) || errors.Is(err, mysql.ErrPacketTooLarge):
+		s.log.Warn("closing client after a malformed packet", "err", err)
+		s.client.ResetSeq()
+		_ = s.client.WriteErr(mysql.NewError(mysql.ERNetReadError, mysql.StateConnFailure, "Got an error reading communication packets"))
+		_ = s.client.Flush()
+	default:
+		s.log.Info("client read failed", "err", err)
+	}
+}
+
+func (s *Session) sendShutdown() {
+	s.client.ResetSeq()
+	_ = s.client.WriteErr(mysql.NewError(mysql.ERServerShutdown, mysql.StateGeneral, "Server shutdown in progress"))
+	_ = s.client.Flush()
+}
+
+func isDisconnect(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// interruptIfIdle wakes a session blocked waiting for a command, so it can
+// close with a shutdown error.
+func (s *Session) interruptIfIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idle {
+		_ = s.client.NetConn().SetReadDeadline(time.Now())
+	}
+}
+
+// forceClose ends a session at the shutdown deadline.
+func (s *Session) forceClose() {
+	s.killed.Store(true)
+	_ = s.client.NetConn().Close()
+	s.mu.Lock()
+	c := s.running
+	s.mu.Unlock()
+	if c != nil {
+		_ = c.NetConn().Close()
+	}
+}
+
+// close releases everything the session holds.
+func (s *Session) close() {
+	if c := s.pinned; c != nil {
+		held := s.pins
+		s.pinned, s.pins = nil, 0
+		if held&^pinHeld == 0 && !c.Dirty {
+			c.Pool().Release(c)
+		} else {
+			s.releaseDirty(c) // rolls back an open transaction too
+		}
+	}
+	_ = s.client.Close()
+}
+
+// dispatch runs one command; false ends the session.
+func (s *Session) dispatch(p []byte) bool {
+	s.srv.opt.Metrics.Commands.Inc()
+	switch p[0] {
+	case mysql.ComQuery:
+		return s.comQuery(p)
+	case mysql.ComQuit:
+		return false
+	case mysql.ComPing:
+		return s.writeOK(&mysql.OKPacket{Status: s.status()})
+	case mysql.ComInitDB:
+		return s.comInitDB(p)
+	case mysql.ComFieldList:
+		return s.forward(p, needDB, relayFieldList)
+	case mysql.ComStatistics:
+		return s.forward(p, 0, relaySingle)
+	case mysql.ComSetOption:
+		return s.comSetOption(p)
+	case mysql.ComResetConnection:
+		return s.comResetConnection()
+	case mysql.ComChangeUser:
+		return s.comChangeUser(p)
+	case mysql.ComProcessKill:
+		return s.comProcessKill(p)
+	case mysql.ComStmtPrepare:
+		return s.comStmtPrepare(p)
+	case mysql.ComStmtExecute:
+		return s.comStmtExecute(p)
+	case mysql.ComStmtSendLongData:
+		return s.comStmtSendLongData(p)
+	case mysql.ComStmtClose:
+		return s.comStmtClose(p)
+	case mysql.ComStmtReset:
+		return s.comStmtReset(p)
+	case mysql.ComStmtFetch:
+		return s.comStmtFetch(p)
+	}
+	return s.writeErr(mysql.NewError(mysql.ERUnknownCom, mysql.StateConnFailure, "Unknown command 0x%02x", p[0]))
+}
+
+// status is the server status the client would see between statements.
+func (s *Session) status() uint16 {
+	st := mysql.StatusAutocommit
+	if v, ok := s.vars.Get("autocommit"); ok && v == "OFF" {
+		st = 0
+	}
+	if s.pins&pinTrx != 0 {
+		st |= mysql.StatusInTrans
+	}
+	return st
+}
+
+func (s *Session) writeOK(ok *mysql.OKPacket) bool {
+	if err := s.client.WriteOK(ok, s.caps); err != nil {
+		return false
+	}
+	return s.client.Flush() == nil
+}
+
+// writeErr sends an error; the session continues.
+func (s *Session) writeErr(e *mysql.SQLError) bool {
+	s.srv.opt.Metrics.ClientErrors.Inc()
+	if err := s.client.WriteErr(e); err != nil {
+		return false
+	}
+	return s.client.Flush() == nil
+}
+
+// needs say what a command requires of the backend connection it runs on.
+type needs uint8
+
+const (
+	needDB       needs = 1 << iota // current database and variables in step
+	needLastID                     // LAST_INSERT_ID() in step
+	needPrevious                   // the connection that ran the previous statement
+)
+
+// acquire returns the backend connection a command runs on: the pinned one,
+// the previous one when its diagnostics are needed and still there, or one
+// from the pool.
+func (s *Session) acquire(n needs) (*backend.Conn, error) {
+	if s.pinned != nil {
+		return s.pinned, nil
+	}
+	if n&needPrevious != 0 && s.last != nil && s.last.Pool().Reclaim(s.last, s.lastUses) {
+		return s.last, nil
+	}
+	pool := s.user.Cluster.Primary
+	c, err := pool.Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// sync brings c's database, variables and (when needed) LAST_INSERT_ID() to
+// the session's, in one round trip.
+func (s *Session) sync(c *backend.Conn, n needs) error {
+	dbOK := c.DB == s.db || s.db == ""
+	varsOK := c.VarsFP == s.varsFP && c.Vars.Equal(s.vars)
+	lidOK := n&needLastID == 0 || c.LastInsertID == s.lastInsertID
+	if dbOK && varsOK && lidOK {
+		return nil
+	}
+	b := s.scratch[:0]
+	if !dbOK {
+		b = backend.AppendUseDB(b, s.db)
+	}
+	if !varsOK || !lidOK {
+		set := len(b)
+		if set > 0 {
+			b = append(b, ';')
+			set++
+		}
+		b = c.AppendSync(b, s.vars)
+		if !lidOK {
+			if len(b) == set {
+				b = append(b, "SET "...)
+			} else {
+				b = append(b, ", "...)
+			}
+			b = append(b, "@@session.last_insert_id = "...)
+			b = appendUint(b, s.lastInsertID)
+		}
+		if len(b) == set && set > 0 {
+			b = b[:set-1]
+		}
+	}
+	s.scratch = b
+	if len(b) == 0 {
+		c.VarsFP = s.varsFP
+		return nil
+	}
+	if err := c.Exec(string(b)); err != nil {
+		return err
+	}
+	c.DB = s.db
+	c.Vars = append(c.Vars[:0], s.vars...)
+	c.VarsFP = s.varsFP
+	if !lidOK {
+		c.LastInsertID = s.lastInsertID
+	}
+	return nil
+}
+
+func appendUint(b []byte, v uint64) []byte {
+	var tmp [20]byte
+	i := len(tmp)
+	for {
+		i--
+		tmp[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			break
+		}
+	}
+	return append(b, tmp[i:]...)
+}
+
+// setRunning publishes the backend connection running a statement, for KILL.
+func (s *Session) setRunning(c *backend.Conn) {
+	s.mu.Lock()
+	s.running = c
+	s.mu.Unlock()
+}
+
+// release ends the use of c after a statement: it stays pinned if the
+// session needs it, else goes back to the pool (reset first if dirty).
+func (s *Session) release(c *backend.Conn) {
+	if s.pins != 0 {
+		s.pinned = c
+		return
+	}
+	s.pinned = nil
+	if c.Dirty {
+		s.releaseDirty(c)
+		return
+	}
+	s.last, s.lastUses = c, c.Uses()
+	c.Pool().Release(c)
+}
+
+// releaseDirty resets a connection holding session state nobody else may see
+// (an open transaction, user variables, locks...) before pooling it.
+func (s *Session) releaseDirty(c *backend.Conn) {
+	if err := c.Reset(); err != nil {
+		s.log.Info("discarding backend connection that failed to reset", "err", err)
+		c.Pool().Discard(c, !isSQLError(err))
+		return
+	}
+	c.DB = ""
+	c.VarsFP = 0
+	c.Pool().Release(c)
+}
+
+func isSQLError(err error) bool {
+	var se *mysql.SQLError
+	return errors.As(err, &se)
+}
+
+// backendFailed handles a backend connection that failed while running a
+// client's command. The client gets an error unless a result is half sent;
+// a session that lost a transaction or other held state is closed, so it can
+// never commit work that is gone.
+func (s *Session) backendFailed(c *backend.Conn, err error, sent bool) bool {
+	s.srv.opt.Metrics.BackendErrors.Inc()
+	s.log.Warn("backend connection failed during a statement", "backend", c.Pool().Addr(), "thread_id", c.ThreadID, "err", err)
+	lostState := s.pins&^pinHeld != 0
+	s.pinned, s.pins = nil, 0
+	if s.last == c {
+		s.last = nil
+	}
+	c.Pool().Discard(c, !isSQLError(err))
+	if s.killed.Load() {
+		return false
+	}
+	e := mysql.NewError(2013, mysql.StateGeneral, "Lost connection to backend server during query")
+	if se, ok := errors.Unwrap(err).(*mysql.SQLError); ok && !sent {
+		e = se
+	}
+	if sent && !lostState {
+		// Mid-result: an ERR in place of the next row tells the client the
+		// result is incomplete.
+		_ = s.client.WriteErr(e)
+		_ = s.client.Flush()
+		return true
+	}
+	if !sent {
+		s.client.DiscardOutput()
+	}
+	_ = s.client.WriteErr(e)
+	_ = s.client.Flush()
+	if lostState {
+		s.log.Warn("closing client whose transaction or session state was lost with its backend connection")
+		return false
+	}
+	return true
+}
+
+// acquireFailed reports a backend that could not be had.
+func (s *Session) acquireFailed(err error) bool {
+	var se *mysql.SQLError
+	if !errors.As(err, &se) {
+		se = mysql.NewError(backend.ErrCodeBackendUnavailable, mysql.StateGeneral, "shardgate: %v", err)
+	}
+	return s.writeErr(se)
+}
+
+// syncFailed reports a failure to bring a backend connection to the
+// session's state (a database that no longer exists, say). The statement
+// was not run.
+func (s *Session) syncFailed(c *backend.Conn, err error) bool {
+	if isSQLError(err) {
+		s.release(c)
+		var se *mysql.SQLError
+		errors.As(err, &se)
+		return s.writeErr(se)
+	}
+	return s.backendFailed(c, err, false)
+}

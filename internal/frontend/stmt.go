@@ -1,0 +1,318 @@
+package frontend
+
+import (
+	"encoding/binary"
+
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/router"
+)
+
+// pstmt is a prepared statement as the client knows it. Its id is the
+// proxy's; on each backend connection it is prepared lazily under that
+// connection's own id.
+type pstmt struct {
+	id      uint32
+	sql     string
+	db      string // database current at PREPARE: tables resolve there
+	params  uint16
+	columns uint16
+	types   []byte // 2 bytes per parameter, as last bound by the client
+	stmt    router.Stmt
+}
+
+// ER_STMT_HAS_NO_OPEN_CURSOR.
+const erStmtHasNoOpenCursor uint16 = 1421
+
+func (s *Session) comStmtPrepare(p []byte) bool {
+	if len(s.stmts) >= s.srv.opt.MaxStmtsPerSess {
+		return s.writeErr(mysql.NewError(mysql.ERMaxPreparedStmt, mysql.StateSyntax,
+			"Can't create more than max_prepared_stmt_count statements (current value: %d)", s.srv.opt.MaxStmtsPerSess))
+	}
+	c, err := s.acquire(0)
+	if err != nil {
+		return s.acquireFailed(err)
+	}
+	if err := s.sync(c, 0); err != nil {
+		c.Dirty = true
+		return s.syncFailed(c, err)
+	}
+	if err := c.WriteCommand(p); err != nil {
+		return s.backendFailed(c, err, false)
+	}
+	id := s.nextStmtID + 1
+	r := c.Relay(s.client, s.caps)
+	backendID, cols, params, ok, err := r.Prepare(id)
+	if err != nil {
+		return s.relayFailed(c, err, r.Info.Sent)
+	}
+	if ok {
+		s.nextStmtID = id
+		sql := string(p[1:])
+		ps := &pstmt{id: id, sql: sql, db: s.db, params: params, columns: cols, stmt: router.Classify(p[1:])}
+		if s.stmts == nil {
+			s.stmts = make(map[uint32]*pstmt)
+		}
+		s.stmts[id] = ps
+		if err := c.AddStmt(&backend.Stmt{SQL: sql, DB: s.db, ID: backendID, Params: params, Columns: cols}); err != nil {
+			return s.backendFailed(c, err, true)
+		}
+	}
+	s.release(c)
+	return true
+}
+
+// lookupStmt finds the client's statement named in a COM_STMT_* packet.
+func (s *Session) lookupStmt(p []byte, cmd string) (*pstmt, *mysql.SQLError) {
+	if len(p) < 5 {
+		return nil, mysql.NewError(mysql.ERMalformedPacket, mysql.StateGeneral, "Malformed communication packet")
+	}
+	id := binary.LittleEndian.Uint32(p[1:])
+	ps := s.stmts[id]
+	if ps == nil {
+		return nil, mysql.NewError(mysql.ERUnknownStmtHandler, mysql.StateGeneral,
+			"Unknown prepared statement handler (%d) given to %s", id, cmd)
+	}
+	return ps, nil
+}
+
+// backendStmt returns the statement prepared on c for ps, preparing it there
+// first when needed (under the database it was prepared in).
+func (s *Session) backendStmt(c *backend.Conn, ps *pstmt) (*backend.Stmt, error) {
+	if st := c.LookupStmt([]byte(ps.sql), ps.db); st != nil {
+		return st, nil
+	}
+	if ps.db != c.DB && ps.db != "" {
+		if err := c.Exec(string(backend.AppendUseDB(nil, ps.db))); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if s.db != "" {
+				if err := c.Exec(string(backend.AppendUseDB(nil, s.db))); err != nil {
+					c.Dirty = true
+				}
+			}
+		}()
+	}
+	return c.Prepare(ps.sql, ps.db)
+}
+
+func (s *Session) comStmtExecute(p []byte) bool {
+	ps, e := s.lookupStmt(p, "mysqld_stmt_execute")
+	if e != nil {
+		return s.writeErr(e)
+	}
+	if len(p) < 10 {
+		return s.writeErr(mysql.NewError(mysql.ERMalformedPacket, mysql.StateGeneral, "Malformed communication packet"))
+	}
+	bound, ok := s.noteParamTypes(ps, p)
+	if !ok {
+		return s.writeErr(mysql.NewError(mysql.ERWrongArguments, mysql.StateGeneral, "Incorrect arguments to mysqld_stmt_execute"))
+	}
+	var n needs = needDB
+	if ps.stmt.Flags&router.FlagLastInsertID != 0 && ps.stmt.Flags&router.FlagLastInsertIDArg == 0 {
+		n |= needLastID
+	}
+	s.pinBefore(ps.stmt)
+	c, err := s.acquire(n)
+	if err != nil {
+		s.unpinAfterFailure()
+		return s.acquireFailed(err)
+	}
+	if err := s.sync(c, n); err != nil {
+		c.Dirty = true
+		s.unpinAfterFailure()
+		return s.syncFailed(c, err)
+	}
+	bst, err := s.backendStmt(c, ps)
+	if err != nil {
+		if isSQLError(err) {
+			s.release(c)
+			return s.writeErr(err.(*mysql.SQLError))
+		}
+		return s.backendFailed(c, err, false)
+	}
+	s.setRunning(c)
+	err = s.writeExecute(c, p, ps, bst.ID, bound)
+	if err != nil {
+		s.setRunning(nil)
+		return s.backendFailed(c, err, false)
+	}
+	r := c.Relay(s.client, s.caps)
+	err = r.Query()
+	s.setRunning(nil)
+	if err != nil {
+		return s.relayFailed(c, err, r.Info.Sent)
+	}
+	s.after(c, &r.Info, ps.stmt)
+	s.pins &^= pinLongData
+	if p[5]&(mysql.CursorTypeReadOnly|mysql.CursorTypeForUpdate|mysql.CursorTypeScrollable) != 0 &&
+		r.Info.Status&mysql.StatusCursorExists != 0 {
+		s.pins |= pinCursor
+		c.Dirty = true
+	}
+	s.release(c)
+	return true
+}
+
+// noteParamTypes remembers the parameter types the client bound, since a
+// later execute may omit them (new_params_bound_flag = 0) while running on a
+// backend connection that never saw them. bound reports whether p carries
+// types itself.
+func (s *Session) noteParamTypes(ps *pstmt, p []byte) (bound, ok bool) {
+	if ps.params == 0 {
+		return true, true
+	}
+	nb := (int(ps.params) + 7) / 8
+	off := 10 + nb
+	if len(p) < off+1 {
+		return false, false
+	}
+	if p[off] == 1 {
+		types := p[off+1:]
+		if len(types) < 2*int(ps.params) {
+			return false, false
+		}
+		ps.types = append(ps.types[:0], types[:2*int(ps.params)]...)
+		return true, true
+	}
+	return false, len(ps.types) == 2*int(ps.params)
+}
+
+// writeExecute sends COM_STMT_EXECUTE to c with the backend's statement id,
+// adding the remembered parameter types when the client left them out.
+func (s *Session) writeExecute(c *backend.Conn, p []byte, ps *pstmt, backendID uint32, bound bool) error {
+	if bound {
+		binary.LittleEndian.PutUint32(p[1:], backendID)
+		return c.WriteCommand(p)
+	}
+	nb := (int(ps.params) + 7) / 8
+	off := 10 + nb
+	c.ResetSeq()
+	b := c.BeginPacket()
+	b = append(b, p[:off]...)
+	binary.LittleEndian.PutUint32(b[len(b)-off+1:], backendID)
+	b = append(b, 1)
+	b = append(b, ps.types...)
+	b = append(b, p[off+1:]...)
+	if err := c.EndPacket(b); err != nil {
+		return err
+	}
+	return c.Flush()
+}
+
+func (s *Session) comStmtSendLongData(p []byte) bool {
+	ps, e := s.lookupStmt(p, "mysqld_stmt_send_long_data")
+	if e != nil {
+		// No response is defined for this command: the error surfaces at
+		// EXECUTE, as on the server.
+		return true
+	}
+	s.pins |= pinLongData
+	c, err := s.acquire(needDB)
+	if err != nil {
+		s.unpinAfterFailure()
+		return true
+	}
+	if err := s.sync(c, needDB); err != nil {
+		c.Dirty = true
+		s.pins &^= pinLongData
+		s.release(c)
+		return true
+	}
+	bst, err := s.backendStmt(c, ps)
+	if err != nil {
+		s.pins &^= pinLongData
+		if isSQLError(err) {
+			s.release(c)
+			return true
+		}
+		return s.backendFailed(c, err, false)
+	}
+	c.Dirty = true
+	binary.LittleEndian.PutUint32(p[1:], bst.ID)
+	if err := c.WriteCommand(p); err != nil {
+		return s.backendFailed(c, err, false)
+	}
+	s.pinned = c
+	return true
+}
+
+func (s *Session) comStmtClose(p []byte) bool {
+	ps, e := s.lookupStmt(p, "mysqld_stmt_close")
+	if e != nil {
+		return true // no response for COM_STMT_CLOSE
+	}
+	delete(s.stmts, ps.id)
+	if s.pins&(pinCursor|pinLongData) != 0 && s.pinned != nil {
+		// Close the cursor or drop the long data on the backend, which keeps
+		// the statement itself for reuse.
+		if bst := s.pinned.LookupStmt([]byte(ps.sql), ps.db); bst != nil {
+			if err := s.resetBackendStmt(s.pinned, bst.ID); err != nil {
+				return s.backendFailed(s.pinned, err, false)
+			}
+		}
+		s.pins &^= pinCursor | pinLongData
+		s.release(s.pinned)
+	}
+	return true
+}
+
+// resetBackendStmt sends COM_STMT_RESET and reads its reply.
+func (s *Session) resetBackendStmt(c *backend.Conn, id uint32) error {
+	var pkt [5]byte
+	pkt[0] = mysql.ComStmtReset
+	binary.LittleEndian.PutUint32(pkt[1:], id)
+	if err := c.WriteCommand(pkt[:]); err != nil {
+		return err
+	}
+	return c.DrainResponse()
+}
+
+func (s *Session) comStmtReset(p []byte) bool {
+	ps, e := s.lookupStmt(p, "mysqld_stmt_reset")
+	if e != nil {
+		return s.writeErr(e)
+	}
+	if s.pinned != nil && s.pins&(pinCursor|pinLongData) != 0 {
+		if bst := s.pinned.LookupStmt([]byte(ps.sql), ps.db); bst != nil {
+			binary.LittleEndian.PutUint32(p[1:], bst.ID)
+			s.pins &^= pinCursor | pinLongData
+			return s.execute(p, 0, relaySingle, router.Stmt{})
+		}
+	}
+	// Nothing of this statement lives on a backend connection right now.
+	return s.writeOK(&mysql.OKPacket{Status: s.status()})
+}
+
+func (s *Session) comStmtFetch(p []byte) bool {
+	ps, e := s.lookupStmt(p, "mysqld_stmt_fetch")
+	if e != nil {
+		return s.writeErr(e)
+	}
+	if s.pins&pinCursor == 0 || s.pinned == nil {
+		return s.writeErr(mysql.NewError(erStmtHasNoOpenCursor, mysql.StateGeneral, "The statement (%d) has no open cursor.", ps.id))
+	}
+	c := s.pinned
+	bst := c.LookupStmt([]byte(ps.sql), ps.db)
+	if bst == nil {
+		return s.writeErr(mysql.NewError(erStmtHasNoOpenCursor, mysql.StateGeneral, "The statement (%d) has no open cursor.", ps.id))
+	}
+	binary.LittleEndian.PutUint32(p[1:], bst.ID)
+	s.setRunning(c)
+	if err := c.WriteCommand(p); err != nil {
+		s.setRunning(nil)
+		return s.backendFailed(c, err, false)
+	}
+	r := c.Relay(s.client, s.caps)
+	err := r.Rows()
+	s.setRunning(nil)
+	if err != nil {
+		return s.relayFailed(c, err, r.Info.Sent)
+	}
+	if r.Info.Err != nil || r.Info.Status&mysql.StatusLastRowSent != 0 || r.Info.Status&mysql.StatusCursorExists == 0 {
+		s.pins &^= pinCursor
+	}
+	s.release(c)
+	return true
+}

@@ -1,0 +1,64 @@
+package mysql
+
+import "fmt"
+
+// SQLError is an error as MySQL reports it: a code, a SQLSTATE and a message.
+// Errors the proxy creates itself use real MySQL codes where one fits, so
+// clients react to them as they would to the server.
+type SQLError struct {
+	Code    uint16
+	State   string
+	Message string
+}
+
+func (e *SQLError) Error() string {
+	return fmt.Sprintf("ERROR %d (%s): %s", e.Code, e.State, e.Message)
+}
+
+// NewError builds an SQLError with a formatted message.
+func NewError(code uint16, state, format string, args ...any) *SQLError {
+	return &SQLError{Code: code, State: state, Message: fmt.Sprintf(format, args...)}
+}
+
+// Error codes used by the proxy (the numbers MySQL uses for the same cases).
+const (
+	ERConCount            uint16 = 1040 // too many connections
+	ERHandshake           uint16 = 1043 // bad handshake
+	ERAccessDenied        uint16 = 1045
+	ERNoDB                uint16 = 1046
+	ERUnknownCom          uint16 = 1047
+	ERBadDB               uint16 = 1049
+	ERServerShutdown      uint16 = 1053
+	ERParse               uint16 = 1064
+	ERNetPacketTooLarge   uint16 = 1153
+	ERNetReadError        uint16 = 1158
+	ERNetReadInterrupted  uint16 = 1159
+	ERNetErrorOnWrite     uint16 = 1160
+	ERNotAllowedCommand   uint16 = 1148
+	ERUnknownError        uint16 = 1105
+	ERNoSuchThread        uint16 = 1094
+	ERKillDenied          uint16 = 1095
+	ERQueryInterrupted    uint16 = 1317
+	ERUnknownStmtHandler  uint16 = 1243
+	ERMaxPreparedStmt     uint16 = 1461
+	ERNotSupportedYet     uint16 = 1235
+	ERWrongArguments      uint16 = 1210
+	ERNewAbortingConn     uint16 = 1184
+	ERAbortingConnection  uint16 = 1152
+	ERSecureTransport     uint16 = 3159 // connections using insecure transport are prohibited
+	ERMalformedPacket     uint16 = 1835
+	ERLockWaitTimeout     uint16 = 1205
+	ERClientInteractionTO uint16 = 4031 // idle client disconnected (MySQL 8.0.24+)
+)
+
+// Well-known SQLSTATE values.
+const (
+	StateGeneral          = "HY000"
+	StateAccessDenied     = "28000"
+	StateConnFailure      = "08S01"
+	StateConnRejected     = "08004"
+	StateSyntax           = "42000"
+	StateNoDB             = "3D000"
+	StateFeatureNotSupp   = "0A000"
+	StateQueryInterrupted = "70100"
+)

@@ -1,0 +1,310 @@
+package mysql
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+)
+
+// Buffer sizes. A packet that fits in the read buffer is returned as a slice
+// of it (no copy, no allocation); the write buffer collects the packets of one
+// response so they leave in one write syscall.
+const (
+	readBufferSize  = 16 << 10
+	writeBufferSize = 16 << 10
+	// flushThreshold is how much output is gathered before writing while a
+	// response is still streaming: large enough to coalesce many rows, small
+	// enough that memory stays flat for any result size.
+	flushThreshold = 64 << 10
+)
+
+// ErrPacketTooLarge is returned when a peer announces a logical packet larger
+// than the connection's limit.
+var ErrPacketTooLarge = errors.New("mysql: packet exceeds max_allowed_packet")
+
+// ErrMalformed marks a packet that does not follow the protocol.
+var ErrMalformed = errors.New("mysql: malformed packet")
+
+// Conn frames MySQL packets over a net.Conn. It is not safe for concurrent
+// use; one goroutine owns it (the session or the borrower of a backend
+// connection).
+type Conn struct {
+	netConn net.Conn
+
+	rbuf       []byte // buffered input; rbuf[rpos:rend] is unread
+	rpos, rend int
+	big        []byte // holds a frame or a joined packet too large for rbuf
+
+	wbuf []byte // pending output, flushed by Flush
+
+	seq uint8 // sequence id of the next packet to read or write
+
+	// MaxPacket bounds a joined logical packet (like max_allowed_packet).
+	MaxPacket int
+
+	// ReadTimeout, when non-zero, is applied before each blocking read.
+	ReadTimeout time.Duration
+}
+
+// NewConn wraps c.
+func NewConn(c net.Conn) *Conn {
+	return &Conn{
+		netConn:   c,
+		rbuf:      make([]byte, readBufferSize),
+		wbuf:      make([]byte, 0, writeBufferSize),
+		MaxPacket: 1 << 30,
+	}
+}
+
+// NetConn returns the underlying connection.
+func (c *Conn) NetConn() net.Conn { return c.netConn }
+
+// SetNetConn replaces the underlying connection, e.g. after a TLS upgrade.
+// Buffered input must be empty, which it is at a TLS upgrade since the peer
+// waits for the handshake.
+func (c *Conn) SetNetConn(nc net.Conn) { c.netConn = nc }
+
+// Close closes the underlying connection.
+func (c *Conn) Close() error { return c.netConn.Close() }
+
+// Seq returns the sequence id of the next packet.
+func (c *Conn) Seq() uint8 { return c.seq }
+
+// SetSeq sets the sequence id of the next packet.
+func (c *Conn) SetSeq(s uint8) { c.seq = s }
+
+// ResetSeq starts a new command: sequence ids restart at 0.
+func (c *Conn) ResetSeq() { c.seq = 0 }
+
+// Buffered reports how many input bytes are already buffered. A relay uses it
+// to flush its output before it would block on input.
+func (c *Conn) Buffered() int { return c.rend - c.rpos }
+
+// fill ensures at least n bytes are buffered (n <= len(rbuf)).
+func (c *Conn) fill(n int) error {
+	if c.rend-c.rpos >= n {
+		return nil
+	}
+	if c.rpos > 0 {
+		copy(c.rbuf, c.rbuf[c.rpos:c.rend])
+		c.rend -= c.rpos
+		c.rpos = 0
+	}
+	if c.ReadTimeout > 0 {
+		if err := c.netConn.SetReadDeadline(time.Now().Add(c.ReadTimeout)); err != nil {
+			return err
+		}
+	}
+	for c.rend < n {
+		m, err := c.netConn.Read(c.rbuf[c.rend:])
+		c.rend += m
+		if err != nil {
+			if c.rend >= n {
+				return nil
+			}
+			if err == io.EOF && c.rend > 0 {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// readHeader reads a frame header and returns the frame length and sequence.
+func (c *Conn) readHeader() (int, uint8, error) {
+	if err := c.fill(4); err != nil {
+		return 0, 0, err
+	}
+	h := c.rbuf[c.rpos : c.rpos+4]
+	c.rpos += 4
+	return int(uint32(h[0]) | uint32(h[1])<<8 | uint32(h[2])<<16), h[3], nil
+}
+
+// readFrameBody returns the n-byte body of the frame whose header was just
+// read. The result aliases an internal buffer valid until the next read.
+func (c *Conn) readFrameBody(n int) ([]byte, error) {
+	if n <= len(c.rbuf) {
+		if err := c.fill(n); err != nil {
+			return nil, err
+		}
+		p := c.rbuf[c.rpos : c.rpos+n]
+		c.rpos += n
+		return p, nil
+	}
+	// Too large for the read buffer: take what is buffered, read the rest
+	// straight into a dedicated buffer that is dropped after use.
+	if cap(c.big) < n {
+		c.big = make([]byte, n)
+	}
+	p := c.big[:n]
+	k := copy(p, c.rbuf[c.rpos:c.rend])
+	c.rpos += k
+	if c.ReadTimeout > 0 {
+		if err := c.netConn.SetReadDeadline(time.Now().Add(c.ReadTimeout)); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := io.ReadFull(c.netConn, p[k:]); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// ReadFrame reads one physical frame (at most MaxPayload bytes). more reports
+// that the frame is full-size, so the logical packet continues in the next
+// frame. A relay uses frames so that huge rows pass through without being
+// joined in memory.
+func (c *Conn) ReadFrame() (payload []byte, more bool, err error) {
+	c.releaseBig()
+	n, seq, err := c.readHeader()
+	if err != nil {
+		return nil, false, err
+	}
+	c.seq = seq + 1
+	p, err := c.readFrameBody(n)
+	return p, n == MaxPayload, err
+}
+
+// ReadPacket reads one logical packet, joining frames as needed. The payload
+// aliases an internal buffer that is valid until the next read.
+func (c *Conn) ReadPacket() ([]byte, error) {
+	p, more, err := c.ReadFrame()
+	if err != nil || !more {
+		return p, err
+	}
+	joined := append([]byte(nil), p...)
+	for more {
+		if len(joined) > c.MaxPacket {
+			return nil, ErrPacketTooLarge
+		}
+		var n int
+		var seq uint8
+		if n, seq, err = c.readHeader(); err != nil {
+			return nil, err
+		}
+		c.seq = seq + 1
+		more = n == MaxPayload
+		if p, err = c.readFrameBody(n); err != nil {
+			return nil, err
+		}
+		joined = append(joined, p...)
+	}
+	c.big = joined
+	return joined, nil
+}
+
+// keepBig is the largest overflow buffer kept between reads: rows of a few
+// hundred KB reuse it, while one huge packet does not pin its memory for the
+// life of the connection.
+const keepBig = 1 << 20
+
+// releaseBig drops the overflow buffer of the previous read when it is huge.
+func (c *Conn) releaseBig() {
+	if cap(c.big) > keepBig {
+		c.big = nil
+	}
+}
+
+// WritePacket queues payload as one logical packet (split into frames when
+// needed). Output is sent by Flush, or earlier once enough has gathered.
+func (c *Conn) WritePacket(payload []byte) error {
+	for {
+		n := len(payload)
+		if n > MaxPayload {
+			n = MaxPayload
+		}
+		c.wbuf = append(c.wbuf, byte(n), byte(n>>8), byte(n>>16), c.seq)
+		c.seq++
+		if err := c.appendOut(payload[:n]); err != nil {
+			return err
+		}
+		payload = payload[n:]
+		if n < MaxPayload {
+			return nil
+		}
+	}
+}
+
+// WriteFrame queues one physical frame as is (a relay forwarding a frame of a
+// larger packet). The caller splits; only the sequence id is rewritten.
+func (c *Conn) WriteFrame(payload []byte) error {
+	n := len(payload)
+	c.wbuf = append(c.wbuf, byte(n), byte(n>>8), byte(n>>16), c.seq)
+	c.seq++
+	return c.appendOut(payload)
+}
+
+// appendOut appends p to the output buffer, writing through for large p.
+func (c *Conn) appendOut(p []byte) error {
+	if len(p) > flushThreshold {
+		if err := c.Flush(); err != nil {
+			return err
+		}
+		_, err := c.netConn.Write(p)
+		return err
+	}
+	c.wbuf = append(c.wbuf, p...)
+	if len(c.wbuf) >= flushThreshold {
+		return c.Flush()
+	}
+	return nil
+}
+
+// BeginPacket starts building a packet in place in the output buffer: append
+// the payload to the returned slice and pass it to EndPacket. This avoids a
+// scratch buffer for packets the proxy composes itself.
+func (c *Conn) BeginPacket() []byte {
+	return append(c.wbuf, 0, 0, 0, 0)
+}
+
+// EndPacket finishes a packet started with BeginPacket.
+func (c *Conn) EndPacket(b []byte) error {
+	start := len(c.wbuf)
+	n := len(b) - start - 4
+	if n >= MaxPayload {
+		// Rare: a composed packet needs splitting. Copy it out and frame it.
+		payload := append([]byte(nil), b[start+4:]...)
+		c.wbuf = b[:start]
+		return c.WritePacket(payload)
+	}
+	b[start] = byte(n)
+	b[start+1] = byte(n >> 8)
+	b[start+2] = byte(n >> 16)
+	b[start+3] = c.seq
+	c.seq++
+	c.wbuf = b
+	if len(c.wbuf) >= flushThreshold {
+		return c.Flush()
+	}
+	return nil
+}
+
+// Pending reports how many output bytes wait for Flush.
+func (c *Conn) Pending() int { return len(c.wbuf) }
+
+// Flush writes the pending output in one syscall.
+func (c *Conn) Flush() error {
+	if len(c.wbuf) == 0 {
+		return nil
+	}
+	_, err := c.netConn.Write(c.wbuf)
+	if cap(c.wbuf) > 4*flushThreshold {
+		// A composed giant packet grew the buffer: give the memory back.
+		c.wbuf = make([]byte, 0, writeBufferSize)
+	} else {
+		c.wbuf = c.wbuf[:0]
+	}
+	if err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+// DiscardOutput drops pending output (after a failure mid-response).
+func (c *Conn) DiscardOutput() { c.wbuf = c.wbuf[:0] }

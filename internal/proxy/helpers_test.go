@@ -1,0 +1,147 @@
+package proxy_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/shardgate/shardgate/internal/config"
+	"github.com/shardgate/shardgate/internal/proxy"
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+// Test accounts of the proxy (not of the server).
+const (
+	appUser = "app"
+	appPass = "app-secret"
+)
+
+// proxyConfig is the configuration the integration tests start from: one
+// cluster on srv, the app user (stored hash) and the server's own account.
+func proxyConfig(t testing.TB, srv *testenv.Server, extra string) *config.Config {
+	t.Helper()
+	yaml := fmt.Sprintf(`
+listeners:
+  - address: 127.0.0.1:0
+admin:
+  http: 127.0.0.1:0
+log:
+  level: debug
+users:
+  - name: %s
+    password_hash: "%s"
+    default_database: ""
+  - name: %s
+    password: %s
+clusters:
+  - name: main
+    user: %s
+    password: %s
+    pool:
+      max_open: 4
+      wait_timeout: 10s
+    primary:
+      address: %s
+%s`, appUser, hashOf(appPass), testenv.User, testenv.Password, testenv.User, testenv.Password, srv.Addr, extra)
+	cfg, err := config.Parse([]byte(yaml), "test.yaml")
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, yaml)
+	}
+	return cfg
+}
+
+func hashOf(pw string) string {
+	return proxyHash(pw)
+}
+
+// startProxy starts a proxy for cfg and stops it at the end of the test.
+func startProxy(t testing.TB, cfg *config.Config) *proxy.Proxy {
+	t.Helper()
+	var w io.Writer = io.Discard
+	if os.Getenv("SHARDGATE_TEST_LOG") != "" {
+		w = os.Stderr
+	}
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p, err := proxy.New(cfg, log)
+	if err != nil {
+		t.Fatalf("start proxy: %v", err)
+	}
+	p.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = p.Shutdown(ctx)
+	})
+	return p
+}
+
+// proxyDSN is a go-sql-driver DSN for the proxy's first listener.
+func proxyDSN(p *proxy.Proxy, user, pass, db, params string) string {
+	dsn := fmt.Sprintf("%s:%s@tcp(%s)/%s", user, pass, p.Addrs()[0], db)
+	if params != "" {
+		dsn += "?" + params
+	}
+	return dsn
+}
+
+func openDB(t testing.TB, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// oneConn returns a single dedicated client connection.
+func oneConn(t testing.TB, db *sql.DB) *sql.Conn {
+	t.Helper()
+	c, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func queryString(t testing.TB, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, sqlText string, args ...any) string {
+	t.Helper()
+	var s sql.NullString
+	if err := q.QueryRowContext(context.Background(), sqlText, args...).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", sqlText, err)
+	}
+	return s.String
+}
+
+func mustExec(t testing.TB, q interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, stmts ...string) {
+	t.Helper()
+	for _, s := range stmts {
+		if _, err := q.ExecContext(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func mysqlErrCode(err error) uint16 {
+	if me, ok := err.(*mysql.MySQLError); ok {
+		return me.Number
+	}
+	return 0
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

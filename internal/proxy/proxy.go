@@ -1,0 +1,366 @@
+// Package proxy assembles a running shardgate from a configuration: backend
+// clusters and pools, users, client listeners and the admin endpoint. The
+// binary and the integration tests both start the proxy through it.
+package proxy
+
+import (
+	"context"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardgate/shardgate/internal/admin"
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/config"
+	"github.com/shardgate/shardgate/internal/frontend"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/mysql/auth"
+)
+
+// Proxy is a running shardgate.
+type Proxy struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	clusters map[string]*backend.Cluster
+	users    map[string]*frontend.User
+	servers  []*frontend.Server
+	lns      []net.Listener
+	admin    *admin.Server
+	registry *prometheus.Registry
+
+	wg      sync.WaitGroup
+	errOnce sync.Once
+	err     chan error
+}
+
+// New builds the proxy and opens its listeners; Start begins serving.
+func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
+	p := &Proxy{cfg: cfg, log: log, clusters: map[string]*backend.Cluster{},
+		users: map[string]*frontend.User{}, registry: prometheus.NewRegistry(), err: make(chan error, 1)}
+	if err := p.buildClusters(); err != nil {
+		p.closeClusters()
+		return nil, err
+	}
+	if err := p.buildUsers(); err != nil {
+		p.closeClusters()
+		return nil, err
+	}
+	if err := p.buildServers(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Proxy) buildClusters() error {
+	for i := range p.cfg.Clusters {
+		cc := &p.cfg.Clusters[i]
+		dc, err := dialConfig(cc, cc.Primary.Address)
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", cc.Name, err)
+		}
+		pc := backend.PoolConfig{
+			MaxOpen: cc.Pool.MaxOpen, MaxIdle: cc.Pool.MaxIdle, MinIdle: cc.Pool.MinIdle,
+			IdleTimeout: cc.Pool.IdleTimeout, MaxLifetime: cc.Pool.MaxLifetime,
+			WaitTimeout: cc.Pool.WaitTimeout, MaxWaiters: cc.Pool.MaxWaiters,
+			HealthCheckInterval: cc.Pool.HealthCheckInterval,
+		}
+		pool := backend.NewPool(cc.Name+"/primary", dc, pc, p.log)
+		p.clusters[cc.Name] = &backend.Cluster{Name: cc.Name, Primary: pool}
+		p.registry.MustRegister(backend.NewPoolCollector(pool))
+	}
+	return nil
+}
+
+// dialConfig resolves the server address once, so no connect waits on DNS.
+func dialConfig(cc *config.Cluster, address string) (*backend.DialConfig, error) {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, fmt.Errorf("address %q: %w", address, err)
+	}
+	addr := address
+	if net.ParseIP(host) == nil {
+		ips, err := net.DefaultResolver.LookupIPAddr(context.Background(), host)
+		if err != nil || len(ips) == 0 {
+			return nil, fmt.Errorf("resolve %s: %w", host, err)
+		}
+		addr = net.JoinHostPort(ips[0].IP.String(), port)
+	}
+	tc, required, err := backendTLS(&cc.TLS, host)
+	if err != nil {
+		return nil, err
+	}
+	return &backend.DialConfig{
+		Addr: addr, User: cc.User, Password: cc.Password, TLS: tc, TLSRequired: required,
+		ConnectTimeout: cc.Pool.ConnectTimeout, Charset: mysql.CollationUTF8MB4GeneralCI,
+		StmtLimit: cc.Pool.PreparedStatementsPerConn,
+	}, nil
+}
+
+// backendTLS turns tls.mode into a client TLS config: preferred and required
+// encrypt without verifying (like MySQL's ssl-mode of the same names),
+// verify checks the chain and host name.
+func backendTLS(t *config.BackendTLS, host string) (*tls.Config, bool, error) {
+	if t.Mode == "" || t.Mode == "off" {
+		return nil, false, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
+	if t.ServerName != "" {
+		tc.ServerName = t.ServerName
+	}
+	if t.CertFile != "" {
+		cert, err := auth.LoadCertificate(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, false, err
+		}
+		tc.Certificates = []tls.Certificate{*cert}
+	}
+	switch t.Mode {
+	case "preferred":
+		tc.InsecureSkipVerify = true
+		return tc, false, nil
+	case "required":
+		tc.InsecureSkipVerify = true
+		return tc, true, nil
+	}
+	pem, err := os.ReadFile(t.CAFile)
+	if err != nil {
+		return nil, false, fmt.Errorf("tls.ca_file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, false, fmt.Errorf("tls.ca_file %s: no certificates found", t.CAFile)
+	}
+	tc.RootCAs = pool
+	return tc, true, nil
+}
+
+func (p *Proxy) buildUsers() error {
+	for _, u := range p.cfg.Users {
+		var stored auth.Stored
+		if u.PasswordHash != "" {
+			var err error
+			if stored, err = auth.ParseStored(u.PasswordHash); err != nil {
+				return fmt.Errorf("user %s: %w", u.Name, err)
+			}
+		} else {
+			stored = auth.StoredFromPlain(u.Password)
+		}
+		p.users[u.Name] = &frontend.User{Name: u.Name, Stored: stored, Cluster: p.clusters[u.Cluster], DefaultDB: u.DefaultDatabase}
+	}
+	return nil
+}
+
+func (p *Proxy) buildServers() error {
+	version, colls := p.learnBackend()
+	rsaKey, err := p.rsaKey()
+	if err != nil {
+		return err
+	}
+	metrics := frontend.NewMetrics(p.registry)
+	for _, l := range p.cfg.Listeners {
+		tc, err := listenerTLS(&l.TLS)
+		if err != nil {
+			return fmt.Errorf("listener %s: %w", l.Address, err)
+		}
+		srv, err := frontend.NewServer(frontend.Options{
+			ServerVersion: version, DefaultAuthPlugin: p.cfg.Server.DefaultAuthPlugin,
+			FullAuth: p.cfg.Server.CachingSHA2FullAuth, TLS: tc, TLSRequired: l.TLS.Mode == "required",
+			RSAKey: rsaKey, Users: p.lookupUser, ClientIdleTimeout: p.cfg.Server.ClientIdleTimeout,
+			MaxConnections: l.MaxConnections, MaxStmtsPerSess: p.cfg.Server.MaxPreparedStatementsPerSession,
+			Collations: colls, Log: p.log, Metrics: metrics,
+		})
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", l.Address)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", l.Address, err)
+		}
+		p.servers = append(p.servers, srv)
+		p.lns = append(p.lns, ln)
+	}
+	if p.cfg.Admin.HTTP != "" {
+		a, err := admin.Listen(p.cfg.Admin.HTTP, p.registry, p.log)
+		if err != nil {
+			return err
+		}
+		p.admin = a
+	}
+	return nil
+}
+
+func (p *Proxy) lookupUser(name string) *frontend.User { return p.users[name] }
+
+// learnBackend asks the first cluster's primary for its version string and
+// collation table. A server that is down at start does not stop the proxy:
+// it starts with a built-in table and a generic version.
+func (p *Proxy) learnBackend() (string, *frontend.Collations) {
+	version := p.cfg.Server.Version
+	if len(p.cfg.Clusters) == 0 {
+		return version, frontend.NewCollations(builtinCollations)
+	}
+	pool := p.clusters[p.cfg.Clusters[0].Name].Primary
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rows, serverVersion, err := pool.QueryVersion(ctx,
+		"SELECT ID, COLLATION_NAME, CHARACTER_SET_NAME FROM information_schema.COLLATIONS WHERE ID IS NOT NULL AND ID < 256")
+	if err != nil {
+		p.log.Warn("could not reach the primary at start; using built-in collations", "backend", pool.Addr(), "err", err)
+		if version == "" {
+			version = fallbackVersion
+		}
+		return version, frontend.NewCollations(builtinCollations)
+	}
+	if version == "" {
+		version = serverVersion
+	}
+	colls := make([]frontend.Collation, 0, len(rows))
+	for _, r := range rows {
+		id, err := strconv.Atoi(r[0])
+		if err != nil || id <= 0 || id > 255 {
+			continue
+		}
+		colls = append(colls, frontend.Collation{ID: byte(id), Name: r[1], Charset: r[2]})
+	}
+	return version, frontend.NewCollations(colls)
+}
+
+const fallbackVersion = "8.0.36-shardgate"
+
+var builtinCollations = []frontend.Collation{
+	{ID: 8, Name: "latin1_swedish_ci", Charset: "latin1"},
+	{ID: 33, Name: "utf8mb3_general_ci", Charset: "utf8mb3"},
+	{ID: 45, Name: "utf8mb4_general_ci", Charset: "utf8mb4"},
+	{ID: 46, Name: "utf8mb4_bin", Charset: "utf8mb4"},
+	{ID: 63, Name: "binary", Charset: "binary"},
+	{ID: 83, Name: "utf8mb3_bin", Charset: "utf8mb3"},
+	{ID: 224, Name: "utf8mb4_unicode_ci", Charset: "utf8mb4"},
+}
+
+func (p *Proxy) rsaKey() (*rsa.PrivateKey, error) {
+	if p.cfg.Server.RSAPrivateKeyFile != "" {
+		return auth.LoadRSAKeyPair(p.cfg.Server.RSAPrivateKeyFile, p.cfg.Server.RSAPublicKeyFile)
+	}
+	return auth.GenerateRSAKey()
+}
+
+// listenerTLS returns the server TLS config: the configured certificate, or
+// a self-signed one generated now (as MySQL 8 does at first start).
+func listenerTLS(t *config.ListenerTLS) (*tls.Config, error) {
+	if t.Mode == "off" {
+		return nil, nil
+	}
+	var cert *tls.Certificate
+	var err error
+	if t.CertFile != "" {
+		cert, err = auth.LoadCertificate(t.CertFile, t.KeyFile)
+	} else {
+		cert, err = auth.SelfSignedTLS("localhost", "127.0.0.1", "::1")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// Start serves every listener in the background. Errors arrive on Err.
+func (p *Proxy) Start() {
+	for i, srv := range p.servers {
+		srv, ln := srv, p.lns[i]
+		p.log.Info("listening for MySQL clients", "addr", ln.Addr().String())
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			if err := srv.Serve(ln); err != nil {
+				p.fail(err)
+			}
+		}()
+	}
+	if p.admin != nil {
+		p.log.Info("admin HTTP listening", "addr", p.admin.Addr())
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			if err := p.admin.Serve(); err != nil {
+				p.fail(err)
+			}
+		}()
+	}
+}
+
+func (p *Proxy) fail(err error) {
+	p.errOnce.Do(func() { p.err <- err })
+}
+
+// Err delivers the first fatal serving error.
+func (p *Proxy) Err() <-chan error { return p.err }
+
+// Addrs returns the client listeners' addresses.
+func (p *Proxy) Addrs() []string {
+	out := make([]string, len(p.lns))
+	for i, ln := range p.lns {
+		out[i] = ln.Addr().String()
+	}
+	return out
+}
+
+// AdminAddr returns the admin HTTP address, or "".
+func (p *Proxy) AdminAddr() string {
+	if p.admin == nil {
+		return ""
+	}
+	return p.admin.Addr()
+}
+
+// Cluster returns a cluster by name (for tests and admin).
+func (p *Proxy) Cluster(name string) *backend.Cluster { return p.clusters[name] }
+
+// Shutdown stops accepting clients, lets running statements finish until
+// ctx ends, closes idle clients with an error, then closes the pools.
+func (p *Proxy) Shutdown(ctx context.Context) error {
+	var errs []error
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, srv := range p.servers {
+		wg.Add(1)
+		go func(srv *frontend.Server) {
+			defer wg.Done()
+			if err := srv.Shutdown(ctx); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}(srv)
+	}
+	wg.Wait()
+	p.Close()
+	return errors.Join(errs...)
+}
+
+// Close releases everything at once.
+func (p *Proxy) Close() {
+	for _, ln := range p.lns {
+		_ = ln.Close()
+	}
+	if p.admin != nil {
+		_ = p.admin.Close()
+	}
+	p.closeClusters()
+}
+
+func (p *Proxy) closeClusters() {
+	for _, c := range p.clusters {
+		c.Close()
+	}
+}

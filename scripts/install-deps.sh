@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Installs what shardgate's tests, benchmarks and demo need on Debian/Ubuntu:
+#   mariadb-server mariadb-client sysbench haproxy python3-pymysql
+# and downloads the Go modules. Safe to run again: it only installs what is
+# missing and runs `apt-get update` at most once.
+#
+# The distro's own MariaDB service is never used (tests and the demo start
+# their own mariadbd), so if installing mariadb-server started it, it is
+# stopped and disabled again.
+#
+# Environment:
+#   SHARDGATE_SKIP_GO_DOWNLOAD=1   do not run `go mod download`
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+log() { printf 'install-deps: %s\n' "$*" >&2; }
+die() {
+	printf 'install-deps: ERROR: %s\n' "$*" >&2
+	exit 1
+}
+
+# Debian puts mariadbd and haproxy into /usr/sbin, which is not in every
+# user's PATH.
+export PATH="${PATH}:/usr/local/sbin:/usr/sbin:/sbin"
+
+as_root() {
+	if [[ "$(id -u)" -eq 0 ]]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo "$@"
+	else
+		die "need root to run '$*', but this is not root and sudo is not installed"
+	fi
+}
+
+dpkg_installed() {
+	command -v dpkg-query >/dev/null 2>&1 &&
+		dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+# have_pkg PACKAGE: is what we need from PACKAGE available?
+have_pkg() {
+	case "$1" in
+	mariadb-server) command -v mariadbd >/dev/null 2>&1 && command -v mariadb-install-db >/dev/null 2>&1 ;;
+	mariadb-client) command -v mariadb >/dev/null 2>&1 && command -v mariadb-admin >/dev/null 2>&1 ;;
+	sysbench) command -v sysbench >/dev/null 2>&1 ;;
+	haproxy) command -v haproxy >/dev/null 2>&1 ;;
+	python3-pymysql) dpkg_installed python3-pymysql || /usr/bin/python3 -c 'import pymysql' >/dev/null 2>&1 ;;
+	*) dpkg_installed "$1" ;;
+	esac
+}
+
+PACKAGES=(mariadb-server mariadb-client sysbench haproxy python3-pymysql)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+	if ! have_pkg "$pkg"; then
+		missing+=("$pkg")
+	fi
+done
+
+# The distro service only needs taming if we are the ones installing it.
+installing_server=0
+for pkg in "${missing[@]+"${missing[@]}"}"; do
+	if [[ "$pkg" == mariadb-server ]]; then
+		installing_server=1
+	fi
+done
+
+stop_distro_mariadb() {
+	log "stopping and disabling the distro's mariadb service (shardgate starts its own mariadbd)"
+	if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1; then
+		as_root systemctl disable --now mariadb.service >/dev/null 2>&1 || true
+	else
+		# No systemd (e.g. a container): the package's init script may still
+		# have started it.
+		if command -v service >/dev/null 2>&1; then
+			as_root service mariadb stop >/dev/null 2>&1 || true
+		elif [[ -x /etc/init.d/mariadb ]]; then
+			as_root /etc/init.d/mariadb stop >/dev/null 2>&1 || true
+		fi
+		if command -v update-rc.d >/dev/null 2>&1; then
+			as_root update-rc.d mariadb disable >/dev/null 2>&1 || true
+		fi
+	fi
+	# Last resort: the server started by the package writes this pid file.
+	local pidfile=/run/mysqld/mysqld.pid pid=""
+	if [[ -r "$pidfile" ]]; then
+		pid="$(cat "$pidfile" 2>/dev/null || true)"
+	fi
+	if [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then
+		as_root kill -TERM "$pid" 2>/dev/null || true
+		for _ in $(seq 1 300); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+	fi
+}
+
+if ((${#missing[@]} > 0)); then
+	log "missing: ${missing[*]}"
+	command -v apt-get >/dev/null 2>&1 ||
+		die "apt-get not found: this script supports Debian/Ubuntu only. Install these packages yourself: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	log "running apt-get update"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q ||
+		die "apt-get update failed (network or apt sources problem?)"
+	log "installing: ${missing[*]}"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${missing[@]}" ||
+		die "apt-get install ${missing[*]} failed"
+	if ((installing_server)); then
+		stop_distro_mariadb
+	fi
+	still=()
+	for pkg in "${missing[@]}"; do
+		if ! have_pkg "$pkg"; then
+			still+=("$pkg")
+		fi
+	done
+	if ((${#still[@]} > 0)); then
+		die "still missing after apt-get install: ${still[*]}"
+	fi
+	log "installed: ${missing[*]}"
+else
+	log "system packages already installed: ${PACKAGES[*]}"
+fi
+
+if [[ "${SHARDGATE_SKIP_GO_DOWNLOAD:-0}" != 1 ]]; then
+	command -v go >/dev/null 2>&1 ||
+		die "Go is not installed (or not in PATH): shardgate needs Go 1.24 or newer, see https://go.dev/doc/install"
+	log "downloading Go modules"
+	(cd "$ROOT" && go mod download) || die "go mod download failed"
+fi
+log "done"
