@@ -114,9 +114,7 @@ func (c *Conn) AppendSync(b []byte, want Vars) []byte {
 			i++
 		case i >= len(want) || c.Vars[j].Name < want[i].Name:
 			sep()
-			b = append(b, "@@session."...)
-			b = append(b, c.Vars[j].Name...)
-			b = append(b, " = DEFAULT"...)
+			b = appendReset(b, c.Vars[j].Name)
 			j++
 		default:
 			if want[i].Value != c.Vars[j].Value {
@@ -130,6 +128,28 @@ func (c *Conn) AppendSync(b []byte, want Vars) []byte {
 	// Name order puts character_set_* before collation_*, so a collation
 	// wins over the character set it implies, as the client had it.
 	return b
+}
+
+// handshakeVars are set by the handshake's character set, not from the
+// global defaults: returning them to a fresh connection's value means
+// setting the handshake's value, since DEFAULT would give the global one.
+var handshakeVars = map[string]string{
+	"character_set_client":     "utf8mb4",
+	"character_set_connection": "utf8mb4",
+	"character_set_results":    "utf8mb4",
+	"collation_connection":     "utf8mb4_general_ci",
+}
+
+// appendReset returns a variable to the value a fresh backend connection has.
+func appendReset(b []byte, name string) []byte {
+	b = append(b, "@@session."...)
+	b = append(b, name...)
+	if v, ok := handshakeVars[name]; ok {
+		b = append(b, " = '"...)
+		b = append(b, v...)
+		return append(b, '\'')
+	}
+	return append(b, " = DEFAULT"...)
 }
 
 func (c *Conn) noBackslashEscapes() bool {
