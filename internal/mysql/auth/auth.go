@@ -29,8 +29,9 @@ const (
 // NewScramble returns a fresh random salt in the form MySQL generates it:
 // every byte is in 1..127 and none is '$'. The salt travels in a
 // NUL-terminated handshake field, so it must not contain '\0'; MySQL also
-// keeps it 7-bit and free of '$' so that it can be embedded in its "$A$..."
-// stored-hash format, and some clients rely on the former.
+// keeps it 7-bit and free of '$' (its generate_user_salt, shared with the
+// "$A$..." stored-hash format, where '$' is the separator), and matching it
+// exactly avoids surprising clients written against real servers.
 //
 // Unlike MySQL, which maps the excluded values onto their neighbours and so
 // skews the distribution, this rejects them and draws again, keeping every

@@ -56,8 +56,8 @@ func SHA2VerifyFast(stored [sha256.Size]byte, nonce, response []byte) bool {
 // sha2Mask is SHA256(stage2 || nonce).
 func sha2Mask(stage2 [sha256.Size]byte, nonce []byte) [sha256.Size]byte {
 	h := sha256.New()
-	h.Write(nonce)
 	h.Write(stage2[:])
+	h.Write(nonce)
 	var out [sha256.Size]byte
 	h.Sum(out[:0])
 	return out
