@@ -174,11 +174,14 @@ func (c *Conn) startTLS(dc *DialConfig, caps uint32) error {
 	if err := c.Flush(); err != nil {
 		return err
 	}
-	tc := tls.Client(c.NetConn(), dc.TLS)
+	var tc *tls.Conn
+	c.Upgrade(func(nc net.Conn) net.Conn {
+		tc = tls.Client(nc, dc.TLS)
+		return tc
+	})
 	if err := tc.Handshake(); err != nil {
 		return fmt.Errorf("TLS handshake: %w", err)
 	}
-	c.SetNetConn(tc)
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
+	"time"
 
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/mysql/auth"
@@ -28,9 +30,16 @@ const (
 
 var errAuthFailed = errors.New("authentication failed")
 
+// handshakeTimeout bounds the whole login exchange, so a client that stops
+// half-way does not hold a session forever.
+const handshakeTimeout = 10 * time.Second
+
 // handshake greets the client, upgrades to TLS when asked, and
 // authenticates. On failure it has already sent the client an ERR.
 func (s *Session) handshake() error {
+	raw := s.client.NetConn()
+	_ = raw.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer raw.SetDeadline(time.Time{}) // TLS layers over raw: this covers both
 	salt, err := auth.NewScramble()
 	if err != nil {
 		return err
@@ -59,11 +68,14 @@ func (s *Session) handshake() error {
 		if s.srv.opt.TLS == nil {
 			return s.fail(mysql.NewError(mysql.ERHandshake, mysql.StateConnFailure, "Bad handshake: TLS is not enabled on this listener"))
 		}
-		tc := tls.Server(s.client.NetConn(), s.srv.opt.TLS)
+		var tc *tls.Conn
+		s.client.Upgrade(func(nc net.Conn) net.Conn {
+			tc = tls.Server(nc, s.srv.opt.TLS)
+			return tc
+		})
 		if err := tc.Handshake(); err != nil {
 			return fmt.Errorf("TLS handshake: %w", err)
 		}
-		s.client.SetNetConn(tc)
 		s.tls = true
 		if p, err = s.client.ReadPacket(); err != nil {
 			return fmt.Errorf("read handshake response after TLS: %w", err)

@@ -61,10 +61,35 @@ func NewConn(c net.Conn) *Conn {
 // NetConn returns the underlying connection.
 func (c *Conn) NetConn() net.Conn { return c.netConn }
 
-// SetNetConn replaces the underlying connection, e.g. after a TLS upgrade.
-// Buffered input must be empty, which it is at a TLS upgrade since the peer
-// waits for the handshake.
+// SetNetConn replaces the underlying connection.
 func (c *Conn) SetNetConn(nc net.Conn) { c.netConn = nc }
+
+// Upgrade layers a new connection (TLS) over the current one. Input already
+// buffered belongs to the new layer: a client may send its TLS ClientHello
+// right behind the SSLRequest, in the same read.
+func (c *Conn) Upgrade(wrap func(net.Conn) net.Conn) {
+	under := c.netConn
+	if n := c.rend - c.rpos; n > 0 {
+		under = &prefixConn{Conn: under, prefix: append([]byte(nil), c.rbuf[c.rpos:c.rend]...)}
+	}
+	c.rpos, c.rend = 0, 0
+	c.netConn = wrap(under)
+}
+
+// prefixConn replays bytes read ahead before reading from the connection.
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) {
+	if len(p.prefix) > 0 {
+		n := copy(b, p.prefix)
+		p.prefix = p.prefix[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
+}
 
 // Close closes the underlying connection.
 func (c *Conn) Close() error { return c.netConn.Close() }
