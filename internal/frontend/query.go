@@ -39,6 +39,14 @@ const (
 func (s *Session) comQuery(p []byte) bool {
 	sql := p[1:]
 	st := router.Classify(sql)
+	if st.Flags&router.FlagConnectionID != 0 {
+		// The client must see the proxy's connection id (the one KILL and
+		// the handshake use), not the backend thread's.
+		s.rewrite = append(s.rewrite[:0], mysql.ComQuery)
+		s.rewrite = router.ReplaceConnectionID(s.rewrite, sql, uint64(s.id))
+		p, sql = s.rewrite, s.rewrite[1:]
+		st = router.Classify(sql)
+	}
 	if e := s.refuseQuery(st); e != nil {
 		return s.writeErr(e)
 	}

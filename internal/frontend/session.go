@@ -52,7 +52,8 @@ type Session struct {
 	running *backend.Conn // backend connection running a statement now
 	killed  atomic.Bool
 
-	scratch []byte
+	scratch []byte // state-sync statements
+	rewrite []byte // a client statement rewritten by the proxy
 }
 
 func newSession(srv *Server, nc net.Conn, id uint32) *Session {
