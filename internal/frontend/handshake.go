@@ -34,12 +34,24 @@ var errAuthFailed = errors.New("authentication failed")
 // half-way does not hold a session forever.
 const handshakeTimeout = 10 * time.Second
 
+// Packet size limits for clients: before and after authentication. After
+// login the limit is the largest packet MySQL accepts (max_allowed_packet
+// can be at most 1 GB); the backend enforces its own setting.
+const (
+	maxHandshakePacket = 64 << 10
+	maxClientPacket    = 1 << 30
+)
+
 // handshake greets the client, upgrades to TLS when asked, and
 // authenticates. On failure it has already sent the client an ERR.
 func (s *Session) handshake() error {
 	raw := s.client.NetConn()
 	_ = raw.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer raw.SetDeadline(time.Time{}) // TLS layers over raw: this covers both
+	// Before login nobody may make the proxy allocate much: a handshake
+	// packet is a few hundred bytes.
+	s.client.MaxPacket = maxHandshakePacket
+	defer func() { s.client.MaxPacket = maxClientPacket }()
 	salt, err := auth.NewScramble()
 	if err != nil {
 		return err

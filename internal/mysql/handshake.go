@@ -255,5 +255,8 @@ func ParseChangeUser(p []byte, caps uint32) (*HandshakeResponse, error) {
 	if caps&ClientConnectAttrs != 0 && r.Len() > 0 {
 		h.Attrs = append([]byte(nil), r.LenEncString()...)
 	}
+	if !r.OK() {
+		return nil, fmt.Errorf("change user: %w", ErrMalformed)
+	}
 	return h, nil
 }

@@ -101,7 +101,7 @@ func ParseErr(p []byte) *SQLError {
 	r.Byte()
 	code := r.Uint16()
 	e := &SQLError{Code: code, State: StateGeneral}
-	if r.Len() > 0 && r.Rest()[0] == '#' {
+	if r.OK() && r.Len() > 0 && r.Rest()[0] == '#' {
 		r.Byte()
 		e.State = string(r.Bytes(5))
 	}

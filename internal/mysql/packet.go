@@ -192,6 +192,9 @@ func (c *Conn) ReadFrame() (payload []byte, more bool, err error) {
 		return nil, false, err
 	}
 	c.seq = seq + 1
+	if n > c.MaxPacket {
+		return nil, false, ErrPacketTooLarge
+	}
 	p, err := c.readFrameBody(n)
 	return p, n == MaxPayload, err
 }
@@ -205,13 +208,13 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 	}
 	joined := append([]byte(nil), p...)
 	for more {
-		if len(joined) > c.MaxPacket {
-			return nil, ErrPacketTooLarge
-		}
 		var n int
 		var seq uint8
 		if n, seq, err = c.readHeader(); err != nil {
 			return nil, err
+		}
+		if len(joined)+n > c.MaxPacket {
+			return nil, ErrPacketTooLarge
 		}
 		c.seq = seq + 1
 		more = n == MaxPayload

@@ -453,6 +453,17 @@ func (r *Relay) Single() error {
 // EOF (or an OK terminator under DEPRECATE_EOF), or ERR.
 func (r *Relay) FieldList() error {
 	r.Info.reset()
+	if err := r.fieldDefs(); err != nil {
+		return err
+	}
+	if err := r.Client.Flush(); err != nil {
+		return clientErr(err)
+	}
+	return nil
+}
+
+// fieldDefs relays column definitions until the terminator or an ERR.
+func (r *Relay) fieldDefs() error {
 	for {
 		p, more, err := r.readBackend()
 		if err != nil {
@@ -460,12 +471,11 @@ func (r *Relay) FieldList() error {
 		}
 		if !more && len(p) > 0 && p[0] == HeaderErr {
 			r.Info.Err = ParseErr(p)
-			err = r.forward(p)
-			break
+			return r.forward(p)
 		}
 		if !more && IsEOF(p) {
-			_, err = r.terminator(p)
-			break
+			_, err := r.terminator(p)
+			return err
 		}
 		if err := r.forward(p); err != nil {
 			return err
@@ -474,10 +484,6 @@ func (r *Relay) FieldList() error {
 			return err
 		}
 	}
-	if err := r.Client.Flush(); err != nil {
-		return clientErr(err)
-	}
-	return nil
 }
 
 // Rows relays the response to COM_STMT_FETCH: rows and a terminator.
