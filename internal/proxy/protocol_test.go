@@ -16,7 +16,7 @@ import (
 )
 
 func TestPreparedStatementsAcrossBackendConns(t *testing.T) {
-	srv := testenv.Shared(t)
+	srv := testenv.Start(t, testenv.Options{}) // own server: Prepared_stmt_count is global
 	srv.Exec(t, "CREATE DATABASE IF NOT EXISTS ps", "CREATE TABLE IF NOT EXISTS ps.t (id INT PRIMARY KEY, s VARCHAR(50), d DOUBLE, b BLOB, dt DATETIME(6))")
 	srv.Exec(t, "DELETE FROM ps.t")
 	cfg := proxyConfig(t, srv, "")
