@@ -1,0 +1,288 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "shardgate-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "shardgate")
+	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build shardgate: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := testenv.Main(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+type proc struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+// startServe runs `shardgate serve` and waits until it accepts clients.
+func startServe(t *testing.T, args ...string) (*proc, string) {
+	t.Helper()
+	listen := freeAddr(t)
+	cmd := exec.Command(binary, append([]string{"serve", "--listen", listen}, args...)...)
+	p := &proc{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("shardgate log:\n%s", p.stderr.String())
+		}
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.Dial("tcp", listen)
+		if err == nil {
+			c.Close()
+			return p, listen
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shardgate did not start listening: %v\n%s", err, p.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func open(t *testing.T, listen, db string) *sql.DB {
+	t.Helper()
+	d, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s)/%s", testenv.User, testenv.Password, listen, db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func TestQuickStartServeAndSIGTERM(t *testing.T) {
+	srv := testenv.Shared(t)
+	srv.Exec(t, "CREATE DATABASE IF NOT EXISTS qs")
+	admin := freeAddr(t)
+	p, listen := startServe(t, "--backend", fmt.Sprintf("%s:%s@%s/qs", testenv.User, testenv.Password, srv.Addr), "--admin-http", admin)
+
+	db := open(t, listen, "")
+	if got := scalar(t, db, "SELECT DATABASE()"); got != "qs" {
+		t.Fatalf("quick-start default database: %q", got)
+	}
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(body, []byte("shardgate_commands_total")) || !bytes.Contains(body, []byte("shardgate_backend_pool_connections_open")) {
+		t.Fatalf("/metrics lacks shardgate metrics:\n%.500s", body)
+	}
+	if resp, err := http.Get("http://" + admin + "/debug/pprof/"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/debug/pprof/: %v %v", err, resp)
+	}
+
+	ctx := context.Background()
+	busy, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idle.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	result := make(chan error, 1)
+	go func() {
+		var v int
+		result <- busy.QueryRowContext(ctx, "SELECT SLEEP(2)").Scan(&v)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// The running statement finishes.
+	if err := <-result; err != nil {
+		t.Fatalf("statement running at SIGTERM: %v", err)
+	}
+	// The idle client was closed with an error; new clients are refused.
+	if _, err := idle.ExecContext(ctx, "DO 1"); err == nil {
+		t.Fatal("idle client still served after SIGTERM")
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, p.stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("shardgate did not exit after SIGTERM")
+	}
+	if c, err := net.DialTimeout("tcp", listen, time.Second); err == nil {
+		c.Close()
+		t.Fatal("still accepting connections after exit")
+	}
+	if !strings.Contains(p.stderr.String(), "stopped") {
+		t.Fatalf("log lacks the stop line:\n%s", p.stderr.String())
+	}
+}
+
+// TestStreamingLargeResultMemory streams a 1 GB result through the proxy
+// process: its peak RSS may grow by less than 64 MB.
+func TestStreamingLargeResultMemory(t *testing.T) {
+	srv := testenv.Shared(t)
+	srv.Exec(t, "CREATE DATABASE IF NOT EXISTS stream") // the sequence engine needs a current database
+	p, listen := startServe(t, "--backend", fmt.Sprintf("%s:%s@%s/stream", testenv.User, testenv.Password, srv.Addr))
+	db := open(t, listen, "")
+	if got := scalar(t, db, "SELECT COUNT(*) FROM seq_1_to_1000"); got != "1000" {
+		t.Fatalf("sequence engine: %q", got)
+	}
+	pid := p.cmd.Process.Pid
+	before := procStatusKB(t, pid, "VmRSS")
+	const rowBytes, rows = 1024, 1 << 20 // 1 GiB of row data
+	start := time.Now()
+	r, err := db.Query(fmt.Sprintf("SELECT REPEAT('x', %d) FROM seq_1_to_%d", rowBytes, rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n, total int
+	var b sql.RawBytes
+	for r.Next() {
+		if err := r.Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		total += len(b)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	elapsed := time.Since(start)
+	if n != rows || total != rows*rowBytes {
+		t.Fatalf("got %d rows, %d bytes", n, total)
+	}
+	peak := procStatusKB(t, pid, "VmHWM")
+	growth := peak - before
+	t.Logf("1 GiB streamed in %v (%.0f MB/s); proxy RSS before %d KB, peak %d KB, growth %d KB",
+		elapsed, float64(total)/elapsed.Seconds()/1e6, before, peak, growth)
+	if growth > 64*1024 {
+		t.Fatalf("proxy peak RSS grew by %d KB streaming 1 GiB (limit 64 MB)", growth)
+	}
+}
+
+func procStatusKB(t *testing.T, pid int, field string) int {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			v, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+func scalar(t *testing.T, db *sql.DB, q string) string {
+	t.Helper()
+	var s sql.NullString
+	if err := db.QueryRow(q).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return s.String
+}
+
+func TestCLI(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("listeners:\n  - adress: 127.0.0.1:6033\nusers: []\n"), 0o644)
+	out, err := exec.Command(binary, "check-config", bad).CombinedOutput()
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "bad.yaml:2: listeners[0].adress: unknown key") {
+		t.Fatalf("check-config bad file: exit %d\n%s", code, out)
+	}
+	out, err = exec.Command(binary, "check-config", "../../examples/shardgate.yaml").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "OK") {
+		t.Fatalf("check-config example: %v\n%s", err, out)
+	}
+	cmd := exec.Command(binary, "hash-password")
+	cmd.Stdin = strings.NewReader("app-secret\n")
+	out, err = cmd.Output()
+	want := "$sg1$6c7a370c07660bc788681b3238d93e08bd74303c$07a99d33e023ea491bc3f7b999efcfb76c32ff9abe1cf29ff3c5ee8b85ea015d\n"
+	if err != nil || string(out) != want {
+		t.Fatalf("hash-password: %v %q", err, out)
+	}
+	out, err = exec.Command(binary, "version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "shardgate ") {
+		t.Fatalf("version: %v %q", err, out)
+	}
+	out, err = exec.Command(binary, "serve", "--backend", "nopassword@127.0.0.1:3306").CombinedOutput()
+	if exitCode(err) != 1 || !strings.Contains(string(out), "--backend") {
+		t.Fatalf("serve with a bad --backend: %v\n%s", err, out)
+	}
+	out, err = exec.Command(binary, "frobnicate").CombinedOutput()
+	if exitCode(err) != 2 {
+		t.Fatalf("unknown command: %v\n%s", err, out)
+	}
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}
