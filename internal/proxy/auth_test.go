@@ -36,6 +36,7 @@ func TestClientAuthentication(t *testing.T) {
 		{"sha2 full auth via RSA", "caching_sha2_password", "always", "", appUser, appPass},
 		{"sha2 full auth over TLS (self-signed, skip-verify)", "caching_sha2_password", "always", "skip-verify", appUser, appPass},
 		{"sha2 full auth over TLS (verified certificate)", "caching_sha2_password", "always", "shardgate-test", appUser, appPass},
+		{"tls=true against a certificate from a trusted CA", "caching_sha2_password", "always", "true", appUser, appPass},
 		{"sha2 fast auth", "caching_sha2_password", "never", "", appUser, appPass},
 		{"sha2 first login then fast", "caching_sha2_password", "first_login", "", appUser, appPass},
 		{"native plugin", "mysql_native_password", "first_login", "", appUser, appPass},
@@ -48,8 +49,11 @@ func TestClientAuthentication(t *testing.T) {
 			cfg := proxyConfig(t, srv, "")
 			cfg.Server.DefaultAuthPlugin = tc.plugin
 			cfg.Server.CachingSHA2FullAuth = tc.fullAuth
-			if tc.tlsParam == "shardgate-test" {
+			switch tc.tlsParam {
+			case "shardgate-test":
 				cfg.Listeners[0].TLS.CertFile, cfg.Listeners[0].TLS.KeyFile = certFile, keyFile
+			case "true":
+				cfg.Listeners[0].TLS.CertFile, cfg.Listeners[0].TLS.KeyFile = systemCA.certFile, systemCA.keyFile
 			}
 			addLegacyUser(t, cfg, nativeUser)
 			p := startProxy(t, cfg)
@@ -134,6 +138,47 @@ func TestBackendTLS(t *testing.T) {
 			t.Fatalf("want error 9001 naming the backend's 1045, got %v", err)
 		}
 	})
+}
+
+type testCA struct{ caFile, certFile, keyFile string }
+
+// writeCA writes a CA certificate and a server certificate for 127.0.0.1
+// signed by it.
+func writeCA(dir string) testCA {
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "shardgate test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, IsCA: true, BasicConstraintsValid: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		panic(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		panic(err)
+	}
+	kder, _ := x509.MarshalECPrivateKey(key)
+	out := testCA{filepath.Join(dir, "ca.pem"), filepath.Join(dir, "server.pem"), filepath.Join(dir, "server-key.pem")}
+	for f, b := range map[string]*pem.Block{
+		out.caFile:   {Type: "CERTIFICATE", Bytes: caDER},
+		out.certFile: {Type: "CERTIFICATE", Bytes: der},
+		out.keyFile:  {Type: "EC PRIVATE KEY", Bytes: kder},
+	} {
+		if err := os.WriteFile(f, pem.EncodeToMemory(b), 0o600); err != nil {
+			panic(err)
+		}
+	}
+	return out
 }
 
 // writeTestCert writes a self-signed certificate for 127.0.0.1 and returns

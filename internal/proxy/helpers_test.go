@@ -18,7 +18,24 @@ import (
 	"github.com/shardgate/shardgate/internal/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+func TestMain(m *testing.M) {
+	// Trust a test CA as a system root, so go-sql-driver's plain tls=true
+	// (which verifies against the system pool) can be tested. Go reads
+	// SSL_CERT_FILE when it first loads the pool, after this.
+	dir, err := os.MkdirTemp("", "shardgate-ca-")
+	if err != nil {
+		panic(err)
+	}
+	systemCA = writeCA(dir)
+	os.Setenv("SSL_CERT_FILE", systemCA.caFile)
+	code := testenv.Main(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// systemCA is the CA the test process trusts as a system root, with a
+// server certificate for 127.0.0.1 signed by it.
+var systemCA testCA
 
 // Test accounts of the proxy (not of the server).
 const (
