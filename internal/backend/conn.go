@@ -292,21 +292,33 @@ func (c *Conn) writeAuth(b []byte) error {
 	return c.Flush()
 }
 
+// trackingSetup turns on the session tracking the proxy learns state from.
+const trackingSetup = "SET SESSION session_track_system_variables='*', session_track_schema=1, session_track_state_change=1"
+
+// sendCommand starts a new command with one argument; flush sends it now,
+// otherwise it leaves with the next command (pipelined).
+func (c *Conn) sendCommand(cmd byte, arg string, flush bool) error {
+	c.ResetSeq()
+	b := append(c.BeginPacket(), cmd)
+	b = append(b, arg...)
+	if err := c.EndPacket(b); err != nil {
+		return err
+	}
+	if !flush {
+		return nil
+	}
+	return c.Flush()
+}
+
 // setupSession turns on the session tracking the proxy learns state from.
 func (c *Conn) setupSession() error {
-	return c.Exec("SET SESSION session_track_system_variables='*', session_track_schema=1, session_track_state_change=1")
+	return c.Exec(trackingSetup)
 }
 
 // Exec runs a statement of the proxy's own and discards its results (all of
 // them, for a multi-statement). It returns the first server error.
 func (c *Conn) Exec(sql string) error {
-	c.ResetSeq()
-	b := append(c.BeginPacket(), mysql.ComQuery)
-	b = append(b, sql...)
-	if err := c.EndPacket(b); err != nil {
-		return err
-	}
-	if err := c.Flush(); err != nil {
+	if err := c.sendCommand(mysql.ComQuery, sql, true); err != nil {
 		return err
 	}
 	return c.DrainResponse()
@@ -422,17 +434,10 @@ func (c *Conn) Ping() error {
 // variables, temporary tables, locks and prepared statements) and turns
 // session tracking back on, in one round trip.
 func (c *Conn) Reset() error {
-	c.ResetSeq()
-	if err := c.WritePacket([]byte{mysql.ComResetConnection}); err != nil {
+	if err := c.sendCommand(mysql.ComResetConnection, "", false); err != nil {
 		return err
 	}
-	c.ResetSeq()
-	b := append(c.BeginPacket(), mysql.ComQuery)
-	b = append(b, "SET SESSION session_track_system_variables='*', session_track_schema=1, session_track_state_change=1"...)
-	if err := c.EndPacket(b); err != nil {
-		return err
-	}
-	if err := c.Flush(); err != nil {
+	if err := c.sendCommand(mysql.ComQuery, trackingSetup, true); err != nil {
 		return err
 	}
 	p, err := c.ReadPacket()
@@ -517,13 +522,7 @@ func (c *Conn) closeStmt(id uint32) error {
 // Prepare prepares sql on this connection for the proxy's own use (the
 // client already has its metadata) and records it.
 func (c *Conn) Prepare(sql string, db string) (*Stmt, error) {
-	c.ResetSeq()
-	b := append(c.BeginPacket(), mysql.ComStmtPrepare)
-	b = append(b, sql...)
-	if err := c.EndPacket(b); err != nil {
-		return nil, err
-	}
-	if err := c.Flush(); err != nil {
+	if err := c.sendCommand(mysql.ComStmtPrepare, sql, true); err != nil {
 		return nil, err
 	}
 	p, err := c.ReadPacket()
@@ -586,13 +585,7 @@ func (c *Conn) Pool() *Pool { return c.pool }
 
 // QueryRows runs a statement and returns its text rows (NULL as "").
 func (c *Conn) QueryRows(sql string) ([][]string, error) {
-	c.ResetSeq()
-	b := append(c.BeginPacket(), mysql.ComQuery)
-	b = append(b, sql...)
-	if err := c.EndPacket(b); err != nil {
-		return nil, err
-	}
-	if err := c.Flush(); err != nil {
+	if err := c.sendCommand(mysql.ComQuery, sql, true); err != nil {
 		return nil, err
 	}
 	p, err := c.ReadPacket()

@@ -111,21 +111,16 @@ func (s *Session) pinBefore(st router.Stmt) {
 // execute runs a client command on a backend connection and relays the
 // response.
 func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool {
-	c, err := s.acquire(n)
-	if err != nil {
-		s.unpinAfterFailure()
-		return s.acquireFailed(err)
-	}
-	if err := s.sync(c, n); err != nil {
-		c.Dirty = true
-		s.unpinAfterFailure()
-		return s.syncFailed(c, err)
+	c, ok := s.borrow(n)
+	if c == nil {
+		return ok
 	}
 	s.setRunning(c)
 	if err := c.WriteCommand(p); err != nil {
 		s.setRunning(nil)
 		return s.backendFailed(c, err, false)
 	}
+	var err error
 	r := c.Relay(s.client, s.caps)
 	switch rk {
 	case relaySingle:

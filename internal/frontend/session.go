@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -292,6 +293,23 @@ func (s *Session) acquire(n needs) (*backend.Conn, error) {
 	return c, nil
 }
 
+// borrow takes the connection a statement runs on and brings it in step
+// with the session's state. When it returns nil the client has been
+// answered with the error, and ok says whether the session goes on.
+func (s *Session) borrow(n needs) (c *backend.Conn, ok bool) {
+	c, err := s.acquire(n)
+	if err != nil {
+		s.unpinAfterFailure()
+		return nil, s.acquireFailed(err)
+	}
+	if err := s.sync(c, n); err != nil {
+		c.Dirty = true
+		s.unpinAfterFailure()
+		return nil, s.syncFailed(c, err)
+	}
+	return c, true
+}
+
 // sync brings c's database, variables and (when needed) LAST_INSERT_ID() to
 // the session's, in one round trip.
 func (s *Session) sync(c *backend.Conn, n needs) error {
@@ -319,7 +337,7 @@ func (s *Session) sync(c *backend.Conn, n needs) error {
 				b = append(b, ", "...)
 			}
 			b = append(b, "@@session.last_insert_id = "...)
-			b = appendUint(b, s.lastInsertID)
+			b = strconv.AppendUint(b, s.lastInsertID, 10)
 		}
 		if len(b) == set && set > 0 {
 			b = b[:set-1]
@@ -340,20 +358,6 @@ func (s *Session) sync(c *backend.Conn, n needs) error {
 		c.LastInsertID = s.lastInsertID
 	}
 	return nil
-}
-
-func appendUint(b []byte, v uint64) []byte {
-	var tmp [20]byte
-	i := len(tmp)
-	for {
-		i--
-		tmp[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			break
-		}
-	}
-	return append(b, tmp[i:]...)
 }
 
 // setRunning publishes the backend connection running a statement, for KILL.

@@ -29,13 +29,9 @@ func (s *Session) comStmtPrepare(p []byte) bool {
 		return s.writeErr(mysql.NewError(mysql.ERMaxPreparedStmt, mysql.StateSyntax,
 			"Can't create more than max_prepared_stmt_count statements (current value: %d)", s.srv.opt.MaxStmtsPerSess))
 	}
-	c, err := s.acquire(0)
-	if err != nil {
-		return s.acquireFailed(err)
-	}
-	if err := s.sync(c, 0); err != nil {
-		c.Dirty = true
-		return s.syncFailed(c, err)
+	c, ok := s.borrow(0)
+	if c == nil {
+		return ok
 	}
 	if err := c.WriteCommand(p); err != nil {
 		return s.backendFailed(c, err, false)
@@ -114,15 +110,9 @@ func (s *Session) comStmtExecute(p []byte) bool {
 		n |= needLastID
 	}
 	s.pinBefore(ps.stmt)
-	c, err := s.acquire(n)
-	if err != nil {
-		s.unpinAfterFailure()
-		return s.acquireFailed(err)
-	}
-	if err := s.sync(c, n); err != nil {
-		c.Dirty = true
-		s.unpinAfterFailure()
-		return s.syncFailed(c, err)
+	c, ok := s.borrow(n)
+	if c == nil {
+		return ok
 	}
 	bst, err := s.backendStmt(c, ps)
 	if err != nil {

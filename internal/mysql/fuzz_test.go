@@ -1050,7 +1050,6 @@ func TestReadPacketTooLarge(t *testing.T) {
 	}
 }
 
-
 // TestReadPacketSingleFrameOverMaxPacket: MaxPacket is only checked between
 // frames, so a packet that fits one frame is returned whatever its size.
 func TestReadPacketSingleFrameOverMaxPacket(t *testing.T) {

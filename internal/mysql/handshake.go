@@ -142,15 +142,7 @@ func ParseHandshakeResponse(p []byte) (*HandshakeResponse, error) {
 		h.Database = string(r.NulString())
 	}
 	if h.Capabilities&ClientPluginAuth != 0 && r.Len() > 0 {
-		// Some clients omit the terminating NUL of the last field.
-		rest := r.Rest()
-		if i := bytes.IndexByte(rest, 0); i >= 0 {
-			h.AuthPlugin = string(rest[:i])
-			r.Skip(i + 1)
-		} else {
-			h.AuthPlugin = string(rest)
-			r.Skip(len(rest))
-		}
+		h.AuthPlugin = lastNulString(&r)
 	}
 	if h.Capabilities&ClientConnectAttrs != 0 && r.Len() > 0 {
 		h.Attrs = append([]byte(nil), r.LenEncString()...)
@@ -243,14 +235,7 @@ func ParseChangeUser(p []byte, caps uint32) (*HandshakeResponse, error) {
 		h.Charset = byte(cs)
 	}
 	if caps&ClientPluginAuth != 0 && r.Len() > 0 {
-		rest := r.Rest()
-		if i := bytes.IndexByte(rest, 0); i >= 0 {
-			h.AuthPlugin = string(rest[:i])
-			r.Skip(i + 1)
-		} else {
-			h.AuthPlugin = string(rest)
-			r.Skip(len(rest))
-		}
+		h.AuthPlugin = lastNulString(&r)
 	}
 	if caps&ClientConnectAttrs != 0 && r.Len() > 0 {
 		h.Attrs = append([]byte(nil), r.LenEncString()...)
@@ -259,4 +244,16 @@ func ParseChangeUser(p []byte, caps uint32) (*HandshakeResponse, error) {
 		return nil, fmt.Errorf("change user: %w", ErrMalformed)
 	}
 	return h, nil
+}
+
+// lastNulString reads a NUL-terminated string whose NUL some clients omit
+// when it is the packet's last field.
+func lastNulString(r *Reader) string {
+	rest := r.Rest()
+	if i := bytes.IndexByte(rest, 0); i >= 0 {
+		r.Skip(i + 1)
+		return string(rest[:i])
+	}
+	r.Skip(len(rest))
+	return string(rest)
 }

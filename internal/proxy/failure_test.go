@@ -104,9 +104,9 @@ func TestLargePackets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, params := range []string{
-		"",                                  // binary protocol, one 20 MB execute packet
-		"interpolateParams=true",            // text protocol, one 20 MB COM_QUERY
-		"maxAllowedPacket=4194304",          // COM_STMT_SEND_LONG_DATA chunks
+		"",                         // binary protocol, one 20 MB execute packet
+		"interpolateParams=true",   // text protocol, one 20 MB COM_QUERY
+		"maxAllowedPacket=4194304", // COM_STMT_SEND_LONG_DATA chunks
 	} {
 		db := openDB(t, proxyDSN(p, appUser, appPass, "big", params))
 		if _, err := db.Exec("INSERT INTO t VALUES (?, ?)", i, blob); err != nil {

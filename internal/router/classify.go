@@ -199,9 +199,13 @@ type Stmt struct {
 
 	// KILL [HARD|SOFT] [CONNECTION | QUERY [ID]] <n>: KillQuery is set for
 	// KILL QUERY; KillHasID is set, with KillID, when the target is a single
-	// unsigned integer literal (not KILL USER u, not KILL @v, not KILL 1+2).
-	// KillByQueryID is set for MariaDB's KILL QUERY ID n, where n is a query
-	// id (information_schema.PROCESSLIST.QUERY_ID), not a connection id.
+	// unsigned integer literal connection id (not KILL USER u, not KILL @v,
+	// not KILL 1+2).
+	//
+	// MariaDB's KILL QUERY ID n names a query id
+	// (information_schema.PROCESSLIST.QUERY_ID), not a connection id: it sets
+	// KillQuery, KillByQueryID and KillID = n but leaves KillHasID false, so
+	// that code mapping connection ids does not kill an unrelated session.
 	KillQuery     bool
 	KillID        uint64
 	KillHasID     bool
@@ -615,8 +619,11 @@ func (c *classifier) kill(la *lexer) {
 	}
 	if c.s.first {
 		c.st.KillQuery = query
-		if hasID {
-			c.st.KillID, c.st.KillHasID, c.st.KillByQueryID = id, true, byQueryID
+		switch {
+		case hasID && byQueryID:
+			c.st.KillID, c.st.KillByQueryID = id, true
+		case hasID:
+			c.st.KillID, c.st.KillHasID = id, true
 		}
 	}
 }

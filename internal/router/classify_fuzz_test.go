@@ -59,11 +59,14 @@ func FuzzClassify(f *testing.F) {
 		if (s1.KillQuery || s1.KillHasID) && s1.Kind != KindKill {
 			t.Fatalf("Classify(%q): kill fields set for kind %v: %+v", sql, s1.Kind, s1)
 		}
-		if !s1.KillHasID && (s1.KillID != 0 || s1.KillByQueryID) {
+		if s1.KillHasID && s1.KillByQueryID {
+			t.Fatalf("Classify(%q): both KillHasID and KillByQueryID: %+v", sql, s1)
+		}
+		if !s1.KillHasID && !s1.KillByQueryID && s1.KillID != 0 {
 			t.Fatalf("Classify(%q): kill id without KillHasID: %+v", sql, s1)
 		}
-		if s1.KillByQueryID && !s1.KillQuery {
-			t.Fatalf("Classify(%q): KillByQueryID without KillQuery", sql)
+		if s1.KillByQueryID && (!s1.KillQuery || s1.Kind != KindKill) {
+			t.Fatalf("Classify(%q): KillByQueryID without KILL QUERY: %+v", sql, s1)
 		}
 		if IsReadOnly(s1) {
 			switch s1.Kind {

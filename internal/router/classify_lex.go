@@ -34,7 +34,7 @@ type token struct {
 	kw     kw     // tWord: keyword id (filled in by the classifier), else kwNone
 	start  int    // span of the whole token in the input
 	end    int    //
-	ns, ne int    // span of the token's name / content (see tokKind)
+	ns, ne int    // span of the name / content (see tokKind); empty for tPunct and tEOF
 	h      uint32 // hash of the upper-cased bytes of s[ns:ne] (tWord, tQuoted, tSysVar)
 }
 

@@ -211,6 +211,11 @@ var classifyCases = []classifyCase{
 	{`SELECT 'a\\'';' , 1`, KindSelect, 0},
 	{"SELECT `col;@x` FROM `we``ird; SLEEP(1)`", KindSelect, 0},
 	{"SELECT `a\\` , @b", KindSelect, fUV}, // no backslash escapes in backticks
+	{`SELECT '\'', @x`, KindSelect, fUV},
+	{`SELECT 'a\\\'b', @x`, KindSelect, fUV},
+	{`SELECT '\\\\', @x`, KindSelect, fUV},
+	{`SELECT 'a\'b\'c;@x'`, KindSelect, 0},
+	{`SELECT 'a\`, KindSelect, 0},
 	{"INSERT INTO t (email) VALUES ('bob@example.com')", KindInsert, 0},
 	{"INSERT INTO t VALUES ('a;b', '--', '/*', '#')", KindInsert, 0},
 	{"SELECT '/*' , 1 FOR UPDATE", KindSelect, fFU},
@@ -454,7 +459,9 @@ func TestClassifyKill(t *testing.T) {
 		{"kill query 7;", Stmt{Kind: KindKill, KillQuery: true, KillID: 7, KillHasID: true}},
 		{"KILL /* c */ QUERY /* c */ 7 -- c", Stmt{Kind: KindKill, KillQuery: true, KillID: 7, KillHasID: true}},
 		{"/*!KILL 9*/", Stmt{Kind: KindKill, KillID: 9, KillHasID: true}},
-		{"KILL QUERY ID 42", Stmt{Kind: KindKill, KillQuery: true, KillID: 42, KillHasID: true, KillByQueryID: true}},
+		{"KILL QUERY ID 42", Stmt{Kind: KindKill, KillQuery: true, KillID: 42, KillByQueryID: true}},
+		{"KILL HARD QUERY ID 42;", Stmt{Kind: KindKill, KillQuery: true, KillID: 42, KillByQueryID: true}},
+		{"KILL QUERY ID @q", Stmt{Kind: KindKill, Flags: FlagUserVar, KillQuery: true}},
 		{"KILL HARD QUERY 3", Stmt{Kind: KindKill, KillQuery: true, KillID: 3, KillHasID: true}},
 		{"KILL SOFT CONNECTION 3", Stmt{Kind: KindKill, KillID: 3, KillHasID: true}},
 		{"KILL 18446744073709551615", Stmt{Kind: KindKill, KillID: 18446744073709551615, KillHasID: true}},
@@ -633,6 +640,38 @@ func TestClassifyZeroAllocs(t *testing.T) {
 		})
 		if allocs != 0 {
 			t.Errorf("Classify(%q): %v allocs/op, want 0", in, allocs)
+		}
+	}
+}
+
+// TestClassifyLargeInputs feeds multi-megabyte pathological inputs: any
+// quadratic behaviour in the lexer would make it time out.
+func TestClassifyLargeInputs(t *testing.T) {
+	const n = 4 << 20
+	tests := []struct {
+		name string
+		sql  string
+		want Stmt
+	}{
+		{"escaped backslashes", "SELECT '" + strings.Repeat(`\\`, n/2) + "', @x", Stmt{Kind: KindSelect, Flags: FlagUserVar}},
+		{"escaped quotes", "SELECT '" + strings.Repeat(`\'`, n/2) + "', @x", Stmt{Kind: KindSelect, Flags: FlagUserVar}},
+		{"escapes, quote at the end", "SELECT '" + strings.Repeat(`\a`, n/2) + "'", Stmt{Kind: KindSelect}},
+		{"escapes, unterminated", "SELECT '" + strings.Repeat(`\a`, n/2), Stmt{Kind: KindSelect}},
+		{"doubled quotes", "SELECT '" + strings.Repeat(`''`, n/2) + "', @x", Stmt{Kind: KindSelect, Flags: FlagUserVar}},
+		{"doubled backticks", "SELECT `" + strings.Repeat("``", n/2) + "`, @x", Stmt{Kind: KindSelect, Flags: FlagUserVar}},
+		{"stars in a comment", "SELECT /*" + strings.Repeat("*", n) + "*/ @x", Stmt{Kind: KindSelect, Flags: FlagUserVar}},
+		{"unterminated comment", "SELECT /*" + strings.Repeat("* /", n/3), Stmt{Kind: KindSelect}},
+		{"nested parentheses", strings.Repeat("(", n/2) + "SELECT 1" + strings.Repeat(")", n/2), Stmt{Kind: KindSelect}},
+		{"semicolons", "SELECT 1" + strings.Repeat(";", n) + "SELECT 2", Stmt{Kind: KindSelect, Flags: FlagMultiStatement}},
+		{"statements", strings.Repeat("SELECT 1;", n/9), Stmt{Kind: KindSelect, Flags: FlagMultiStatement}},
+		{"executable comments", strings.Repeat("/*!50700 */", n/11) + "SELECT 1", Stmt{Kind: KindSelect}},
+		{"user variables", "SELECT " + strings.Repeat("@a,", n/3), Stmt{Kind: KindSelect, Flags: FlagUserVar}},
+		{"long word", "SELECT " + strings.Repeat("a", n), Stmt{Kind: KindSelect}},
+		{"with", "WITH " + strings.Repeat("a AS (SELECT 1), ", n/18) + "SELECT 1", Stmt{Kind: KindSelect}},
+	}
+	for _, tc := range tests {
+		if got := Classify([]byte(tc.sql)); got != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -1,5 +1,7 @@
 package router
 
+import "strconv"
+
 // ReplaceConnectionID appends to dst the statement sql with every call of
 // CONNECTION_ID() (outside strings, quoted identifiers and comments)
 // replaced by id, so a client sees the proxy's connection id, the one KILL
@@ -44,7 +46,7 @@ func ReplaceConnectionID(dst, sql []byte, id uint64) []byte {
 				continue
 			}
 			dst = append(dst, sql[last:start]...)
-			dst = appendDecimal(dst, id)
+			dst = strconv.AppendUint(dst, id, 10)
 			i = j + 1
 			last = i
 		default:
@@ -78,7 +80,9 @@ func isIdentByte(c byte) bool {
 	return c == '_' || c == '$' || c >= 0x80 || (c|0x20 >= 'a' && c|0x20 <= 'z') || (c >= '0' && c <= '9')
 }
 
-func isSpaceByte(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
+func isSpaceByte(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
 
 func eqFold(b []byte, upperName string) bool {
 	for i := range b {
@@ -91,18 +95,4 @@ func eqFold(b []byte, upperName string) bool {
 		}
 	}
 	return true
-}
-
-func appendDecimal(b []byte, v uint64) []byte {
-	var tmp [20]byte
-	i := len(tmp)
-	for {
-		i--
-		tmp[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			break
-		}
-	}
-	return append(b, tmp[i:]...)
 }
