@@ -46,6 +46,7 @@ func (s *Session) resetState(charset byte) {
 	}
 	s.varsFP = s.vars.Fingerprint()
 	s.lastInsertID = 0
+	s.lastRowCount, s.lastFoundRows = -1, 0
 	s.stmts = nil
 	s.last = nil
 }

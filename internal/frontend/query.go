@@ -1,6 +1,9 @@
 package frontend
 
 import (
+	"bytes"
+	"strconv"
+
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/router"
@@ -37,18 +40,17 @@ const (
 )
 
 func (s *Session) comQuery(p []byte) bool {
-	sql := p[1:]
-	st := router.Classify(sql)
-	if st.Flags&router.FlagConnectionID != 0 {
-		// The client must see the proxy's connection id (the one KILL and
-		// the handshake use), not the backend thread's.
-		s.rewrite = append(s.rewrite[:0], mysql.ComQuery)
-		s.rewrite = router.ReplaceConnectionID(s.rewrite, sql, uint64(s.id))
-		p, sql = s.rewrite, s.rewrite[1:]
-		st = router.Classify(sql)
-	}
+	st := router.Classify(p[1:])
 	if e := s.refuseQuery(st); e != nil {
 		return s.writeErr(e)
+	}
+	if st.Flags&(router.FlagConnectionID|router.FlagFoundRows|router.FlagRowCount|router.FlagWarnings) != 0 {
+		if !s.reclaimPrevious() {
+			if st.Kind == router.KindShow && st.Flags&router.FlagWarnings != 0 {
+				return s.answerNoDiagnostics(p[1:])
+			}
+		}
+		p, st = s.substitute(p, st)
 	}
 	if st.Kind == router.KindKill {
 		if handled, ok := s.kill(st); handled {
@@ -60,10 +62,75 @@ func (s *Session) comQuery(p []byte) bool {
 	if st.Flags&router.FlagLastInsertID != 0 && st.Flags&router.FlagLastInsertIDArg == 0 {
 		n |= needLastID
 	}
-	if st.Flags&(router.FlagFoundRows|router.FlagRowCount|router.FlagWarnings) != 0 {
-		n |= needPrevious
-	}
 	return s.execute(p, n, relayQuery, st)
+}
+
+// reclaimPrevious makes the next statement run on the connection that ran
+// the previous one, if that is still possible: it is pinned or held, or it
+// sits idle and unused since. It reports whether the previous statement's
+// diagnostics (warnings, FOUND_ROWS, ROW_COUNT) are there to read.
+func (s *Session) reclaimPrevious() bool {
+	if s.pinned != nil {
+		return true
+	}
+	if s.last != nil && s.last.Pool().Reclaim(s.last, s.lastUses) {
+		s.pinned = s.last
+		s.pins |= pinHeld
+		return true
+	}
+	return false
+}
+
+// substitute rewrites what the proxy knows better than the backend: its own
+// connection id always, and, when the previous statement's connection is
+// gone, that statement's FOUND_ROWS(), ROW_COUNT() and diagnostics counts.
+// A held connection means any warnings are still there to read, so when
+// there is none the previous statement left no warnings or errors.
+func (s *Session) substitute(p []byte, st router.Stmt) ([]byte, router.Stmt) {
+	var sub router.Substitutions
+	if st.Flags&router.FlagConnectionID != 0 {
+		sub.ConnectionID = strconv.FormatUint(uint64(s.id), 10)
+	}
+	if s.pinned == nil {
+		sub.FoundRows = strconv.FormatUint(s.lastFoundRows, 10)
+		sub.RowCount = strconv.FormatInt(s.lastRowCount, 10)
+		sub.Diagnostics = "0"
+	}
+	if sub == (router.Substitutions{}) {
+		return p, st
+	}
+	s.rewrite = append(s.rewrite[:0], mysql.ComQuery)
+	s.rewrite = router.Substitute(s.rewrite, p[1:], &sub)
+	return s.rewrite, router.Classify(s.rewrite[1:])
+}
+
+// answerNoDiagnostics answers SHOW WARNINGS / SHOW ERRORS / SHOW COUNT(*)
+// ... when the previous statement left none (otherwise its connection would
+// have been held for this statement).
+func (s *Session) answerNoDiagnostics(sql []byte) bool {
+	up := bytes.ToUpper(sql)
+	errorsToo := bytes.Contains(up, []byte("ERRORS"))
+	var cols []mysql.Column
+	var rows [][]string
+	if bytes.Contains(up, []byte("COUNT")) {
+		name := "@@session.warning_count"
+		if errorsToo {
+			name = "@@session.error_count"
+		}
+		cols = []mysql.Column{{Name: name, Type: mysql.TypeLongLong, Charset: uint16(mysql.CollationBinary), Length: 21, Flags: mysql.FlagUnsigned | mysql.FlagNotNull | mysql.FlagBinary}}
+		rows = [][]string{{"0"}}
+	} else {
+		cols = []mysql.Column{
+			{Name: "Level", Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: 28, Flags: mysql.FlagNotNull},
+			{Name: "Code", Type: mysql.TypeLong, Charset: uint16(mysql.CollationBinary), Length: 4, Flags: mysql.FlagUnsigned | mysql.FlagNotNull | mysql.FlagBinary},
+			{Name: "Message", Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: 2048, Flags: mysql.FlagNotNull},
+		}
+	}
+	s.lastRowCount = -1 // a result set; diagnostic SHOWs leave FOUND_ROWS() alone
+	if err := s.client.WriteTextResult(cols, rows, s.caps, s.status()); err != nil {
+		return false
+	}
+	return s.client.Flush() == nil
 }
 
 // refuseQuery returns the error for statements refused before they reach a
@@ -166,6 +233,12 @@ func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stm
 	if len(info.SessionState) > 0 {
 		s.applyStateChanges(c, info.SessionState)
 	}
+	switch {
+	case info.ResultSet:
+		s.lastRowCount, s.lastFoundRows = -1, info.Rows
+	case info.Err == nil:
+		s.lastRowCount = int64(info.AffectedRows)
+	}
 	if info.LastInsertID != 0 && info.Err == nil {
 		s.lastInsertID = info.LastInsertID
 		c.LastInsertID = info.LastInsertID
@@ -188,7 +261,9 @@ func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stm
 		s.pins &^= pinLock
 	}
 	s.pins &^= pinHeld
-	if info.Warnings > 0 || st.Flags&router.FlagCalcFoundRows != 0 {
+	if info.Warnings > 0 || info.Err != nil || st.Flags&router.FlagCalcFoundRows != 0 {
+		// The next statement may read these diagnostics (SHOW WARNINGS,
+		// FOUND_ROWS()): keep the connection until it has run.
 		s.pins |= pinHeld
 	}
 	if s.pins&pinsThatDirty != 0 {

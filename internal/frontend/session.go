@@ -35,6 +35,10 @@ type Session struct {
 	varsFP       uint64
 	lastInsertID uint64
 	multiStmts   bool
+	// The previous statement's ROW_COUNT() and FOUND_ROWS(), for when the
+	// connection that ran it has moved on.
+	lastRowCount  int64
+	lastFoundRows uint64
 
 	// The backend connection held across statements, and why.
 	pinned *backend.Conn
@@ -275,15 +279,11 @@ const (
 	needPrevious                   // the connection that ran the previous statement
 )
 
-// acquire returns the backend connection a command runs on: the pinned one,
-// the previous one when its diagnostics are needed and still there, or one
-// from the pool.
+// acquire returns the backend connection a command runs on: the pinned one
+// or one from the pool.
 func (s *Session) acquire(n needs) (*backend.Conn, error) {
 	if s.pinned != nil {
 		return s.pinned, nil
-	}
-	if n&needPrevious != 0 && s.last != nil && s.last.Pool().Reclaim(s.last, s.lastUses) {
-		return s.last, nil
 	}
 	pool := s.user.Cluster.Primary
 	c, err := pool.Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)

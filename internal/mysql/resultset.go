@@ -1,0 +1,70 @@
+package mysql
+
+// Result sets the proxy composes itself (answers it gives without a
+// backend), in the client's format.
+
+// Column describes a result column.
+type Column struct {
+	Name     string
+	Type     byte
+	Charset  uint16
+	Length   uint32
+	Flags    uint16
+	Decimals byte
+}
+
+// Column flags used by the proxy's own results.
+const (
+	FlagNotNull  uint16 = 1
+	FlagUnsigned uint16 = 32
+	FlagBinary   uint16 = 128
+)
+
+// AppendColumnDef appends a protocol 4.1 column definition.
+func AppendColumnDef(b []byte, c *Column) []byte {
+	b = AppendLenEncStr(b, "def")
+	b = AppendLenEncStr(b, "") // schema
+	b = AppendLenEncStr(b, "") // table
+	b = AppendLenEncStr(b, "") // original table
+	b = AppendLenEncStr(b, c.Name)
+	b = AppendLenEncStr(b, c.Name)
+	b = append(b, 0x0c)
+	b = AppendUint16(b, c.Charset)
+	b = AppendUint32(b, c.Length)
+	b = append(b, c.Type)
+	b = AppendUint16(b, c.Flags)
+	b = append(b, c.Decimals, 0, 0)
+	return b
+}
+
+// WriteTextResult queues a whole text-protocol result set for a client with
+// capabilities caps, ending with status.
+func (c *Conn) WriteTextResult(cols []Column, rows [][]string, caps uint32, status uint16) error {
+	if err := c.EndPacket(AppendLenEncInt(c.BeginPacket(), uint64(len(cols)))); err != nil {
+		return err
+	}
+	for i := range cols {
+		if err := c.EndPacket(AppendColumnDef(c.BeginPacket(), &cols[i])); err != nil {
+			return err
+		}
+	}
+	deprecateEOF := caps&ClientDeprecateEOF != 0
+	if !deprecateEOF {
+		if err := c.EndPacket(AppendEOF(c.BeginPacket(), 0, status)); err != nil {
+			return err
+		}
+	}
+	for _, row := range rows {
+		b := c.BeginPacket()
+		for _, v := range row {
+			b = AppendLenEncStr(b, v)
+		}
+		if err := c.EndPacket(b); err != nil {
+			return err
+		}
+	}
+	if deprecateEOF {
+		return c.EndPacket(AppendOK(c.BeginPacket(), HeaderEOF, &OKPacket{Status: status}, caps))
+	}
+	return c.EndPacket(AppendEOF(c.BeginPacket(), 0, status))
+}

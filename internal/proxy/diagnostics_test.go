@@ -1,0 +1,134 @@
+package proxy_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+// diagnosticsScript reads the previous statement's diagnostics after each
+// kind of statement.
+var diagnosticsScript = []string{
+	"DELETE FROM diag",
+	"INSERT INTO diag VALUES (1, 1), (2, 2), (3, 3)",
+	"SELECT ROW_COUNT()",
+	"UPDATE diag SET v = v + 1 WHERE id < 3",
+	"SELECT ROW_COUNT()",
+	"SELECT * FROM diag ORDER BY id",
+	"SELECT FOUND_ROWS()",
+	"SELECT ROW_COUNT()",
+	"SELECT SQL_CALC_FOUND_ROWS * FROM diag ORDER BY id LIMIT 1",
+	"SELECT FOUND_ROWS()",
+	"SELECT 1/0",
+	"SHOW WARNINGS",
+	"SELECT 1/0",
+	"SHOW COUNT(*) WARNINGS",
+	"SELECT 1/0",
+	"SELECT @@warning_count",
+	"SELECT v FROM diag WHERE id = 1",
+	"SHOW WARNINGS",
+	"INSERT INTO diag VALUES (1, 1)",
+	"SHOW ERRORS",
+	"INSERT INTO diag VALUES (1, 1)",
+	"SELECT @@error_count, @@warning_count",
+	"DELETE FROM diag WHERE id = 3",
+	"SHOW WARNINGS",
+	"SHOW COUNT(*) ERRORS",
+	"SELECT ROW_COUNT()",
+	"SELECT v FROM diag",
+	"SHOW WARNINGS",
+	"SELECT FOUND_ROWS()",
+	"SHOW COUNT(*) WARNINGS",
+	"SELECT FOUND_ROWS()",
+}
+
+// runScript runs the script on one connection; between statements, noise
+// (if not nil) runs on another session, taking whatever backend connection
+// the script's session just released.
+func runScript(t *testing.T, conn *sql.Conn, noise func()) []string {
+	t.Helper()
+	var out []string
+	for _, q := range diagnosticsScript {
+		out = append(out, q+" => "+resultString(conn, q))
+		if noise != nil {
+			noise()
+		}
+	}
+	return out
+}
+
+func resultString(conn *sql.Conn, q string) string {
+	rows, err := conn.QueryContext(context.Background(), q)
+	if err != nil {
+		if me, ok := err.(*mysql.MySQLError); ok {
+			return fmt.Sprintf("ERROR %d", me.Number)
+		}
+		return "ERROR " + err.Error()
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var lines []string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return "SCAN " + err.Error()
+		}
+		var parts []string
+		for _, v := range vals {
+			parts = append(parts, v.String)
+		}
+		lines = append(lines, strings.Join(parts, ","))
+	}
+	if err := rows.Err(); err != nil {
+		if me, ok := err.(*mysql.MySQLError); ok {
+			return fmt.Sprintf("ERROR %d", me.Number)
+		}
+		return "ERROR " + err.Error()
+	}
+	return "[" + strings.Join(lines, "|") + "]"
+}
+
+// TestPreviousStatementDiagnostics: ROW_COUNT(), FOUND_ROWS(), SHOW
+// WARNINGS/ERRORS and the warning counters answer as on a direct
+// connection, also when other sessions use the backend connection in
+// between.
+func TestPreviousStatementDiagnostics(t *testing.T) {
+	srv := testenv.Shared(t)
+	srv.Exec(t, "CREATE DATABASE IF NOT EXISTS diagdb", "CREATE TABLE IF NOT EXISTS diagdb.diag (id INT PRIMARY KEY, v INT)")
+	direct := openDB(t, srv.DSN("diagdb"))
+	want := runScript(t, oneConn(t, direct), nil)
+
+	cfg := proxyConfig(t, srv, "")
+	cfg.Clusters[0].Pool.MaxOpen, cfg.Clusters[0].Pool.MaxIdle, cfg.Clusters[0].Pool.MinIdle = 2, 2, 2
+	p := startProxy(t, cfg)
+	db := openDB(t, proxyDSN(p, appUser, appPass, "diagdb", ""))
+	noisy := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, "diagdb", "")))
+	noise := func() {
+		// Leaves its own warnings and found-rows on whichever connection it gets.
+		_ = resultString(noisy, "SELECT SQL_CALC_FOUND_ROWS 1/0 FROM diag")
+		_ = resultString(noisy, "SELECT 42")
+	}
+	for _, tc := range []struct {
+		name  string
+		noise func()
+	}{{"alone", nil}, {"with another session in between", noise}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := runScript(t, oneConn(t, db), tc.noise)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("through the proxy: %s\n                   direct: %s", got[i], want[i])
+				}
+			}
+		})
+	}
+}
