@@ -86,10 +86,6 @@ func (s *Session) run() {
 		return
 	}
 	for {
-		if s.srv.shuttingDown.Load() && s.pinned == nil {
-			s.sendShutdown()
-			return
-		}
 		p, err := s.readCommand()
 		if err != nil {
 			s.readFailed(err)
@@ -102,7 +98,9 @@ func (s *Session) run() {
 }
 
 // readCommand waits for the next command; while it waits, the session counts
-// as idle for shutdown.
+// as idle for shutdown. An idle session is closed at shutdown even inside a
+// transaction: its connection is reset (rolled back) and nothing that was
+// not acknowledged is lost.
 func (s *Session) readCommand() ([]byte, error) {
 	s.client.ResetSeq()
 	s.client.ReadTimeout = s.srv.opt.ClientIdleTimeout
@@ -110,7 +108,7 @@ func (s *Session) readCommand() ([]byte, error) {
 	s.idle = true
 	shutting := s.srv.shuttingDown.Load()
 	s.mu.Unlock()
-	if shutting && s.pinned == nil {
+	if shutting {
 		s.setIdle(false)
 		return nil, errShutdown
 	}
