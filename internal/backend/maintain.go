@@ -63,10 +63,11 @@ func (p *Pool) takeIdle(pick func(c *Conn, idleCount int) bool) []*Conn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []*Conn
+	total := len(p.idle[0]) + len(p.idle[1])
 	for fr := range p.idle {
 		kept := p.idle[fr][:0]
 		for _, c := range p.idle[fr] {
-			if pick(c, len(p.idle[0])+len(p.idle[1])-len(out)) {
+			if pick(c, total-len(out)) {
 				c.idleIdx = -1
 				out = append(out, c)
 				continue

@@ -155,10 +155,17 @@ func (p *Pool) wait(ctx context.Context, w *waiter) (*Conn, error) {
 }
 
 func (p *Pool) granted(ctx context.Context, w *waiter, c *Conn) (*Conn, error) {
-	if c == nil {
-		return p.dialReserved(ctx, w.foundRows)
+	if c != nil {
+		return c, nil
 	}
-	return c, nil
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		p.releaseSlot()
+		return nil, p.unavailable(errors.New("pool is closed"))
+	}
+	return p.dialReserved(ctx, w.foundRows)
 }
 
 func (p *Pool) removeWaiter(w *waiter) bool {
@@ -333,6 +340,8 @@ func (p *Pool) Close() {
 		return
 	}
 	p.closed = true
+	waiters := p.waiters
+	p.waiters = nil
 	var idle []*Conn
 	for fr := range p.idle {
 		idle = append(idle, p.idle[fr]...)
@@ -344,6 +353,14 @@ func (p *Pool) Close() {
 	<-p.done
 	for _, c := range idle {
 		_ = c.Close()
+	}
+	// Waiters hold no slot yet: each gets a "dial" grant, sees the pool
+	// closed, and fails at once instead of waiting out its timeout.
+	p.mu.Lock()
+	p.open += len(waiters)
+	p.mu.Unlock()
+	for _, w := range waiters {
+		w.ch <- nil
 	}
 }
 

@@ -114,7 +114,7 @@ func (c *Conn) AppendSync(b []byte, want Vars) []byte {
 			i++
 		case i >= len(want) || c.Vars[j].Name < want[i].Name:
 			sep()
-			b = appendReset(b, c.Vars[j].Name)
+			b = appendReset(b, c.Vars[j].Name, want, noBackslash)
 			j++
 		default:
 			if want[i].Value != c.Vars[j].Value {
@@ -140,8 +140,17 @@ var handshakeVars = map[string]string{
 	"collation_connection":     "utf8mb4_general_ci",
 }
 
-// appendReset returns a variable to the value a fresh backend connection has.
-func appendReset(b []byte, name string) []byte {
+// appendReset returns a variable to the value a fresh backend connection
+// has, given the wanted set. A collation left unset where the wanted set
+// names a connection character set is that character set's default
+// collation: setting the character set again gives exactly that (assigning
+// the handshake collation would switch the character set back too).
+func appendReset(b []byte, name string, want Vars, noBackslash bool) []byte {
+	if name == "collation_connection" {
+		if cs, ok := want.Get("character_set_connection"); ok {
+			return appendAssign(b, Var{Name: "character_set_connection", Value: cs}, noBackslash)
+		}
+	}
 	b = append(b, "@@session."...)
 	b = append(b, name...)
 	if v, ok := handshakeVars[name]; ok {

@@ -230,8 +230,8 @@ func (s *Session) unpinAfterFailure() {
 // after learns the session's new state from a statement's response: session
 // tracking data, transaction status, diagnostics left for the next statement.
 func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stmt) {
-	if len(info.SessionState) > 0 {
-		s.applyStateChanges(c, info.SessionState)
+	if len(info.SessionState) > 0 && s.applyStateChanges(c, info.SessionState) {
+		s.learnCollation(c, info)
 	}
 	switch {
 	case info.ResultSet:
@@ -271,16 +271,41 @@ func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stm
 	}
 }
 
+// learnCollation records the connection collation after a statement that
+// changed the connection character set. The server reports only variables
+// assigned directly, not the collation SET NAMES x COLLATE y (or a bare
+// character set) implies, and replaying the character set alone would give
+// its default collation. Reading it back costs a round trip only on such
+// rare statements.
+func (s *Session) learnCollation(c *backend.Conn, info *mysql.ResponseInfo) {
+	if info.Warnings > 0 || info.Err != nil {
+		return // keep the diagnostics for SHOW WARNINGS; the collation stays as tracked
+	}
+	rows, err := c.QueryRows("SELECT @@session.collation_connection")
+	if err != nil || len(rows) != 1 {
+		c.Dirty = true // state unknown: reset before anyone else uses it
+		return
+	}
+	s.vars.Set("collation_connection", rows[0][0])
+	c.Vars.Set("collation_connection", rows[0][0])
+	s.varsFP = s.vars.Fingerprint()
+	c.VarsFP = s.varsFP
+	// The look-up replaced the previous statement's FOUND_ROWS() and
+	// ROW_COUNT() on c: answer those from what the session recorded.
+	s.skipAffinity = true
+}
+
 // applyStateChanges records what the server said changed: variables and
 // schema become session state (replayed on other connections); anything
-// else (user variables, temporary tables...) pins the session.
-func (s *Session) applyStateChanges(c *backend.Conn, blocks []byte) {
+// else (user variables, temporary tables...) pins the session. It reports
+// whether the connection character set changed.
+func (s *Session) applyStateChanges(c *backend.Conn, blocks []byte) (charsetChanged bool) {
 	r := mysql.NewReader(blocks)
 	varsChanged := false
 	for r.Len() > 0 {
 		block := r.LenEncString()
 		if !r.OK() {
-			return
+			return charsetChanged
 		}
 		other := false
 		known := false
@@ -299,6 +324,9 @@ func (s *Session) applyStateChanges(c *backend.Conn, blocks []byte) {
 				s.vars.Set(name, string(ch.Value))
 				c.Vars.Set(name, string(ch.Value))
 				varsChanged = true
+				if name == "character_set_connection" {
+					charsetChanged = true
+				}
 			case mysql.TrackSchema:
 				known = true
 				s.db = string(ch.Name)
@@ -317,6 +345,7 @@ func (s *Session) applyStateChanges(c *backend.Conn, blocks []byte) {
 		s.varsFP = s.vars.Fingerprint()
 		c.VarsFP = s.varsFP
 	}
+	return charsetChanged
 }
 
 // forward runs a non-query command (COM_FIELD_LIST, COM_STATISTICS) on a

@@ -45,8 +45,9 @@ type Session struct {
 	pins   pinReason
 	// The connection that ran the previous statement, to reclaim it for a
 	// statement that reads the previous one's diagnostics.
-	last     *backend.Conn
-	lastUses uint64
+	last         *backend.Conn
+	lastUses     uint64
+	skipAffinity bool // the proxy ran a statement of its own after the client's
 
 	stmts      map[uint32]*pstmt
 	nextStmtID uint32
@@ -378,6 +379,9 @@ func (s *Session) release(c *backend.Conn) {
 		return
 	}
 	s.last, s.lastUses = c, c.Uses()
+	if s.skipAffinity {
+		s.last, s.skipAffinity = nil, false
+	}
 	c.Pool().Release(c)
 }
 

@@ -191,3 +191,35 @@ func TestUserVariablesPinSession(t *testing.T) {
 		t.Fatalf("b sees a's user variable: %q", v.String)
 	}
 }
+
+// TestCharsetAndCollationFollowSession: SET NAMES with and without COLLATE,
+// and a bare connection character set, replayed on other backend
+// connections exactly as the server set them.
+func TestCharsetAndCollationFollowSession(t *testing.T) {
+	srv := testenv.Shared(t)
+	cfg := proxyConfig(t, srv, "")
+	cfg.Clusters[0].Pool.MaxOpen, cfg.Clusters[0].Pool.MaxIdle, cfg.Clusters[0].Pool.MinIdle = 2, 2, 2
+	p := startProxy(t, cfg)
+	db := openDB(t, proxyDSN(p, appUser, appPass, "", ""))
+	a, noise := oneConn(t, db), oneConn(t, db)
+	const q = "SELECT CONCAT_WS(',', @@character_set_client, @@character_set_connection, @@character_set_results, @@collation_connection)"
+	steps := []struct{ set, want string }{
+		{"SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci", "utf8mb4,utf8mb4,utf8mb4,utf8mb4_unicode_ci"},
+		{"SET NAMES latin1", "latin1,latin1,latin1,latin1_swedish_ci"},
+		{"SET collation_connection = latin1_bin", "latin1,latin1,latin1,latin1_bin"},
+		{"SET NAMES latin1", "latin1,latin1,latin1,latin1_swedish_ci"},
+		{"SET character_set_connection = utf8mb4", "latin1,utf8mb4,latin1,utf8mb4_general_ci"},
+		{"SET NAMES utf8mb4", "utf8mb4,utf8mb4,utf8mb4,utf8mb4_general_ci"},
+	}
+	for _, st := range steps {
+		mustExec(t, a, st.set)
+		for i := 0; i < 4; i++ { // alternate backend connections
+			if got := queryString(t, a, q); got != st.want {
+				t.Fatalf("after %q (round %d): %s, want %s", st.set, i, got, st.want)
+			}
+			if got := queryString(t, noise, q); got != "utf8mb4,utf8mb4,utf8mb4,utf8mb4_general_ci" {
+				t.Fatalf("other session after %q: %s", st.set, got)
+			}
+		}
+	}
+}
