@@ -228,7 +228,7 @@ func (s *Session) fastAuthAllowed(u *User) bool {
 // denied sends ERR 1045 and logs the attempt with the client address.
 func (s *Session) denied(user string, usingPassword bool, why string) error {
 	s.srv.opt.Metrics.AuthFailures.Inc()
-	s.log.Warn("client authentication failed", "user", user, "client", s.remote, "reason", why)
+	s.logger().Warn("client authentication failed", "user", user, "client", s.remote, "reason", why)
 	yes := "NO"
 	if usingPassword {
 		yes = "YES"

@@ -27,7 +27,6 @@ func (s *Session) login(user, db string, charset byte) error {
 		}
 	}
 	s.db = db
-	s.log = s.log.With("user", user)
 	if err := s.client.WriteOK(&mysql.OKPacket{Status: mysql.StatusAutocommit}, s.caps); err != nil {
 		return err
 	}
@@ -184,7 +183,7 @@ func (s *Session) killQuery() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := c.Pool().KillQuery(ctx, c.ThreadID); err != nil {
-			s.log.Warn("KILL QUERY on backend failed", "thread_id", c.ThreadID, "err", err)
+			s.logger().Warn("KILL QUERY on backend failed", "thread_id", c.ThreadID, "err", err)
 		}
 	}
 }

@@ -124,30 +124,57 @@ func (s *Server) Serve(ln net.Listener) error {
 // Addr returns the listening address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
+// handle admits a client and runs its login; the command loop then runs in
+// a goroutine of its own, so the deep stack of the handshake (TLS, RSA) is
+// gone and an idle session's stack can shrink to the minimum.
 func (s *Server) handle(nc net.Conn) {
-	defer s.wg.Done()
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 		_ = tc.SetKeepAlive(true)
 	}
-	id := s.nextID.Add(1)
-	sess := newSession(s, nc, id)
-	n := s.count.Add(1)
-	defer s.count.Add(-1)
-	if s.opt.MaxConnections > 0 && n > int64(s.opt.MaxConnections) {
-		sess.refuse(mysql.NewError(mysql.ERConCount, mysql.StateConnRejected, "Too many connections"))
+	sess := newSession(s, nc, s.nextID.Add(1))
+	if !s.admit(sess) {
+		s.wg.Done()
 		return
+	}
+	if !sess.greet() {
+		s.finish(sess)
+		return
+	}
+	go s.commandLoop(sess)
+}
+
+// admit applies the connection limit and registers the session.
+func (s *Server) admit(sess *Session) bool {
+	n := s.count.Add(1)
+	if s.opt.MaxConnections > 0 && n > int64(s.opt.MaxConnections) {
+		s.count.Add(-1)
+		sess.refuse(mysql.NewError(mysql.ERConCount, mysql.StateConnRejected, "Too many connections"))
+		return false
 	}
 	if s.shuttingDown.Load() {
+		s.count.Add(-1)
 		sess.refuse(mysql.NewError(mysql.ERServerShutdown, mysql.StateGeneral, "Server shutdown in progress"))
-		return
+		return false
 	}
-	s.sessions.Store(id, sess)
-	defer s.sessions.Delete(id)
+	s.sessions.Store(sess.id, sess)
 	s.opt.Metrics.ClientConnects.Inc()
 	s.opt.Metrics.ClientsConnected.Inc()
-	defer s.opt.Metrics.ClientsConnected.Dec()
-	sess.run()
+	return true
+}
+
+func (s *Server) commandLoop(sess *Session) {
+	defer s.finish(sess)
+	sess.loop()
+}
+
+// finish releases what the session holds and unregisters it.
+func (s *Server) finish(sess *Session) {
+	sess.close()
+	s.sessions.Delete(sess.id)
+	s.opt.Metrics.ClientsConnected.Dec()
+	s.count.Add(-1)
+	s.wg.Done()
 }
 
 // Session returns a live session by id.

@@ -23,7 +23,6 @@ type Session struct {
 	id     uint32
 	client *mysql.Conn
 	remote string
-	log    *slog.Logger
 	salt   []byte
 	tls    bool
 	caps   uint32
@@ -64,10 +63,17 @@ type Session struct {
 
 func newSession(srv *Server, nc net.Conn, id uint32) *Session {
 	remote := nc.RemoteAddr().String()
-	return &Session{
-		srv: srv, id: id, client: mysql.NewConn(nc), remote: remote,
-		log: srv.opt.Log.With("conn_id", id, "client", remote),
+	return &Session{srv: srv, id: id, client: mysql.NewConn(nc), remote: remote}
+}
+
+// logger returns a logger with the session's attributes. It is built when
+// something is logged (rarely), not kept: idle sessions stay small.
+func (s *Session) logger() *slog.Logger {
+	l := s.srv.opt.Log.With("conn_id", s.id, "client", s.remote)
+	if s.user != nil {
+		l = l.With("user", s.user.Name)
 	}
+	return l
 }
 
 // refuse sends a greeting-time error and closes.
@@ -78,14 +84,19 @@ func (s *Session) refuse(e *mysql.SQLError) {
 	_ = s.client.Close()
 }
 
-func (s *Session) run() {
-	defer s.close()
+// greet runs the handshake and login; false ends the session.
+func (s *Session) greet() bool {
 	if err := s.handshake(); err != nil {
 		if !errors.Is(err, errAuthFailed) && !isDisconnect(err) {
-			s.log.Info("client handshake failed", "err", err)
+			s.logger().Info("client handshake failed", "err", err)
 		}
-		return
+		return false
 	}
+	return true
+}
+
+// loop serves commands until the client leaves or the session ends.
+func (s *Session) loop() {
 	for {
 		p, err := s.readCommand()
 		if err != nil {
@@ -113,7 +124,13 @@ func (s *Session) readCommand() ([]byte, error) {
 		s.setIdle(false)
 		return nil, errShutdown
 	}
-	p, err := s.client.ReadPacket()
+	// Idle: hold no buffers while waiting (they return to a shared pool).
+	s.client.ReleaseBuffers()
+	err := s.client.WaitReadable()
+	var p []byte
+	if err == nil {
+		p, err = s.client.ReadPacket()
+	}
 	s.setIdle(false)
 	s.client.ReadTimeout = 0
 	if err == nil && len(p) == 0 {
@@ -145,12 +162,12 @@ func (s *Session) readFailed(err error) {
 		_ = s.client.Flush()
 	case isDisconnect(err):
 	case errors.Is(err, mysql.ErrMalformed) || errors.Is(err, mysql.ErrPacketTooLarge):
-		s.log.Warn("closing client after a malformed packet", "err", err)
+		s.logger().Warn("closing client after a malformed packet", "err", err)
 		s.client.ResetSeq()
 		_ = s.client.WriteErr(mysql.NewError(mysql.ERNetReadError, mysql.StateConnFailure, "Got an error reading communication packets"))
 		_ = s.client.Flush()
 	default:
-		s.log.Info("client read failed", "err", err)
+		s.logger().Info("client read failed", "err", err)
 	}
 }
 
@@ -389,7 +406,7 @@ func (s *Session) release(c *backend.Conn) {
 // (an open transaction, user variables, locks...) before pooling it.
 func (s *Session) releaseDirty(c *backend.Conn) {
 	if err := c.Reset(); err != nil {
-		s.log.Info("discarding backend connection that failed to reset", "err", err)
+		s.logger().Info("discarding backend connection that failed to reset", "err", err)
 		c.Pool().Discard(c, !isSQLError(err))
 		return
 	}
@@ -409,7 +426,7 @@ func isSQLError(err error) bool {
 // never commit work that is gone.
 func (s *Session) backendFailed(c *backend.Conn, err error, sent bool) bool {
 	s.srv.opt.Metrics.BackendErrors.Inc()
-	s.log.Warn("backend connection failed during a statement", "backend", c.Pool().Addr(), "thread_id", c.ThreadID, "err", err)
+	s.logger().Warn("backend connection failed during a statement", "backend", c.Pool().Addr(), "thread_id", c.ThreadID, "err", err)
 	lostState := s.pins&^pinHeld != 0
 	s.pinned, s.pins = nil, 0
 	if s.last == c {
@@ -436,7 +453,7 @@ func (s *Session) backendFailed(c *backend.Conn, err error, sent bool) bool {
 	_ = s.client.WriteErr(e)
 	_ = s.client.Flush()
 	if lostState {
-		s.log.Warn("closing client whose transaction or session state was lost with its backend connection")
+		s.logger().Warn("closing client whose transaction or session state was lost with its backend connection")
 		return false
 	}
 	return true

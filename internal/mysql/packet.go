@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -33,11 +36,17 @@ var ErrMalformed = errors.New("mysql: malformed packet")
 type Conn struct {
 	netConn net.Conn
 
-	rbuf       []byte // buffered input; rbuf[rpos:rend] is unread
+	rbuf       []byte // buffered input; rbuf[rpos:rend] is unread; nil while released
 	rpos, rend int
 	big        []byte // holds a frame or a joined packet too large for rbuf
+	rbufp      *[]byte
 
-	wbuf []byte // pending output, flushed by Flush
+	wbuf  []byte // pending output, flushed by Flush; nil while released
+	wbufp *[]byte
+
+	raw     syscall.RawConn // for WaitReadable, set on first use
+	readyFn func(uintptr) bool
+	waited  bool
 
 	seq uint8 // sequence id of the next packet to read or write
 
@@ -48,15 +57,102 @@ type Conn struct {
 	ReadTimeout time.Duration
 }
 
-// NewConn wraps c.
+// NewConn wraps c. Buffers are taken from shared pools on first use and can
+// be given back while the connection is idle (ReleaseBuffers).
 func NewConn(c net.Conn) *Conn {
-	return &Conn{
-		netConn:   c,
-		rbuf:      make([]byte, readBufferSize),
-		wbuf:      make([]byte, 0, writeBufferSize),
-		MaxPacket: 1 << 30,
+	return &Conn{netConn: c, MaxPacket: 1 << 30}
+}
+
+// Buffer pools hold pointers to slices so that Put does not allocate.
+var (
+	readBufPool  = sync.Pool{New: func() any { b := make([]byte, readBufferSize); return &b }}
+	writeBufPool = sync.Pool{New: func() any { b := make([]byte, 0, writeBufferSize); return &b }}
+)
+
+func (c *Conn) ensureReadBuf() {
+	if c.rbuf == nil {
+		c.rbufp = readBufPool.Get().(*[]byte)
+		c.rbuf = *c.rbufp
 	}
 }
+
+func (c *Conn) ensureWriteBuf() {
+	if c.wbuf == nil {
+		c.wbufp = writeBufPool.Get().(*[]byte)
+		c.wbuf = (*c.wbufp)[:0]
+	}
+}
+
+// ReleaseBuffers gives the read and write buffers back to the shared pools
+// when they hold nothing, so an idle connection costs little memory.
+func (c *Conn) ReleaseBuffers() {
+	if c.rbuf != nil && c.rpos == c.rend {
+		readBufPool.Put(c.rbufp)
+		c.rbuf, c.rbufp, c.rpos, c.rend = nil, nil, 0, 0
+	}
+	if c.wbuf != nil && len(c.wbuf) == 0 {
+		if cap(c.wbuf) == writeBufferSize {
+			*c.wbufp = c.wbuf
+			writeBufPool.Put(c.wbufp)
+		}
+		c.wbuf, c.wbufp = nil, nil
+	}
+	if c.big != nil {
+		c.big = nil
+	}
+}
+
+// WaitReadable blocks until input is available without holding a buffer
+// (on plain TCP; a TLS connection simply returns). ReadTimeout applies.
+func (c *Conn) WaitReadable() error {
+	if c.rend > c.rpos {
+		return nil
+	}
+	if c.raw == nil {
+		sc, ok := c.netConn.(syscall.Conn)
+		if !ok {
+			return nil
+		}
+		rc, err := sc.SyscallConn()
+		if err != nil {
+			return nil
+		}
+		c.raw = rc
+		c.readyFn = c.ready
+	}
+	if c.ReadTimeout > 0 {
+		if err := c.netConn.SetReadDeadline(time.Now().Add(c.ReadTimeout)); err != nil {
+			return err
+		}
+	}
+	c.waited = false
+	if err := c.raw.Read(c.readyFn); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return &timeoutError{err}
+		}
+		return err
+	}
+	return nil
+}
+
+// ready is the RawConn callback of WaitReadable. The poller forgets a
+// readiness event that came before the wait, so the first call looks at the
+// socket itself; after a real wake-up the poller is trusted (a spurious one
+// is handled by the read that follows).
+func (c *Conn) ready(fd uintptr) bool {
+	if c.waited {
+		return true
+	}
+	c.waited = true
+	return socketReadable(fd)
+}
+
+// timeoutError keeps net.Error's Timeout() for a deadline hit while waiting.
+type timeoutError struct{ error }
+
+func (e *timeoutError) Timeout() bool   { return true }
+func (e *timeoutError) Temporary() bool { return true }
+func (e *timeoutError) Unwrap() error   { return e.error }
 
 // NetConn returns the underlying connection.
 func (c *Conn) NetConn() net.Conn { return c.netConn }
@@ -69,7 +165,7 @@ func (c *Conn) SetNetConn(nc net.Conn) { c.netConn = nc }
 // right behind the SSLRequest, in the same read.
 func (c *Conn) Upgrade(wrap func(net.Conn) net.Conn) {
 	under := c.netConn
-	if n := c.rend - c.rpos; n > 0 {
+	if n := c.rend - c.rpos; n > 0 && c.rbuf != nil {
 		under = &prefixConn{Conn: under, prefix: append([]byte(nil), c.rbuf[c.rpos:c.rend]...)}
 	}
 	c.rpos, c.rend = 0, 0
@@ -112,6 +208,7 @@ func (c *Conn) fill(n int) error {
 	if c.rend-c.rpos >= n {
 		return nil
 	}
+	c.ensureReadBuf()
 	if c.rpos > 0 {
 		copy(c.rbuf, c.rbuf[c.rpos:c.rend])
 		c.rend -= c.rpos
@@ -242,6 +339,7 @@ func (c *Conn) releaseBig() {
 // WritePacket queues payload as one logical packet (split into frames when
 // needed). Output is sent by Flush, or earlier once enough has gathered.
 func (c *Conn) WritePacket(payload []byte) error {
+	c.ensureWriteBuf()
 	for {
 		n := len(payload)
 		if n > MaxPayload {
@@ -262,6 +360,7 @@ func (c *Conn) WritePacket(payload []byte) error {
 // WriteFrame queues one physical frame as is (a relay forwarding a frame of a
 // larger packet). The caller splits; only the sequence id is rewritten.
 func (c *Conn) WriteFrame(payload []byte) error {
+	c.ensureWriteBuf()
 	n := len(payload)
 	c.wbuf = append(c.wbuf, byte(n), byte(n>>8), byte(n>>16), c.seq)
 	c.seq++
@@ -288,6 +387,7 @@ func (c *Conn) appendOut(p []byte) error {
 // the payload to the returned slice and pass it to EndPacket. This avoids a
 // scratch buffer for packets the proxy composes itself.
 func (c *Conn) BeginPacket() []byte {
+	c.ensureWriteBuf()
 	return append(c.wbuf, 0, 0, 0, 0)
 }
 
@@ -324,7 +424,7 @@ func (c *Conn) Flush() error {
 	_, err := c.netConn.Write(c.wbuf)
 	if cap(c.wbuf) > 4*flushThreshold {
 		// A composed giant packet grew the buffer: give the memory back.
-		c.wbuf = make([]byte, 0, writeBufferSize)
+		c.wbuf, c.wbufp = nil, nil
 	} else {
 		c.wbuf = c.wbuf[:0]
 	}
@@ -335,4 +435,8 @@ func (c *Conn) Flush() error {
 }
 
 // DiscardOutput drops pending output (after a failure mid-response).
-func (c *Conn) DiscardOutput() { c.wbuf = c.wbuf[:0] }
+func (c *Conn) DiscardOutput() {
+	if c.wbuf != nil {
+		c.wbuf = c.wbuf[:0]
+	}
+}
