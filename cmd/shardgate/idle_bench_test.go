@@ -41,6 +41,8 @@ func BenchmarkIdleConnections(b *testing.B) {
 		}
 		open = append(open, c)
 	}
+	// Sessions idle for 2 s are parked without a goroutine; wait for that.
+	time.Sleep(3 * time.Second)
 	// The Go runtime forces a GC at least every two minutes; each GC halves
 	// the stacks of goroutines using little of theirs. Trigger a few now
 	// (through pprof) to see the steady state of an idle proxy.

@@ -193,6 +193,13 @@ func (s *Session) killQuery() {
 func (s *Session) killConnection() {
 	s.killed.Store(true)
 	s.killQuery()
+	if p := s.srv.parker; p != nil && p.take(s) {
+		// Parked: nobody would notice the close; resume it to end it.
+		_ = s.client.NetConn().Close()
+		s.wakeReason = wakeKilled
+		go s.srv.commandLoop(s)
+		return
+	}
 	_ = s.client.NetConn().Close()
 }
 

@@ -65,6 +65,7 @@ type Server struct {
 	wg       sync.WaitGroup
 
 	shuttingDown atomic.Bool
+	parker       *parker // nil: idle sessions keep their goroutine
 
 	sha2Cache sync.Map // user name -> struct{}: users that passed full auth
 }
@@ -90,6 +91,14 @@ func NewServer(opt Options) (*Server, error) {
 		opt.Collations = &Collations{}
 	}
 	s := &Server{opt: opt}
+	if parkingSupported {
+		p, err := newParker(opt.Log)
+		if err != nil {
+			opt.Log.Warn("idle sessions will keep a goroutine each", "err", err)
+		} else {
+			s.parker = p
+		}
+	}
 	if opt.RSAKey != nil {
 		pem, err := auth.PublicKeyPEM(&opt.RSAKey.PublicKey)
 		if err != nil {
@@ -163,9 +172,13 @@ func (s *Server) admit(sess *Session) bool {
 	return true
 }
 
+// commandLoop runs (or resumes) a session's command loop; a session that
+// parks is finished later by the goroutine that resumes it.
 func (s *Server) commandLoop(sess *Session) {
-	defer s.finish(sess)
-	sess.loop()
+	if sess.loop() {
+		return
+	}
+	s.finish(sess)
 }
 
 // finish releases what the session holds and unregisters it.
@@ -196,6 +209,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.ln != nil {
 		_ = s.ln.Close()
 	}
+	if s.parker != nil {
+		s.parker.close(wakeShutdown) // parked sessions resume and close
+	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -218,4 +234,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// ParkedSessions reports idle sessions currently held without a goroutine.
+func (s *Server) ParkedSessions() int {
+	if s.parker == nil {
+		return 0
+	}
+	return s.parker.count()
 }

@@ -51,6 +51,12 @@ type Session struct {
 	stmts      map[uint32]*pstmt
 	nextStmtID uint32
 
+	// Parking (see parker): set while the session has no goroutine.
+	parkFD     int32
+	parkTimer  *time.Timer
+	wakeReason wakeReason
+	idleSince  time.Time // when the wait for the next command began
+
 	// For KILL and shutdown, read by other goroutines.
 	mu      sync.Mutex
 	idle    bool          // blocked reading the next command
@@ -95,16 +101,34 @@ func (s *Session) greet() bool {
 	return true
 }
 
-// loop serves commands until the client leaves or the session ends.
-func (s *Session) loop() {
+// wakeReason says why a parked session was resumed.
+type wakeReason uint8
+
+const (
+	wakeNone wakeReason = iota
+	wakeInput
+	wakeIdleTimeout
+	wakeShutdown
+	wakeKilled
+)
+
+var errParked = errors.New("session parked")
+
+// loop serves commands until the client leaves or the session ends. It
+// reports true when the session was parked instead: its goroutine ends and
+// another one resumes it later.
+func (s *Session) loop() (parked bool) {
 	for {
 		p, err := s.readCommand()
+		if err == errParked {
+			return true
+		}
 		if err != nil {
 			s.readFailed(err)
-			return
+			return false
 		}
 		if !s.dispatch(p) {
-			return
+			return false
 		}
 	}
 }
@@ -115,7 +139,17 @@ func (s *Session) loop() {
 // not acknowledged is lost.
 func (s *Session) readCommand() ([]byte, error) {
 	s.client.ResetSeq()
-	s.client.ReadTimeout = s.srv.opt.ClientIdleTimeout
+	why := s.wakeReason
+	s.wakeReason = wakeNone
+	switch why {
+	case wakeIdleTimeout:
+		return nil, errIdleTimeout
+	case wakeKilled:
+		return nil, net.ErrClosed
+	}
+	if s.idleSince.IsZero() {
+		s.idleSince = time.Now()
+	}
 	s.mu.Lock()
 	s.idle = true
 	shutting := s.srv.shuttingDown.Load()
@@ -126,18 +160,77 @@ func (s *Session) readCommand() ([]byte, error) {
 	}
 	// Idle: hold no buffers while waiting (they return to a shared pool).
 	s.client.ReleaseBuffers()
-	err := s.client.WaitReadable()
+	err := s.waitCommand()
+	if err == errParked {
+		return nil, err
+	}
 	var p []byte
 	if err == nil {
 		p, err = s.client.ReadPacket()
 	}
 	s.setIdle(false)
 	s.client.ReadTimeout = 0
+	s.idleSince = time.Time{}
 	if err == nil && len(p) == 0 {
 		err = fmt.Errorf("empty command packet: %w", mysql.ErrMalformed)
 	}
 	return p, err
 }
+
+// parkIdleAfter is how long a session waits for its next command with its
+// own goroutine before it is parked (see parker).
+const parkIdleAfter = 2 * time.Second
+
+// waitCommand waits until the client sends something, parking the session
+// when it stays idle long enough; the client idle timeout keeps counting.
+func (s *Session) waitCommand() error {
+	limit := s.srv.opt.ClientIdleTimeout
+	left := time.Duration(0)
+	if limit > 0 {
+		if left = limit - time.Since(s.idleSince); left <= 0 {
+			return errIdleTimeout
+		}
+	}
+	if s.srv.parker != nil && (limit == 0 || left > parkIdleAfter) {
+		s.client.ReadTimeout = parkIdleAfter
+		err := s.client.WaitReadable()
+		if err == nil || !isTimeout(err) || s.srv.shuttingDown.Load() {
+			return err
+		}
+		if fd := s.socketFD(); fd >= 0 {
+			if limit > 0 {
+				left -= parkIdleAfter
+			}
+			if s.srv.parker.park(s, fd, left) {
+				return errParked
+			}
+		}
+		if limit > 0 {
+			left = limit - time.Since(s.idleSince)
+		}
+	}
+	s.client.ReadTimeout = left
+	if limit > 0 && left <= 0 {
+		return errIdleTimeout
+	}
+	return s.client.WaitReadable()
+}
+
+// isTimeout reports a deadline error. It is a function of its own so that
+// the error variable escapes only when there is an error.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// errIdleTimeout reports a client idle past server.client_idle_timeout.
+var errIdleTimeout error = &idleTimeoutError{}
+
+type idleTimeoutError struct{}
+
+func (*idleTimeoutError) Error() string   { return "client idle timeout" }
+func (*idleTimeoutError) Timeout() bool   { return true }
+func (*idleTimeoutError) Temporary() bool { return true }
 
 var errShutdown = errors.New("server shutting down")
 

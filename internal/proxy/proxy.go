@@ -364,3 +364,21 @@ func (p *Proxy) closeClusters() {
 		c.Close()
 	}
 }
+
+// ParkedSessions reports idle client sessions held without a goroutine.
+func (p *Proxy) ParkedSessions() int {
+	n := 0
+	for _, s := range p.servers {
+		n += s.ParkedSessions()
+	}
+	return n
+}
+
+// Clients reports connected clients.
+func (p *Proxy) Clients() int64 {
+	var n int64
+	for _, s := range p.servers {
+		n += s.Clients()
+	}
+	return n
+}
