@@ -1,0 +1,371 @@
+// Command sgbench benchmarks shardgate against the server it fronts and
+// against a plain TCP relay (HAProxy), and finds the highest constant rate a
+// target sustains within a latency SLO. See docs/benchmarks.md.
+//
+//	sgbench [run] [flags]   the sysbench matrix (what `make bench` runs)
+//	sgbench rate [flags]    constant-rate capacity search
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/shardgate/shardgate/bench"
+)
+
+const usageText = `usage:
+  sgbench [run] [flags]   run the sysbench matrix: direct / relay (HAProxy) / shardgate
+  sgbench rate [flags]    constant-rate capacity search against one target
+
+"sgbench run -h" and "sgbench rate -h" list the flags. See docs/benchmarks.md.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd := "run"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	switch cmd {
+	case "run":
+		return runMatrix(ctx, args, stdout, stderr)
+	case "rate":
+		return runRate(ctx, args, stdout, stderr)
+	case "help":
+		fmt.Fprint(stdout, usageText)
+		return 0
+	}
+	fmt.Fprintf(stderr, "sgbench: unknown command %q\n%s", cmd, usageText)
+	return 2
+}
+
+// signalContext is cancelled by the first SIGINT or SIGTERM, which makes the
+// harness stop what it started and exit; a second signal kills it at once
+// (children still die: they have Pdeathsig set).
+func signalContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
+}
+
+// exitCode maps an error to the process exit status.
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, context.Canceled):
+		return 130
+	}
+	return 1
+}
+
+// envFlags are the flags both commands share.
+type envFlags struct {
+	bufferPool   string
+	shardgateBin string
+	shardgateRef string
+	adminAddr    string
+	quiet        bool
+}
+
+func (f *envFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.bufferPool, "buffer-pool", bench.DefaultBufferPool, "mariadbd --innodb-buffer-pool-size (must hold the tables)")
+	fs.StringVar(&f.shardgateBin, "shardgate-bin", "", "use this shardgate binary instead of building ./cmd/shardgate")
+	fs.StringVar(&f.shardgateRef, "shardgate-ref", "", "build shardgate from this git revision (via git archive) instead of the working tree, e.g. HEAD")
+	fs.StringVar(&f.adminAddr, "shardgate-admin", "", "shardgate --admin-http address, e.g. 127.0.0.1:6080 (default: a free port; printed at start)")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress messages on stderr")
+}
+
+// validate rejects contradictory flags before anything is started.
+func (f *envFlags) validate() error {
+	if f.shardgateBin != "" && f.shardgateRef != "" {
+		return errors.New("--shardgate-bin and --shardgate-ref: use one or the other")
+	}
+	return nil
+}
+
+func (f *envFlags) options(targets []bench.Target, stderr io.Writer) bench.EnvOptions {
+	o := bench.EnvOptions{Targets: targets, BufferPool: f.bufferPool, ShardgateBin: f.shardgateBin, ShardgateRef: f.shardgateRef, AdminAddr: f.adminAddr, Log: stderr}
+	if f.quiet {
+		o.Log = io.Discard
+	}
+	return o
+}
+
+// startEnv starts the environment and tells where shardgate's admin port is.
+func startEnv(ctx context.Context, opts bench.EnvOptions, stderr io.Writer) (*bench.Env, error) {
+	env, err := bench.StartEnv(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if env.AdminAddr != "" {
+		fmt.Fprintf(stderr, "sgbench: shardgate admin: http://%s/metrics and http://%s/debug/pprof/\n", env.AdminAddr, env.AdminAddr)
+	}
+	return env, nil
+}
+
+func closeEnv(env *bench.Env, stderr io.Writer) {
+	if err := env.Close(); err != nil {
+		fmt.Fprintf(stderr, "sgbench: cleanup: %v\n", err)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// sgbench run
+
+func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, out, ef, err := parseRunFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "sgbench: %v\n", err)
+		return 2
+	}
+	cfg.Log = stderr
+	if ef.quiet {
+		cfg.Log = io.Discard
+	}
+	env, err := startEnv(ctx, ef.options(cfg.Targets, stderr), stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "sgbench: %v\n", err)
+		return exitCode(err)
+	}
+	defer closeEnv(env, stderr)
+	res, runErr := bench.RunMatrix(ctx, env, cfg)
+	if res != nil && len(res.Cells) > 0 {
+		if err := writeMatrixReport(env, res, out, stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "sgbench: %v\n", err)
+			return 1
+		}
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "sgbench: %v\n", runErr)
+		return exitCode(runErr)
+	}
+	if failed := failedRuns(res); failed > 0 {
+		fmt.Fprintf(stderr, "sgbench: %d run(s) failed; see \"Failed runs\" in the report\n", failed)
+		return 1
+	}
+	return 0
+}
+
+func writeMatrixReport(env *bench.Env, res *bench.Results, out string, stdout, stderr io.Writer) error {
+	// The report is written even after an interrupt, so use a fresh context.
+	rep := bench.NewReport(context.Background(), env, res)
+	files, err := bench.WriteReport(rep, out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, rep.Tables())
+	fmt.Fprintf(stderr, "sgbench: wrote %s, %s, %s, %s\n", files.Markdown, files.LatestMarkdown, files.Chart, files.LatestChart)
+	return nil
+}
+
+func failedRuns(res *bench.Results) int {
+	n := 0
+	for _, c := range res.Cells {
+		n += c.Summary().Failed
+	}
+	return n
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (bench.Config, string, envFlags, error) {
+	cfg := bench.DefaultConfig()
+	var ef envFlags
+	fs := flag.NewFlagSet("sgbench run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	threads := intList(cfg.Threads)
+	tests := stringList(cfg.Tests)
+	psModes := stringList(cfg.PSModes)
+	targets := stringList(targetNames(cfg.Targets))
+	fs.Var(&threads, "threads", "sysbench thread counts, comma-separated")
+	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds per cell (targets interleaved, order rotated each round); cells report medians")
+	fs.DurationVar(&cfg.Time, "time", cfg.Time, "duration of each run (whole seconds)")
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured warm-up per target, test and ps-mode (0: none)")
+	fs.IntVar(&cfg.TableSize, "table-size", cfg.TableSize, "rows per sysbench table")
+	fs.IntVar(&cfg.Tables, "tables", cfg.Tables, "number of sysbench tables")
+	fs.Var(&tests, "tests", "sysbench tests, comma-separated")
+	fs.Var(&psModes, "ps-modes", "sysbench --db-ps-mode values, comma-separated (disable, auto)")
+	fs.Var(&targets, "targets", "targets, comma-separated, in round-1 order (direct, relay, shardgate)")
+	out := fs.String("out", "bench/results", "directory for <timestamp>.md, latest.md and the PNG charts")
+	ef.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return cfg, "", ef, err
+	}
+	cfg.Threads, cfg.Tests, cfg.PSModes = threads, tests, psModes
+	var err error
+	if cfg.Targets, err = parseTargets(targets); err != nil {
+		return cfg, "", ef, err
+	}
+	if err := errors.Join(cfg.Validate(), ef.validate()); err != nil {
+		return cfg, "", ef, err
+	}
+	return cfg, *out, ef, nil
+}
+
+// parseFlags parses and rejects positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (flags only; see -h)", fs.Arg(0))
+	}
+	return nil
+}
+
+func targetNames(ts []bench.Target) []string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = string(t)
+	}
+	return s
+}
+
+func parseTargets(names []string) ([]bench.Target, error) {
+	var ts []bench.Target
+	for _, n := range names {
+		t, err := bench.ParseTarget(n)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, t)
+	}
+	if len(ts) == 0 {
+		return nil, errors.New("targets: need at least one")
+	}
+	return ts, nil
+}
+
+// ---------------------------------------------------------------------------
+// sgbench rate
+
+func runRate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, targetQPS, ef, err := parseRateFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "sgbench rate: %v\n", err)
+		return 2
+	}
+	cfg.Log = stderr
+	env, err := startEnv(ctx, ef.options([]bench.Target{cfg.Target}, stderr), stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "sgbench rate: %v\n", err)
+		return exitCode(err)
+	}
+	defer closeEnv(env, stderr)
+	if _, err := bench.Prepare(ctx, env, "oltp_point_select", 1, cfg.TableSize); err != nil {
+		fmt.Fprintf(stderr, "sgbench rate: %v\n", err)
+		return exitCode(err)
+	}
+	res, runErr := bench.RunRate(ctx, env, cfg)
+	if res != nil {
+		fmt.Fprint(stdout, res.Markdown())
+		if targetQPS > 0 {
+			fmt.Fprintln(stdout, "\n"+bench.CapacityPlanText(targetQPS, res.MaxPassing))
+		}
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "sgbench rate: %v\n", runErr)
+		return exitCode(runErr)
+	}
+	return 0
+}
+
+func parseRateFlags(args []string, stderr io.Writer) (bench.RateConfig, int, envFlags, error) {
+	cfg := bench.DefaultRateConfig()
+	var ef envFlags
+	fs := flag.NewFlagSet("sgbench rate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	target := fs.String("target", string(cfg.Target), "direct, relay or shardgate")
+	fs.DurationVar(&cfg.SLOP99, "slo-p99", cfg.SLOP99, "a step passes while its p99 latency stays at or below this")
+	fs.IntVar(&cfg.Start, "start", cfg.Start, "first rate, queries/s")
+	fs.IntVar(&cfg.Step, "step", cfg.Step, "rate increment per step, queries/s")
+	fs.IntVar(&cfg.Max, "max", cfg.Max, "highest rate to try, queries/s")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "duration of each step")
+	fs.IntVar(&cfg.Conns, "conns", cfg.Conns, "client connections")
+	fs.StringVar(&cfg.Query, "query", cfg.Query, "workload: point (SELECT c FROM sbtest1 WHERE id=?)")
+	fs.StringVar(&cfg.PSMode, "ps-mode", cfg.PSMode, "auto (server-side prepared statement) or disable (text queries)")
+	fs.IntVar(&cfg.TableSize, "table-size", cfg.TableSize, "rows in sbtest1 (ids are drawn uniformly from 1..N)")
+	fs.Float64Var(&cfg.MinAchieved, "min-achieved", cfg.MinAchieved, "a step fails when it achieves less than this fraction of its rate")
+	fs.IntVar(&cfg.Retries, "retries", cfg.Retries, "repeat a failing step this many times before stopping (a rate passes if any attempt does)")
+	targetQPS := fs.Int("target-qps", 0, "print a capacity plan for this many queries/s")
+	ef.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return cfg, 0, ef, err
+	}
+	t, err := bench.ParseTarget(*target)
+	if err != nil {
+		return cfg, 0, ef, err
+	}
+	cfg.Target = t
+	if *targetQPS < 0 {
+		return cfg, 0, ef, fmt.Errorf("target-qps: %d, must be >= 0", *targetQPS)
+	}
+	if err := errors.Join(cfg.Validate(), ef.validate()); err != nil {
+		return cfg, 0, ef, err
+	}
+	return cfg, *targetQPS, ef, nil
+}
+
+// ---------------------------------------------------------------------------
+// list flags
+
+// intList is a comma-separated list of positive integers.
+type intList []int
+
+func (l *intList) String() string {
+	s := make([]string, len(*l))
+	for i, n := range *l {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *intList) Set(v string) error {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", f)
+		}
+		out = append(out, n)
+	}
+	*l = out
+	return nil
+}
+
+// stringList is a comma-separated list of names.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	*l = out
+	return nil
+}

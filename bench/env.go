@@ -1,0 +1,473 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+// Target is what sysbench or the rate generator connects to.
+type Target string
+
+// The three targets.
+const (
+	Direct    Target = "direct"    // mariadbd itself
+	Relay     Target = "relay"     // HAProxy in TCP mode in front of it
+	Shardgate Target = "shardgate" // shardgate in front of it
+)
+
+// AllTargets lists the targets in their default order (round 1).
+var AllTargets = []Target{Direct, Relay, Shardgate}
+
+// ParseTarget checks a target name.
+func ParseTarget(s string) (Target, error) {
+	for _, t := range AllTargets {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("unknown target %q (want direct, relay or shardgate)", s)
+}
+
+// Database is the schema the sysbench tables live in.
+const Database = "sbtest"
+
+// DefaultBufferPool is the InnoDB buffer pool of the benchmark server: large
+// enough for the default data set (4 tables x 100000 rows is about 100 MB),
+// so that the benchmark measures the proxies, not the disk.
+const DefaultBufferPool = "512M"
+
+const (
+	readyTimeout = 60 * time.Second
+	stopGrace    = 15 * time.Second
+)
+
+// EnvOptions configure StartEnv.
+type EnvOptions struct {
+	// Targets to start besides the server (Direct needs nothing). Empty
+	// means all.
+	Targets []Target
+	// BufferPool is mariadbd's --innodb-buffer-pool-size (DefaultBufferPool
+	// when empty).
+	BufferPool string
+	// ShardgateBin is a prebuilt shardgate binary; empty builds one from
+	// ./cmd/shardgate of the module the harness runs in.
+	ShardgateBin string
+	// ShardgateRef builds shardgate from this git revision (exported with
+	// the read-only `git archive`) instead of the working tree, e.g. HEAD
+	// while others edit the tree, or two commits to compare.
+	ShardgateRef string
+	// AdminAddr is shardgate's --admin-http address; empty picks a free
+	// port. A fixed one makes profiling under load easy (docs/profiling.md).
+	AdminAddr string
+	// Log receives progress messages (nil: discarded).
+	Log io.Writer
+}
+
+// Env is a running benchmark environment: one mariadbd and the proxies in
+// front of it. Close stops everything.
+type Env struct {
+	Server *testenv.Server
+	Tools  Tools
+
+	// Commands describes how every process was started, for the report.
+	Commands []string
+	// HAProxyConfig is the relay's configuration file, for the report.
+	HAProxyConfig string
+	// ShardgateRev is the git revision shardgate was built from ("unknown"
+	// for a prebuilt binary whose origin is not known).
+	ShardgateRev string
+	// AdminAddr is shardgate's admin HTTP address (/metrics, /debug/pprof).
+	AdminAddr string
+
+	log   io.Writer
+	dir   string
+	relay *child
+	proxy *child
+	addrs map[Target]string
+}
+
+// StartEnv starts mariadbd, creates the benchmark database and starts the
+// requested proxies. On error everything already started is stopped.
+func StartEnv(ctx context.Context, opts EnvOptions) (env *Env, err error) {
+	targets := opts.Targets
+	if len(targets) == 0 {
+		targets = AllTargets
+	}
+	if opts.ShardgateBin != "" && opts.ShardgateRef != "" {
+		return nil, errors.New("use either a prebuilt shardgate binary or a git revision to build, not both")
+	}
+	tools, err := FindTools(slices.Contains(targets, Relay))
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "sgbench-")
+	if err != nil {
+		return nil, fmt.Errorf("create work directory: %w", err)
+	}
+	e := &Env{Tools: tools, log: opts.Log, dir: dir, addrs: map[Target]string{}, ShardgateRev: "unknown"}
+	if e.log == nil {
+		e.log = io.Discard
+	}
+	defer func() {
+		if err != nil {
+			if cerr := e.Close(); cerr != nil {
+				err = fmt.Errorf("%w (and cleaning up: %v)", err, cerr)
+			}
+		}
+	}()
+	if err := e.startServer(opts.BufferPool); err != nil {
+		return nil, err
+	}
+	if slices.Contains(targets, Relay) {
+		if err := e.startRelay(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if slices.Contains(targets, Shardgate) {
+		bin := opts.ShardgateBin
+		if bin != "" {
+			e.ShardgateRev = "prebuilt " + bin + ": " + toolVersion(ctx, bin, "version")
+		} else if bin, err = e.buildShardgate(ctx, opts.ShardgateRef); err != nil {
+			return nil, err
+		}
+		if err := e.startShardgate(ctx, bin, opts.AdminAddr); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Addr returns the host:port of a target ("" when it was not started).
+func (e *Env) Addr(t Target) string { return e.addrs[t] }
+
+// ProxyPid returns the process id of the proxy of a target (haproxy for
+// Relay, shardgate for Shardgate) or 0 for Direct.
+func (e *Env) ProxyPid(t Target) int {
+	switch {
+	case t == Relay && e.relay != nil:
+		return e.relay.Pid()
+	case t == Shardgate && e.proxy != nil:
+		return e.proxy.Pid()
+	}
+	return 0
+}
+
+// Close stops the proxies and the server and removes the work directory.
+func (e *Env) Close() error {
+	var errs []error
+	for _, c := range []*child{e.proxy, e.relay} {
+		if c != nil {
+			errs = append(errs, c.stop(stopGrace))
+		}
+	}
+	if e.Server != nil {
+		if err := e.Server.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop mariadbd: %w", err))
+		}
+	}
+	if e.dir != "" {
+		if err := os.RemoveAll(e.dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", e.dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Env) logf(format string, args ...any) {
+	fmt.Fprintf(e.log, "sgbench: "+format+"\n", args...)
+}
+
+// startServer starts mariadbd with a buffer pool that holds the data set and
+// creates the benchmark database.
+func (e *Env) startServer(bufferPool string) error {
+	if bufferPool == "" {
+		bufferPool = DefaultBufferPool
+	}
+	e.logf("starting mariadbd (--innodb-buffer-pool-size=%s)", bufferPool)
+	srv, err := testenv.StartE(testenv.Options{ExtraArgs: []string{"--innodb-buffer-pool-size=" + bufferPool}})
+	if err != nil {
+		if errors.Is(err, testenv.ErrNotInstalled) {
+			return fmt.Errorf("%w: %v", ErrMissingTool, err)
+		}
+		return fmt.Errorf("start mariadbd: %w", err)
+	}
+	e.Server = srv
+	e.addrs[Direct] = srv.Addr
+	if err := srv.ExecE("CREATE DATABASE IF NOT EXISTS " + Database); err != nil {
+		return fmt.Errorf("create database %s: %w", Database, err)
+	}
+	e.Commands = append(e.Commands, "mariadbd: "+processCmdline(srv.Pid()))
+	return nil
+}
+
+// processCmdline reads the command line of a running process.
+func processCmdline(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return fmt.Sprintf("(cannot read command line of pid %d: %v)", pid, err)
+	}
+	return strings.Join(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), " ")
+}
+
+// haproxyTemplate is the relay configuration: plain TCP forwarding, no
+// health checks, timeouts long enough for any benchmark run. The global
+// maxconn is left to HAProxy, which derives it from the file descriptor
+// limit (a fixed one fails when that limit is lower).
+const haproxyTemplate = `global
+
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 1h
+    timeout server 1h
+
+frontend mysql
+    bind %s
+    default_backend mariadb
+
+backend mariadb
+    server mariadb %s
+`
+
+// startRelay writes the HAProxy configuration and starts haproxy in the
+// foreground (-db) as a child process.
+func (e *Env) startRelay(ctx context.Context) error {
+	return retryPort(func(addr string) error {
+		cfg := fmt.Sprintf(haproxyTemplate, addr, e.Server.Addr)
+		path := filepath.Join(e.dir, "haproxy.cfg")
+		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+			return fmt.Errorf("write haproxy config: %w", err)
+		}
+		argv := []string{e.Tools.HAProxy, "-f", path, "-db"}
+		e.logf("starting haproxy on %s", addr)
+		c, err := startChild("haproxy", filepath.Join(e.dir, "haproxy.log"), argv)
+		if err != nil {
+			return err
+		}
+		if err := waitMySQL(ctx, c, addr); err != nil {
+			_ = c.stop(stopGrace)
+			return err
+		}
+		e.relay, e.addrs[Relay], e.HAProxyConfig = c, addr, cfg
+		e.Commands = append(e.Commands, "haproxy: "+strings.Join(argv, " "))
+		return nil
+	})
+}
+
+// buildShardgate builds ./cmd/shardgate into the work directory, from the
+// working tree of the enclosing module or, when ref is set, from that git
+// revision; the revision is stamped into `shardgate version`.
+func (e *Env) buildShardgate(ctx context.Context, ref string) (string, error) {
+	root, err := moduleRoot(ctx, e.Tools.Go)
+	if err != nil {
+		return "", err
+	}
+	src := root
+	if ref == "" {
+		e.ShardgateRev = gitRevision(ctx, root)
+	} else {
+		if src, e.ShardgateRev, err = e.exportRevision(ctx, root, ref); err != nil {
+			return "", err
+		}
+	}
+	bin := filepath.Join(e.dir, "shardgate")
+	e.logf("building shardgate (%s) from %s", e.ShardgateRev, src)
+	cmd := exec.CommandContext(ctx, e.Tools.Go, "build", "-o", bin,
+		"-ldflags", "-X main.version="+e.ShardgateRev, "./cmd/shardgate")
+	cmd.Dir = src
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/shardgate in %s: %w\n%s", src, err, out)
+	}
+	return bin, nil
+}
+
+// exportRevision extracts the tree of git revision ref into the work
+// directory with `git archive` (which changes nothing in the repository) and
+// returns the directory and the short commit hash.
+func (e *Env) exportRevision(ctx context.Context, root, ref string) (string, string, error) {
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--verify", "--short=12", ref+"^{commit}").Output()
+	if err != nil {
+		return "", "", fmt.Errorf("git revision %q not found in %s: %w", ref, root, err)
+	}
+	rev := strings.TrimSpace(string(out))
+	src := filepath.Join(e.dir, "src-"+rev)
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", "", fmt.Errorf("export %s: %w", rev, err)
+	}
+	tarball := src + ".tar"
+	if out, err := exec.CommandContext(ctx, "git", "-C", root, "archive", "--format=tar", "-o", tarball, rev).CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("git archive %s: %w\n%s", rev, err, out)
+	}
+	if out, err := exec.CommandContext(ctx, "tar", "-xf", tarball, "-C", src).CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("extract git archive of %s: %w\n%s", rev, err, out)
+	}
+	return src, rev, nil
+}
+
+// moduleRoot is the directory of the main module's go.mod.
+func moduleRoot(ctx context.Context, goBin string) (string, error) {
+	out, err := exec.CommandContext(ctx, goBin, "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("not inside the shardgate module: run sgbench from the repository (or pass --shardgate-bin)")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// gitRevision describes the checked-out revision with read-only git
+// commands ("+dirty" when tracked files differ from it).
+func gitRevision(ctx context.Context, root string) string {
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	rev := strings.TrimSpace(string(out))
+	st, err := exec.CommandContext(ctx, "git", "--no-optional-locks", "-C", root,
+		"status", "--porcelain", "--untracked-files=no").Output()
+	if err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		rev += "+dirty"
+	}
+	return rev
+}
+
+// startShardgate starts the binary with the quick-start flags and an admin
+// port, and waits until it serves MySQL and /metrics.
+func (e *Env) startShardgate(ctx context.Context, bin, admin string) error {
+	if admin == "" {
+		var err error
+		if admin, err = freeAddr(); err != nil {
+			return err
+		}
+	}
+	return retryPort(func(addr string) error {
+		backend := fmt.Sprintf("%s:%s@%s/%s", testenv.User, testenv.Password, e.Server.Addr, Database)
+		argv := []string{bin, "serve", "--listen", addr, "--backend", backend, "--admin-http", admin}
+		e.logf("starting shardgate on %s (admin http://%s)", addr, admin)
+		c, err := startChild("shardgate", filepath.Join(e.dir, "shardgate.log"), argv)
+		if err != nil {
+			return err
+		}
+		if err := waitMySQL(ctx, c, addr); err != nil {
+			_ = c.stop(stopGrace)
+			return err
+		}
+		if err := waitHTTP(ctx, c, "http://"+admin+"/metrics"); err != nil {
+			_ = c.stop(stopGrace)
+			return err
+		}
+		e.proxy, e.addrs[Shardgate], e.AdminAddr = c, addr, admin
+		e.Commands = append(e.Commands, "shardgate: "+strings.Join(argv, " "))
+		return nil
+	})
+}
+
+// retryPort calls start with a free address, again with another one when the
+// process exits during start-up because someone else took the port between
+// freeAddr and the bind.
+func retryPort(start func(addr string) error) error {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		if lastErr = start(addr); lastErr == nil {
+			return nil
+		}
+		if !errors.Is(lastErr, errExited) || !strings.Contains(strings.ToLower(lastErr.Error()), "already in use") {
+			return lastErr
+		}
+	}
+	return lastErr
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// errExited marks a child that ended during start-up.
+var errExited = errors.New("exited during start-up")
+
+// waitMySQL waits until a MySQL login through addr succeeds.
+func waitMySQL(ctx context.Context, c *child, addr string) error {
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = testenv.User, testenv.Password, "tcp", addr, Database
+	cfg.Timeout = 2 * time.Second
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.name, err)
+	}
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	return waitReady(ctx, c, "a MySQL login via "+addr, func(ctx context.Context) error {
+		return db.PingContext(ctx)
+	})
+}
+
+// waitHTTP waits until url answers 200.
+func waitHTTP(ctx context.Context, c *child, url string) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	return waitReady(ctx, c, "GET "+url, func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %s", resp.Status)
+		}
+		return nil
+	})
+}
+
+// waitReady polls check until it succeeds, the child exits or readyTimeout
+// passes.
+func waitReady(ctx context.Context, c *child, what string, check func(context.Context) error) error {
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		if done, how := c.exited(); done {
+			return fmt.Errorf("%s %w (%s); tail of %s:\n%s", c.name, errExited, how, c.logPath, c.logTail(20))
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := check(cctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("waiting for %s: %w", c.name, ctx.Err())
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %v (%s: %v); tail of %s:\n%s", c.name, readyTimeout, what, err, c.logPath, c.logTail(20))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseSysbench(t *testing.T) {
+	for _, tc := range []struct {
+		file             string
+		queries, ignored int64
+		qps              float64
+	}{
+		{"testdata/sysbench-oltp_point_select.txt", 215955, 0, 107842.47},
+		{"testdata/sysbench-oltp_read_write.txt", 51155, 18, 25508.60},
+	} {
+		b, err := os.ReadFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := parseSysbench(string(b))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		if st.Queries != tc.queries || st.Ignored != tc.ignored || st.QPS != tc.qps {
+			t.Errorf("%s: queries %d ignored %d qps %v, want %d %d %v", tc.file, st.Queries, st.Ignored, st.QPS, tc.queries, tc.ignored, tc.qps)
+		}
+		if !(st.P50 > 0 && st.P50 <= st.P95 && st.P95 <= st.P99) {
+			t.Errorf("%s: percentiles not ordered: %v %v %v", tc.file, st.P50, st.P95, st.P99)
+		}
+		if p99Disagrees(st.P99, st.ReportedP99) {
+			t.Errorf("%s: histogram p99 %v, sysbench says %v", tc.file, st.P99, st.ReportedP99)
+		}
+	}
+}
+
+func TestParseSysbenchErrors(t *testing.T) {
+	for name, out := range map[string]string{
+		"empty":        "",
+		"no histogram": "    transactions: 1 (1 per sec.)\n    queries: 1 (1.00 per sec.)\n    ignored errors: 0 (0 per sec.)\n    reconnects: 0 (0 per sec.)\n",
+		"empty histogram": "Latency histogram (values are in milliseconds)\n       value  ------------- distribution ------------- count\n \n" +
+			"    transactions: 1 (1 per sec.)\n    queries: 1 (1.00 per sec.)\n    ignored errors: 0 (0 per sec.)\n    reconnects: 0 (0 per sec.)\n",
+	} {
+		if _, err := parseSysbench(out); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func TestHistogramPercentile(t *testing.T) {
+	out := "Latency histogram (values are in milliseconds)\n" +
+		"       value  ------------- distribution ------------- count\n" +
+		"       1.000 |****************************************  50\n" +
+		"       2.000 |******************************           45\n" +
+		"       3.000 |****                                     4\n" +
+		"      10.000 |                                         1\n" +
+		" \nSQL statistics:\n"
+	h, err := parseHistogram(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[float64]time.Duration{50: time.Millisecond, 95: 2 * time.Millisecond, 99: 3 * time.Millisecond, 100: 10 * time.Millisecond} {
+		if got := h.percentile(p); got != want {
+			t.Errorf("p%v = %v, want %v", p, got, want)
+		}
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	// The command name contains a space and a ')'.
+	stat := "1234 (we ird)) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 130 0 0 20 0 4 0 100 1000 200\n"
+	got, err := parseProcStat([]byte(stat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 3800 * time.Millisecond; got != want {
+		t.Errorf("cpu %v, want %v", got, want)
+	}
+	if _, err := parseProcStat([]byte("1234 (x S 1")); err == nil {
+		t.Error("no error for a truncated stat line")
+	}
+}
+
+func TestParseVmRSS(t *testing.T) {
+	got, err := parseVmRSS([]byte("Name:\tshardgate\nVmRSS:\t   20480 kB\nThreads: 5\n"))
+	if err != nil || got != 20480*1024 {
+		t.Errorf("got %d, %v", got, err)
+	}
+	if _, err := parseVmRSS([]byte("Name:\tx\n")); err == nil {
+		t.Error("no error without VmRSS")
+	}
+}
+
+func TestRotate(t *testing.T) {
+	want := [][]Target{{Direct, Relay, Shardgate}, {Relay, Shardgate, Direct}, {Shardgate, Direct, Relay}, {Direct, Relay, Shardgate}}
+	for n, w := range want {
+		if got := rotate(AllTargets, n); !slices.Equal(got, w) {
+			t.Errorf("rotate %d = %v, want %v", n, got, w)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(tc.xs); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.xs, got, tc.want)
+		}
+	}
+}
+
+func TestCapacityPlan(t *testing.T) {
+	if n, err := CapacityPlan(100000, 25000); err != nil || n != 6 {
+		t.Errorf("CapacityPlan(100000, 25000) = %d, %v; want 6", n, err) // ceil(100000/20000)+1
+	}
+	if n, err := CapacityPlan(1000, 25000); err != nil || n != 2 {
+		t.Errorf("CapacityPlan(1000, 25000) = %d, %v; want 2", n, err)
+	}
+	if _, err := CapacityPlan(1000, 0); err == nil {
+		t.Error("no error without a passing rate")
+	}
+	if s := CapacityPlanText(100000, 25000); !strings.Contains(s, "= 6 proxy instances") {
+		t.Errorf("CapacityPlanText: %q", s)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	bad := DefaultConfig()
+	bad.Threads = []int{0}
+	bad.Time = 1500 * time.Millisecond
+	bad.Tests = []string{"oltp_nope"}
+	bad.PSModes = []string{"sometimes"}
+	err := bad.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"threads: 0", "whole number of seconds", "oltp_nope", "sometimes"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if err := DefaultRateConfig().Validate(); err != nil {
+		t.Fatalf("default rate config: %v", err)
+	}
+	r := DefaultRateConfig()
+	r.Query, r.Max = "range", 10
+	if err := r.Validate(); err == nil || !strings.Contains(err.Error(), "range") || !strings.Contains(err.Error(), "max") {
+		t.Errorf("rate config error %v", err)
+	}
+}

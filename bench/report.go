@@ -1,0 +1,308 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Report is everything WriteReport renders.
+type Report struct {
+	Results       *Results
+	System        SystemInfo
+	Commands      []string // how mariadbd, haproxy and shardgate were started
+	HAProxyConfig string
+}
+
+// NewReport gathers the machine, versions and commands of env for res.
+func NewReport(ctx context.Context, env *Env, res *Results) *Report {
+	return &Report{
+		Results:       res,
+		System:        CollectSystemInfo(ctx, env),
+		Commands:      env.Commands,
+		HAProxyConfig: env.HAProxyConfig,
+	}
+}
+
+// ReportFiles are the paths WriteReport wrote.
+type ReportFiles struct {
+	Markdown, LatestMarkdown, Chart, LatestChart string
+}
+
+// WriteReport writes <timestamp>.md, latest.md, <timestamp>.png and
+// latest.png into dir (created if needed). Each file is written to a .tmp
+// file first and renamed, so a reader never sees half a report.
+func WriteReport(r *Report, dir string) (ReportFiles, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ReportFiles{}, fmt.Errorf("create results directory: %w", err)
+	}
+	stamp := r.Results.Start.UTC().Format("20060102-150405")
+	f := ReportFiles{
+		Markdown:       filepath.Join(dir, stamp+".md"),
+		LatestMarkdown: filepath.Join(dir, "latest.md"),
+		Chart:          filepath.Join(dir, stamp+".png"),
+		LatestChart:    filepath.Join(dir, "latest.png"),
+	}
+	md := []byte(r.Markdown())
+	png, err := renderChart(r.Results)
+	if err != nil {
+		return f, err
+	}
+	for _, w := range []struct {
+		path string
+		data []byte
+	}{{f.Markdown, md}, {f.LatestMarkdown, md}, {f.Chart, png}, {f.LatestChart, png}} {
+		if err := writeAtomic(w.path, w.data); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Markdown renders the whole report.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	res := r.Results
+	fmt.Fprintf(&b, "# shardgate benchmark, %s\n\n", res.Start.UTC().Format("2006-01-02 15:04 UTC"))
+	if res.Interrupted {
+		b.WriteString("**Interrupted: the matrix did not finish; cells below are what completed.**\n\n")
+	}
+	fmt.Fprintf(&b, "Duration %v. Every number is the median over the successful rounds of its cell.\n\n",
+		res.End.Sub(res.Start).Round(time.Second))
+	r.writeMachine(&b)
+	r.writeSettings(&b)
+	b.WriteString("## Results\n\n")
+	b.WriteString(r.Tables())
+	r.writeFailures(&b)
+	r.writeCommands(&b)
+	b.WriteString(columnsLegend)
+	return b.String()
+}
+
+func (r *Report) writeMachine(b *strings.Builder) {
+	s := r.System
+	b.WriteString("## Machine and versions\n\n")
+	fmt.Fprintf(b, "- CPU: %s, %d logical CPUs\n", s.CPUModel, s.CPUs)
+	fmt.Fprintf(b, "- Memory: %s\n", s.Memory)
+	fmt.Fprintf(b, "- Kernel: %s (%s)\n", s.Kernel, s.OS)
+	for _, v := range s.Versions {
+		fmt.Fprintf(b, "- %s\n", v)
+	}
+	b.WriteString("\nsysbench, the proxy and mariadbd share these CPUs: the ratios matter more than the absolute numbers.\n\n")
+}
+
+func (r *Report) writeSettings(b *strings.Builder) {
+	c := r.Results.Config
+	b.WriteString("## Settings\n\n")
+	fmt.Fprintf(b, "- threads %s; rounds %d; %v per run; warm-up %v per target, test and ps-mode\n",
+		joinInts(c.Threads), c.Rounds, c.Time, c.Warmup)
+	fmt.Fprintf(b, "- %d table(s) x %d rows; tests %s; ps-modes %s\n",
+		c.Tables, c.TableSize, strings.Join(c.Tests, ", "), strings.Join(c.PSModes, ", "))
+	b.WriteString("- Targets run interleaved, the order rotating every round:")
+	for i := 0; i < c.Rounds && i < len(c.targets()); i++ {
+		fmt.Fprintf(b, " round %d: %s;", i+1, joinTargets(rotate(c.targets(), i)))
+	}
+	b.WriteString("\n\n")
+}
+
+// Tables renders one Markdown table per test and ps-mode.
+func (r *Report) Tables() string {
+	var b strings.Builder
+	res := r.Results
+	for _, test := range res.Config.Tests {
+		for _, ps := range res.Config.PSModes {
+			rows := r.tableRows(test, ps)
+			if len(rows) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "### %s, --db-ps-mode=%s\n\n", test, ps)
+			b.WriteString("| threads | target | QPS | spread | ×direct | ×relay | p50 ms | p95 ms | p99 ms | p99 ×direct | proxy CPU µs/q | server CPU µs/q | proxy RSS MiB | errors |\n")
+			b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+			for _, row := range rows {
+				b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func (r *Report) tableRows(test, ps string) [][]string {
+	res := r.Results
+	var rows [][]string
+	for _, threads := range res.Config.Threads {
+		direct := summaryOf(res.Cell(test, ps, threads, Direct))
+		relay := summaryOf(res.Cell(test, ps, threads, Relay))
+		for _, t := range res.Config.targets() {
+			c := res.Cell(test, ps, threads, t)
+			if c == nil {
+				continue
+			}
+			rows = append(rows, row(c, c.Summary(), direct, relay))
+		}
+	}
+	return rows
+}
+
+func summaryOf(c *Cell) *Summary {
+	if c == nil {
+		return nil
+	}
+	s := c.Summary()
+	if s.OK == 0 {
+		return nil
+	}
+	return &s
+}
+
+// row renders one cell; direct and relay (possibly nil) are the baselines.
+func row(c *Cell, s Summary, direct, relay *Summary) []string {
+	if s.OK == 0 {
+		return []string{strconv.Itoa(c.Threads), string(c.Target), "failed", "", "", "", "", "", "", "", "", "", "", errorsText(s)}
+	}
+	vsDirect, vsRelay, p99Direct := "", "", ""
+	if direct != nil {
+		vsDirect = ratio(s.QPS, direct.QPS)
+		p99Direct = ratio(float64(s.P99), float64(direct.P99))
+	}
+	if relay != nil && c.Target != Direct {
+		vsRelay = ratio(s.QPS, relay.QPS)
+	}
+	proxyCPU, rss := "—", "—"
+	if c.Target != Direct {
+		proxyCPU = fmt.Sprintf("%.1f", s.ProxyCPUPerQuery)
+		rss = fmt.Sprintf("%.1f", float64(s.ProxyRSS)/(1<<20))
+	}
+	return []string{
+		strconv.Itoa(c.Threads), string(c.Target),
+		fmt.Sprintf("%.0f", s.QPS), fmt.Sprintf("%.0f%%", s.Spread*100),
+		vsDirect, vsRelay,
+		ms(s.P50), ms(s.P95), ms(s.P99), p99Direct,
+		proxyCPU, fmt.Sprintf("%.1f", s.ServerCPUPerQuery), rss,
+		errorsText(s),
+	}
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+// ms formats a latency in milliseconds with µs resolution.
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond))
+}
+
+func errorsText(s Summary) string {
+	var parts []string
+	if s.Ignored > 0 {
+		parts = append(parts, fmt.Sprintf("%d ignored (1213)", s.Ignored))
+	}
+	if s.Reconnects > 0 {
+		parts = append(parts, fmt.Sprintf("%d reconnects", s.Reconnects))
+	}
+	if s.Failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed run(s)", s.Failed))
+	}
+	if s.P99Mismatch > 0 {
+		parts = append(parts, fmt.Sprintf("%d p99 mismatch", s.P99Mismatch))
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (r *Report) writeFailures(b *strings.Builder) {
+	var lines []string
+	for _, c := range r.Results.Cells {
+		for _, run := range c.Runs {
+			if run.Failure != "" {
+				lines = append(lines, fmt.Sprintf("### %s ps=%s threads=%d %s round %d\n\n```\n%s\n```\n",
+					c.Test, c.PSMode, c.Threads, c.Target, run.Round, strings.TrimSpace(run.Failure)))
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("## Failed runs\n\n")
+	b.WriteString(strings.Join(lines, "\n"))
+	b.WriteString("\n")
+}
+
+func (r *Report) writeCommands(b *strings.Builder) {
+	b.WriteString("## Commands\n\n```\n")
+	for _, c := range r.Commands {
+		b.WriteString(c + "\n")
+	}
+	b.WriteString("prepare: " + r.Results.PrepareCommand + "\n```\n\n")
+	if r.HAProxyConfig != "" {
+		b.WriteString("HAProxy configuration (relay):\n\n```\n" + r.HAProxyConfig + "```\n\n")
+	}
+	b.WriteString("<details><summary>sysbench run commands (one per cell)</summary>\n\n```\n")
+	var cmds []string
+	for _, c := range r.Results.Cells {
+		cmds = append(cmds, c.Command)
+	}
+	for _, c := range slices.Compact(cmds) {
+		b.WriteString(c + "\n")
+	}
+	b.WriteString("```\n\n</details>\n\n")
+}
+
+const columnsLegend = `## Columns
+
+- **QPS**: sysbench "queries: N (X per sec.)", all statements including BEGIN/COMMIT.
+- **spread**: (max − min) / median of QPS over the rounds, a measure of noise.
+- **×direct**, **×relay**: QPS of this target divided by that of the direct
+  server and of the HAProxy relay in the same cell.
+- **p50/p95/p99 ms**: per-event latency computed from sysbench's histogram
+  (an event is one query for oltp_point_select, 14 statements for
+  oltp_read_only with --skip_trx=on, one transaction of 20 statements for
+  oltp_read_write).
+- **p99 ×direct**: p99 of this target divided by the direct p99.
+- **proxy CPU µs/q**: user+system CPU time of the proxy process (haproxy for
+  relay, shardgate for shardgate) during the run, from /proc/PID/stat
+  (10 ms ticks), divided by the queries of the run.
+- **server CPU µs/q**: the same for mariadbd.
+- **proxy RSS MiB**: VmRSS of the proxy process after the run.
+- **errors**: errors sysbench ignored (only 1213 deadlocks are allowed, in
+  oltp_read_write), reconnects, failed runs, and runs whose histogram p99
+  disagreed with sysbench's own p99 line.
+`
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func joinTargets(ts []Target) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = string(t)
+	}
+	return strings.Join(s, ", ")
+}
