@@ -29,24 +29,35 @@ func NewReport(ctx context.Context, env *Env, res *Results) *Report {
 	}
 }
 
-// ReportFiles are the paths WriteReport wrote.
+// ReportFiles are the paths WriteReport wrote; the latest ones are empty for
+// an interrupted run.
 type ReportFiles struct {
 	Markdown, LatestMarkdown, Chart, LatestChart string
 }
 
-// WriteReport writes <timestamp>.md, latest.md, <timestamp>.png and
-// latest.png into dir (created if needed). Each file is written to a .tmp
-// file first and renamed, so a reader never sees half a report.
+// Paths lists the files written.
+func (f ReportFiles) Paths() []string {
+	var ps []string
+	for _, p := range []string{f.Markdown, f.LatestMarkdown, f.Chart, f.LatestChart} {
+		if p != "" {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// WriteReport writes <timestamp>.md and <timestamp>.png into dir (created if
+// needed), and copies them to latest.md and latest.png unless the run was
+// interrupted: latest is the latest complete run. Each file is written to a
+// .tmp file first and renamed, so a reader never sees half a report.
 func WriteReport(r *Report, dir string) (ReportFiles, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return ReportFiles{}, fmt.Errorf("create results directory: %w", err)
 	}
 	stamp := r.Results.Start.UTC().Format("20060102-150405")
-	f := ReportFiles{
-		Markdown:       filepath.Join(dir, stamp+".md"),
-		LatestMarkdown: filepath.Join(dir, "latest.md"),
-		Chart:          filepath.Join(dir, stamp+".png"),
-		LatestChart:    filepath.Join(dir, "latest.png"),
+	f := ReportFiles{Markdown: filepath.Join(dir, stamp+".md"), Chart: filepath.Join(dir, stamp+".png")}
+	if !r.Results.Interrupted {
+		f.LatestMarkdown, f.LatestChart = filepath.Join(dir, "latest.md"), filepath.Join(dir, "latest.png")
 	}
 	md := []byte(r.Markdown())
 	png, err := renderChart(r.Results)
@@ -57,6 +68,9 @@ func WriteReport(r *Report, dir string) (ReportFiles, error) {
 		path string
 		data []byte
 	}{{f.Markdown, md}, {f.LatestMarkdown, md}, {f.Chart, png}, {f.LatestChart, png}} {
+		if w.path == "" {
+			continue
+		}
 		if err := writeAtomic(w.path, w.data); err != nil {
 			return f, err
 		}

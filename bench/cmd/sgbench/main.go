@@ -174,7 +174,10 @@ func writeMatrixReport(env *bench.Env, res *bench.Results, out string, stdout, s
 		return err
 	}
 	fmt.Fprint(stdout, rep.Tables())
-	fmt.Fprintf(stderr, "sgbench: wrote %s, %s, %s, %s\n", files.Markdown, files.LatestMarkdown, files.Chart, files.LatestChart)
+	fmt.Fprintf(stderr, "sgbench: wrote %s\n", strings.Join(files.Paths(), ", "))
+	if res.Interrupted {
+		fmt.Fprintln(stderr, "sgbench: the run was interrupted, so latest.md and latest.png were left alone")
+	}
 	return nil
 }
 
