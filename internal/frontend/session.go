@@ -147,9 +147,6 @@ func (s *Session) readCommand() ([]byte, error) {
 	case wakeKilled:
 		return nil, net.ErrClosed
 	}
-	if s.idleSince.IsZero() {
-		s.idleSince = time.Now()
-	}
 	s.mu.Lock()
 	s.idle = true
 	shutting := s.srv.shuttingDown.Load()
@@ -158,8 +155,6 @@ func (s *Session) readCommand() ([]byte, error) {
 		s.setIdle(false)
 		return nil, errShutdown
 	}
-	// Idle: hold no buffers while waiting (they return to a shared pool).
-	s.client.ReleaseBuffers()
 	err := s.waitCommand()
 	if err == errParked {
 		return nil, err
@@ -169,7 +164,6 @@ func (s *Session) readCommand() ([]byte, error) {
 		p, err = s.client.ReadPacket()
 	}
 	s.setIdle(false)
-	s.client.ReadTimeout = 0
 	s.idleSince = time.Time{}
 	if err == nil && len(p) == 0 {
 		err = fmt.Errorf("empty command packet: %w", mysql.ErrMalformed)
@@ -178,42 +172,55 @@ func (s *Session) readCommand() ([]byte, error) {
 }
 
 // parkIdleAfter is how long a session waits for its next command with its
-// own goroutine before it is parked (see parker).
+// goroutine before it parks (see parker).
 const parkIdleAfter = 2 * time.Second
 
-// waitCommand waits until the client sends something, parking the session
-// when it stays idle long enough; the client idle timeout keeps counting.
+// waitCommand waits until the next command arrives, the idle timeout passes
+// or the session is parked. When the command is already there (a busy
+// client) this is one read syscall: no clock, no deadline.
 func (s *Session) waitCommand() error {
 	limit := s.srv.opt.ClientIdleTimeout
-	left := time.Duration(0)
+	left := limit // idle time left; the whole limit unless resumed from parking
+	if limit > 0 && !s.idleSince.IsZero() {
+		if left = limit - time.Since(s.idleSince); left <= 0 {
+			return errIdleTimeout
+		}
+	}
+	canPark := s.srv.parker != nil && (limit == 0 || left > parkIdleAfter)
+	wait := left
+	if canPark {
+		wait = parkIdleAfter
+	}
+	err := s.client.WaitInput(wait)
+	if err == nil || !isTimeout(err) {
+		return err
+	}
+	if s.idleSince.IsZero() {
+		s.idleSince = s.client.WaitStart
+	}
+	if s.srv.shuttingDown.Load() {
+		return err
+	}
+	if !canPark {
+		return errIdleTimeout
+	}
+	if fd := s.socketFD(); fd >= 0 {
+		if limit > 0 {
+			left = limit - time.Since(s.idleSince)
+		}
+		if s.srv.parker.park(s, fd, left) {
+			return errParked
+		}
+	}
 	if limit > 0 {
 		if left = limit - time.Since(s.idleSince); left <= 0 {
 			return errIdleTimeout
 		}
 	}
-	if s.srv.parker != nil && (limit == 0 || left > parkIdleAfter) {
-		s.client.ReadTimeout = parkIdleAfter
-		err := s.client.WaitReadable()
-		if err == nil || !isTimeout(err) || s.srv.shuttingDown.Load() {
-			return err
-		}
-		if fd := s.socketFD(); fd >= 0 {
-			if limit > 0 {
-				left -= parkIdleAfter
-			}
-			if s.srv.parker.park(s, fd, left) {
-				return errParked
-			}
-		}
-		if limit > 0 {
-			left = limit - time.Since(s.idleSince)
-		}
-	}
-	s.client.ReadTimeout = left
-	if limit > 0 && left <= 0 {
+	if err = s.client.WaitInput(left); err != nil && isTimeout(err) && !s.srv.shuttingDown.Load() {
 		return errIdleTimeout
 	}
-	return s.client.WaitReadable()
+	return err
 }
 
 // isTimeout reports a deadline error. It is a function of its own so that

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -44,9 +42,11 @@ type Conn struct {
 	wbuf  []byte // pending output, flushed by Flush; nil while released
 	wbufp *[]byte
 
-	raw     syscall.RawConn // for WaitReadable, set on first use
-	readyFn func(uintptr) bool
-	waited  bool
+	sock socket // raw socket I/O (socket.go)
+
+	// WaitStart is when the last WaitInput began to wait (zero when input
+	// was already there).
+	WaitStart time.Time
 
 	seq uint8 // sequence id of the next packet to read or write
 
@@ -102,51 +102,6 @@ func (c *Conn) ReleaseBuffers() {
 	}
 }
 
-// WaitReadable blocks until input is available without holding a buffer
-// (on plain TCP; a TLS connection simply returns). ReadTimeout applies.
-func (c *Conn) WaitReadable() error {
-	if c.rend > c.rpos {
-		return nil
-	}
-	if c.raw == nil {
-		sc, ok := c.netConn.(syscall.Conn)
-		if !ok {
-			return nil
-		}
-		rc, err := sc.SyscallConn()
-		if err != nil {
-			return nil
-		}
-		c.raw = rc
-		c.readyFn = c.ready
-	}
-	if c.ReadTimeout > 0 {
-		if err := c.netConn.SetReadDeadline(time.Now().Add(c.ReadTimeout)); err != nil {
-			return err
-		}
-	}
-	c.waited = false
-	if err := c.raw.Read(c.readyFn); err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return &timeoutError{err}
-		}
-		return err
-	}
-	return nil
-}
-
-// ready is the RawConn callback of WaitReadable. The poller forgets a
-// readiness event that came before the wait, so the first call looks at the
-// socket itself; after a real wake-up the poller is trusted (a spurious one
-// is handled by the read that follows).
-func (c *Conn) ready(fd uintptr) bool {
-	if c.waited {
-		return true
-	}
-	c.waited = true
-	return socketReadable(fd)
-}
-
 // timeoutError keeps net.Error's Timeout() for a deadline hit while waiting.
 type timeoutError struct{ error }
 
@@ -158,7 +113,10 @@ func (e *timeoutError) Unwrap() error   { return e.error }
 func (c *Conn) NetConn() net.Conn { return c.netConn }
 
 // SetNetConn replaces the underlying connection.
-func (c *Conn) SetNetConn(nc net.Conn) { c.netConn = nc }
+func (c *Conn) SetNetConn(nc net.Conn) {
+	c.netConn = nc
+	c.sock = socket{}
+}
 
 // Upgrade layers a new connection (TLS) over the current one. Input already
 // buffered belongs to the new layer: a client may send its TLS ClientHello
@@ -170,6 +128,7 @@ func (c *Conn) Upgrade(wrap func(net.Conn) net.Conn) {
 	}
 	c.rpos, c.rend = 0, 0
 	c.netConn = wrap(under)
+	c.sock = socket{} // the new layer is not a raw socket
 }
 
 // prefixConn replays bytes read ahead before reading from the connection.
@@ -220,7 +179,7 @@ func (c *Conn) fill(n int) error {
 		}
 	}
 	for c.rend < n {
-		m, err := c.netConn.Read(c.rbuf[c.rend:])
+		m, err := c.readSome(c.rbuf[c.rend:])
 		c.rend += m
 		if err != nil {
 			if c.rend >= n {
@@ -373,7 +332,7 @@ func (c *Conn) appendOut(p []byte) error {
 		if err := c.Flush(); err != nil {
 			return err
 		}
-		_, err := c.netConn.Write(p)
+		_, err := c.writeAll(p)
 		return err
 	}
 	c.wbuf = append(c.wbuf, p...)
@@ -421,7 +380,7 @@ func (c *Conn) Flush() error {
 	if len(c.wbuf) == 0 {
 		return nil
 	}
-	_, err := c.netConn.Write(c.wbuf)
+	_, err := c.writeAll(c.wbuf)
 	if cap(c.wbuf) > 4*flushThreshold {
 		// A composed giant packet grew the buffer: give the memory back.
 		c.wbuf, c.wbufp = nil, nil

@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -185,5 +187,53 @@ func TestLoadDataLocalInfile(t *testing.T) {
 	}
 	if got := queryString(t, db, "SELECT COUNT(*) FROM t"); got != "5000" {
 		t.Fatalf("count after refused load %s", got)
+	}
+}
+
+// slowReader yields its data in two halves with a pause between them.
+type slowReader struct {
+	halves [2]string
+	pause  time.Duration
+	i      int
+}
+
+func (r *slowReader) Read(p []byte) (int, error) {
+	if r.i == 2 {
+		return 0, io.EOF
+	}
+	if r.i == 1 {
+		time.Sleep(r.pause)
+	}
+	n := copy(p, r.halves[r.i])
+	r.halves[r.i] = r.halves[r.i][n:]
+	if r.halves[r.i] == "" {
+		r.i++
+	}
+	return n, nil
+}
+
+// An upload slower than the proxy's 2 s idle wait before parking must not
+// be cut off: the wait for the command must leave no read deadline behind.
+func TestLoadDataLocalSlowUpload(t *testing.T) {
+	srv := testenv.Shared(t)
+	srv.Exec(t, "CREATE DATABASE IF NOT EXISTS ld", "CREATE TABLE IF NOT EXISTS ld.slow (id INT)", "DELETE FROM ld.slow",
+		"SET GLOBAL local_infile=1")
+	p := startProxy(t, proxyConfig(t, srv, ""))
+	mysql.RegisterReaderHandler("slow", func() io.Reader {
+		return &slowReader{halves: [2]string{"1\n2\n", "3\n"}, pause: 2500 * time.Millisecond}
+	})
+	defer mysql.DeregisterReaderHandler("slow")
+	db := openDB(t, proxyDSN(p, appUser, appPass, "ld", ""))
+	conn := oneConn(t, db)
+	ctx := context.Background()
+	// Let the session wait for its next command first, as an application
+	// would between statements.
+	time.Sleep(100 * time.Millisecond)
+	res, err := conn.ExecContext(ctx, "LOAD DATA LOCAL INFILE 'Reader::slow' INTO TABLE slow")
+	if err != nil {
+		t.Fatalf("slow upload: %v", err)
+	}
+	if n, _ := res.RowsAffected(); n != 3 {
+		t.Fatalf("rows affected %d, want 3", n)
 	}
 }

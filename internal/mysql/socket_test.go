@@ -1,0 +1,203 @@
+package mysql
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// tcpPair returns both ends of a loopback TCP connection.
+func tcpPair(t *testing.T) (a, b net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ch := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			ch <- nil
+			return
+		}
+		ch <- c
+	}()
+	a, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = <-ch
+	if b == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+func TestSocketUsesRawIOOnTCP(t *testing.T) {
+	a, _ := tcpPair(t)
+	c := NewConn(a)
+	if !c.rawSocket() {
+		t.Fatal("a *net.TCPConn must be driven through its raw socket")
+	}
+	// After a TLS-style upgrade the new layer is not a socket.
+	c.Upgrade(func(nc net.Conn) net.Conn { return struct{ net.Conn }{nc} })
+	if c.rawSocket() {
+		t.Fatal("an upgraded connection must not use the raw socket underneath")
+	}
+}
+
+// A packet larger than the socket buffers makes the raw write meet EAGAIN
+// and continue after the poller reports the socket writable; the reader
+// must receive every byte in order.
+func TestSocketLargeWriteAndReadRoundTrip(t *testing.T) {
+	a, b := tcpPair(t)
+	w, r := NewConn(a), NewConn(b)
+	payload := bytes.Repeat([]byte("0123456789abcdef"), (MaxPayload*2+1000)/16)
+	errc := make(chan error, 1)
+	go func() {
+		if err := w.WritePacket(payload); err != nil {
+			errc <- err
+			return
+		}
+		errc <- w.Flush()
+	}()
+	time.Sleep(50 * time.Millisecond) // let the writer fill the socket buffers
+	got, err := r.ReadPacket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, payload) {
+		t.Fatalf("read %d bytes, want the %d written", len(got), len(payload))
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSocketReadEOFAndClosedErrors(t *testing.T) {
+	a, b := tcpPair(t)
+	r := NewConn(b)
+	a.Close()
+	if _, err := r.ReadPacket(); !errors.Is(err, io.EOF) {
+		t.Fatalf("peer closed: got %v, want io.EOF", err)
+	}
+
+	a2, b2 := tcpPair(t)
+	_ = a2
+	r2 := NewConn(b2)
+	go func() { time.Sleep(50 * time.Millisecond); b2.Close() }()
+	if _, err := r2.ReadPacket(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("closed while reading: got %v, want net.ErrClosed", err)
+	}
+	if _, err := r2.writeAll([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("write after close: got %v, want net.ErrClosed", err)
+	}
+}
+
+func TestSocketWriteToResetPeer(t *testing.T) {
+	a, b := tcpPair(t)
+	_ = b.(*net.TCPConn).SetLinger(0)
+	b.Close() // RST
+	w := NewConn(a)
+	var err error
+	for i := 0; i < 100 && err == nil; i++ {
+		_, err = w.writeAll([]byte("hello"))
+		time.Sleep(time.Millisecond)
+	}
+	if !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("write to a reset peer: got %v, want ECONNRESET or EPIPE", err)
+	}
+}
+
+func TestWaitInputReadsWhatIsThereWithoutDeadline(t *testing.T) {
+	a, b := tcpPair(t)
+	w, r := NewConn(a), NewConn(b)
+	if err := w.WritePacket([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := r.WaitInput(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !r.WaitStart.IsZero() {
+		t.Fatal("input was already there: WaitInput must not have waited")
+	}
+	if p, err := r.ReadPacket(); err != nil || string(p) != "ping" {
+		t.Fatalf("got %q, %v", p, err)
+	}
+}
+
+// While waiting the connection holds no buffers; the timeout fires; and the
+// deadline it armed is gone afterwards, so a later slow read is not cut
+// short (a stale deadline once broke LOAD DATA LOCAL uploads slower than
+// the idle wait).
+func TestWaitInputReleasesBuffersTimesOutAndClearsDeadline(t *testing.T) {
+	a, b := tcpPair(t)
+	w, r := NewConn(a), NewConn(b)
+	r.ensureReadBuf()
+	r.ensureWriteBuf()
+
+	start := time.Now()
+	err := r.WaitInput(100 * time.Millisecond)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("got %v, want a timeout", err)
+	}
+	if d := time.Since(start); d < 90*time.Millisecond {
+		t.Fatalf("timed out after %v, before the 100ms timeout", d)
+	}
+	if r.WaitStart.IsZero() {
+		t.Fatal("WaitStart not set after a real wait")
+	}
+	if r.rbuf != nil || r.wbuf != nil {
+		t.Fatal("buffers still held after waiting")
+	}
+
+	// Input that arrives after the old deadline would have passed; then
+	// more input, read only after the second wait's deadline has passed.
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_ = w.WritePacket([]byte("late"))
+		_ = w.Flush()
+		time.Sleep(10 * time.Millisecond)
+		_ = w.WritePacket([]byte("later"))
+		_ = w.Flush()
+	}()
+	if err := r.WaitInput(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.ReadPacket()
+	if err != nil || string(p) != "late" {
+		t.Fatalf("got %q, %v", p, err)
+	}
+	time.Sleep(1100 * time.Millisecond) // past the second wait's deadline
+	if p, err = r.ReadPacket(); err != nil || string(p) != "later" {
+		t.Fatalf("read after an earlier wait's deadline: got %q, %v", p, err)
+	}
+}
+
+func TestWaitInputWakesOnData(t *testing.T) {
+	a, b := tcpPair(t)
+	w, r := NewConn(a), NewConn(b)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_ = w.WritePacket([]byte("wake"))
+		_ = w.Flush()
+	}()
+	if err := r.WaitInput(0); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := r.ReadPacket(); err != nil || string(p) != "wake" {
+		t.Fatalf("got %q, %v", p, err)
+	}
+}
