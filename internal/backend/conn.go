@@ -307,7 +307,7 @@ func (c *Conn) sendCommand(cmd byte, arg string, flush bool) error {
 	if !flush {
 		return nil
 	}
-	return c.Flush()
+	return c.FlushForReply()
 }
 
 // setupSession turns on the session tracking the proxy learns state from.
@@ -403,12 +403,22 @@ func (c *Conn) Relay(client *mysql.Conn, clientCaps uint32) *mysql.Relay {
 }
 
 // WriteCommand sends a client's command packet as is, starting a new command.
+// A command with a reply is written by the read of that reply
+// (FlushForReply), saving a syscall.
 func (c *Conn) WriteCommand(p []byte) error {
 	c.ResetSeq()
 	if err := c.WritePacket(p); err != nil {
 		return err
 	}
+	if len(p) > 0 && hasReply(p[0]) {
+		return c.FlushForReply()
+	}
 	return c.Flush()
+}
+
+// hasReply reports whether the server answers a command.
+func hasReply(cmd byte) bool {
+	return cmd != mysql.ComStmtClose && cmd != mysql.ComStmtSendLongData && cmd != mysql.ComQuit
 }
 
 // Ping checks the connection.

@@ -43,6 +43,9 @@ type Conn struct {
 	wbufp *[]byte
 
 	sock socket // raw socket I/O (socket.go)
+	// replyPending: the output is a command whose write is left to the
+	// next read (FlushForReply).
+	replyPending bool
 
 	// WaitStart is when the last WaitInput began to wait (zero when input
 	// was already there).
@@ -175,6 +178,11 @@ func (c *Conn) fill(n int) error {
 	}
 	if c.ReadTimeout > 0 {
 		if err := c.netConn.SetReadDeadline(time.Now().Add(c.ReadTimeout)); err != nil {
+			return err
+		}
+	}
+	if c.replyPending {
+		if err := c.sendForReply(); err != nil {
 			return err
 		}
 	}
@@ -377,24 +385,31 @@ func (c *Conn) Pending() int { return len(c.wbuf) }
 
 // Flush writes the pending output in one syscall.
 func (c *Conn) Flush() error {
+	c.replyPending = false
 	if len(c.wbuf) == 0 {
 		return nil
 	}
 	_, err := c.writeAll(c.wbuf)
-	if cap(c.wbuf) > 4*flushThreshold {
-		// A composed giant packet grew the buffer: give the memory back.
-		c.wbuf, c.wbufp = nil, nil
-	} else {
-		c.wbuf = c.wbuf[:0]
-	}
+	c.resetOutput()
 	if err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
 	return nil
 }
 
+// resetOutput empties the output buffer after it was written.
+func (c *Conn) resetOutput() {
+	if cap(c.wbuf) > 4*flushThreshold {
+		// A composed giant packet grew the buffer: give the memory back.
+		c.wbuf, c.wbufp = nil, nil
+	} else {
+		c.wbuf = c.wbuf[:0]
+	}
+}
+
 // DiscardOutput drops pending output (after a failure mid-response).
 func (c *Conn) DiscardOutput() {
+	c.replyPending = false
 	if c.wbuf != nil {
 		c.wbuf = c.wbuf[:0]
 	}

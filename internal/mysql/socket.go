@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"syscall"
@@ -26,7 +27,8 @@ type socket struct {
 	raw     syscall.RawConn
 	checked bool // raw looked up (raw stays nil when not a socket)
 
-	readFn, writeFn, inputFn func(uintptr) bool
+	readFn, writeFn, inputFn, sendFn func(uintptr) bool
+	sent                             bool // sendForReply: the command is written
 
 	// The buffer and outcome of the call in progress, for the callbacks.
 	buf []byte
@@ -52,7 +54,7 @@ func (c *Conn) rawSocket() bool {
 		return false
 	}
 	c.sock.raw = rc
-	c.sock.readFn, c.sock.writeFn, c.sock.inputFn = c.readOnce, c.writeOnce, c.readInput
+	c.sock.readFn, c.sock.writeFn, c.sock.inputFn, c.sock.sendFn = c.readOnce, c.writeOnce, c.readInput, c.sendThenRead
 	return true
 }
 
@@ -128,6 +130,68 @@ func (c *Conn) writeOnce(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// FlushForReply is Flush for a command whose reply the caller reads next.
+// On a raw socket the write is made by that read, from inside the poller's
+// read wait (sendForReply): the read that follows a fresh command would
+// only find nothing (EAGAIN), so it is skipped and the goroutine parks
+// until the reply arrives, saving one syscall per round trip.
+//
+// Only for a peer that sends nothing unasked, like a MySQL server to its
+// client: the poller forgets readiness that came before a wait, so input
+// that arrived before the command would go unnoticed until more came. (A
+// server that closed the connection meanwhile answers the command with a
+// reset, which wakes the wait.)
+func (c *Conn) FlushForReply() error {
+	if len(c.wbuf) == 0 || !c.rawSocket() {
+		return c.Flush()
+	}
+	c.replyPending = true
+	return nil
+}
+
+// sendForReply writes the pending command and waits for the first bytes of
+// the reply (see FlushForReply). Called by fill with the read buffer
+// compacted.
+func (c *Conn) sendForReply() error {
+	c.replyPending = false
+	c.sock.buf, c.sock.n, c.sock.err, c.sock.sent = c.wbuf, 0, nil, false
+	err := c.sock.raw.Read(c.sock.sendFn)
+	sent, n := c.sock.sent, c.sock.n
+	if err == nil {
+		err = c.sock.err
+	}
+	c.sock.buf, c.sock.err = nil, nil
+	if !sent && err == nil {
+		// The socket buffer filled up mid-command: write the rest the
+		// ordinary way; fill then reads the reply the ordinary way.
+		_, err = c.writeAll(c.wbuf[n:])
+	}
+	written := sent || err == nil
+	c.resetOutput()
+	if !written {
+		return fmt.Errorf("write: %w", err)
+	}
+	if sent {
+		c.rend += n
+	}
+	return err
+}
+
+// sendThenRead is sendForReply's callback: first the write (reporting
+// "wait" once it is complete, without a read attempt), then, once the
+// poller says readable, one read.
+func (c *Conn) sendThenRead(fd uintptr) bool {
+	if !c.sock.sent {
+		if !c.writeOnce(fd) || c.sock.err != nil {
+			return true // socket full (finished outside) or failed
+		}
+		c.sock.sent = true
+		c.sock.buf, c.sock.n = c.rbuf[c.rend:], 0
+		return false
+	}
+	return c.readOnce(fd)
 }
 
 // WaitInput returns once input is buffered. When the peer has already sent

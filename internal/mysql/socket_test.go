@@ -201,3 +201,90 @@ func TestWaitInputWakesOnData(t *testing.T) {
 		t.Fatalf("got %q, %v", p, err)
 	}
 }
+
+// echoServer answers each packet read from c with the same packet.
+func echoServer(c net.Conn) {
+	s := NewConn(c)
+	for {
+		p, err := s.ReadPacket()
+		if err != nil {
+			return
+		}
+		s.ResetSeq()
+		if s.WritePacket(p) != nil || s.Flush() != nil {
+			return
+		}
+	}
+}
+
+// FlushForReply leaves the write to the read of the reply; commands small
+// and larger than the socket buffers both arrive whole.
+func TestFlushForReplyRoundTrips(t *testing.T) {
+	a, b := tcpPair(t)
+	go echoServer(b)
+	c := NewConn(a)
+	for _, size := range []int{1, 100, 64 << 10, 4 << 20} {
+		cmd := bytes.Repeat([]byte{byte(size)}, size)
+		c.ResetSeq()
+		if err := c.WritePacket(cmd); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.FlushForReply(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.ReadPacket()
+		if err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		if !bytes.Equal(got, cmd) {
+			t.Fatalf("size %d: reply of %d bytes differs", size, len(got))
+		}
+		if c.replyPending || c.Pending() != 0 {
+			t.Fatalf("size %d: output left pending", size)
+		}
+	}
+}
+
+// A peer that closed before the command: the command's write or the read
+// of its reply fails; it never hangs.
+func TestFlushForReplyToClosedPeer(t *testing.T) {
+	for _, linger := range []bool{false, true} {
+		a, b := tcpPair(t)
+		if linger {
+			_ = b.(*net.TCPConn).SetLinger(0) // close with RST
+		}
+		b.Close()
+		time.Sleep(20 * time.Millisecond)
+		c := NewConn(a)
+		_ = a.SetDeadline(time.Now().Add(5 * time.Second))
+		if err := c.WritePacket([]byte{ComPing}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.FlushForReply(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := c.ReadPacket()
+		if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("linger=%v: got %v, want a connection error", linger, err)
+		}
+	}
+}
+
+// Flush after FlushForReply writes at once (nothing stays deferred).
+func TestFlushAfterFlushForReply(t *testing.T) {
+	a, b := tcpPair(t)
+	c, peer := NewConn(a), NewConn(b)
+	if err := c.WritePacket([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.FlushForReply(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if p, err := peer.ReadPacket(); err != nil || string(p) != "x" {
+		t.Fatalf("got %q, %v", p, err)
+	}
+}
