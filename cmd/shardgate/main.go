@@ -105,6 +105,7 @@ func serve(args []string, stderr io.Writer) int {
 	for _, w := range cfg.Warnings() {
 		log.Warn(w)
 	}
+	applyGOMAXPROCS(cfg.Server.GOMAXPROCS, log)
 	p, err := proxy.New(cfg, log)
 	if err != nil {
 		log.Error("cannot start", "err", err)

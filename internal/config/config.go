@@ -59,6 +59,9 @@ type Server struct {
 	ShutdownTimeout                 time.Duration `yaml:"shutdown_timeout"`
 	ClientIdleTimeout               time.Duration `yaml:"client_idle_timeout"`
 	MaxPreparedStatementsPerSession int           `yaml:"max_prepared_statements_per_session"`
+	// GOMAXPROCS is how many goroutines run at once; 0 picks
+	// ProcsPerCPU per CPU (see cmd/shardgate).
+	GOMAXPROCS int `yaml:"gomaxprocs"`
 }
 
 // Log configures the proxy's own log output.

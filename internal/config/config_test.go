@@ -350,6 +350,8 @@ func TestProblems(t *testing.T) {
 			f + ":1: users: at least one user is required"}},
 		{"empty listeners list", "listeners: []\n" + validTail, []string{
 			f + ":1: listeners: must contain at least one listener (leave the key out to get one at 127.0.0.1:6033)"}},
+		{"negative gomaxprocs", "server:\n  gomaxprocs: -1\n" + validTail, []string{
+			f + ":2: server.gomaxprocs: must be >= 0 (0 = automatic; got -1)"}},
 		{"max_idle above max_open", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary: {address: \"h:1\"}\n    pool:\n      max_idle: 17\n", []string{
 			f + ":7: clusters[0].pool.max_idle: must be <= max_open (16)"}},
 		{"min_idle above max_idle", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary: {address: \"h:1\"}\n    pool:\n      max_idle: 4\n      min_idle: 5\n", []string{

@@ -142,6 +142,9 @@ func (v *validator) server(s *Server) {
 	v.positiveDuration("server.shutdown_timeout", s.ShutdownTimeout)
 	v.positiveDuration("server.client_idle_timeout", s.ClientIdleTimeout)
 	v.positive("server.max_prepared_statements_per_session", s.MaxPreparedStatementsPerSession)
+	if s.GOMAXPROCS < 0 {
+		v.fail("server.gomaxprocs", "must be >= 0 (0 = automatic; got %d)", s.GOMAXPROCS)
+	}
 }
 
 func (v *validator) log(l Log) {
