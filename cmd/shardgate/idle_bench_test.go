@@ -3,10 +3,10 @@ package main_test
 import (
 	"fmt"
 	"io"
-	"strings"
 	"net"
 	"net/http"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 

@@ -153,6 +153,11 @@ const (
 	// the statement), EXPLAIN FOR CONNECTION (depends on one server's
 	// connection). Plain EXPLAIN/DESCRIBE/DESC leave it unset.
 	FlagAnalyzeExec
+	// FlagHintPrimary, FlagHintReplica: a routing hint in a comment,
+	// /* shardgate:primary */ or /* shardgate:replica */ ("/*+" works
+	// too, and the words are case-insensitive), anywhere in the text.
+	FlagHintPrimary
+	FlagHintReplica
 
 	flagsEnd // one past the last flag
 )
@@ -161,7 +166,7 @@ var flagNames = [...]string{
 	"UserVar", "SysVarSet", "GetLock", "TempTable", "CalcFoundRows", "FoundRows",
 	"RowCount", "LastInsertID", "LastInsertIDArg", "Warnings", "Local", "ForUpdate",
 	"MultiStatement", "ConnectionID", "SideEffectFunc", "SelectInto", "TrxIsolationSet",
-	"Autocommit", "AnalyzeExec",
+	"Autocommit", "AnalyzeExec", "HintPrimary", "HintReplica",
 }
 
 // Has reports whether all the flags in x are set in f.
@@ -213,7 +218,10 @@ type Stmt struct {
 }
 
 // notReadOnlyFlags are the flags that make IsReadOnly false.
-const notReadOnlyFlags = flagsEnd - 1 // every flag disqualifies
+const notReadOnlyFlags = (flagsEnd - 1) &^ hintFlags // every flag but the hints disqualifies
+
+// hintFlags are the routing hints.
+const hintFlags = FlagHintPrimary | FlagHintReplica
 
 // IsReadOnly reports whether s can run on any backend connection, including
 // one to a replica: a SELECT (also WITH ... SELECT and (SELECT ...)), SHOW,
@@ -264,6 +272,7 @@ func Classify(sql []byte) Stmt {
 		}
 	}
 	c.endStmt()
+	c.st.Flags |= c.lx.hints
 	return c.st
 }
 

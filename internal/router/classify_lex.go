@@ -45,7 +45,8 @@ func (t *token) isPunct(c byte) bool { return t.kind == tPunct && t.c == c }
 type lexer struct {
 	s    []byte
 	i    int
-	exec bool // inside an executable comment /*! ... */ or /*M! ... */
+	exec  bool  // inside an executable comment /*! ... */ or /*M! ... */
+	hints Flags // routing hints found in comments
 }
 
 // isIdent reports the bytes that may appear in an unquoted identifier, keyword
@@ -98,6 +99,7 @@ skip:
 				i = skipVersion(s, i+4)
 				l.exec = true
 			default:
+				l.hints |= hintIn(s, i+2)
 				i = skipComment(s, i+2)
 			}
 		case c == '*' && l.exec && i+1 < n && s[i+1] == '/':
@@ -233,6 +235,30 @@ func skipLine(s []byte, i int) int {
 		return i + j + 1
 	}
 	return len(s)
+}
+
+// hintIn reads a routing hint at the start of a comment body starting at
+// i: optional '+' and spaces, then "shardgate:primary" or
+// "shardgate:replica" (any case).
+func hintIn(s []byte, i int) Flags {
+	if i < len(s) && s[i] == '+' {
+		i++
+	}
+	for i < len(s) && s[i] <= ' ' {
+		i++
+	}
+	const prefix = "SHARDGATE:"
+	if len(s)-i < len(prefix) || !eqUpper(s[i:i+len(prefix)], prefix) {
+		return 0
+	}
+	w := s[i+len(prefix):]
+	switch {
+	case len(w) >= 7 && eqUpper(w[:7], "PRIMARY") && (len(w) == 7 || !isIdent[w[7]]):
+		return FlagHintPrimary
+	case len(w) >= 7 && eqUpper(w[:7], "REPLICA") && (len(w) == 7 || !isIdent[w[7]]):
+		return FlagHintReplica
+	}
+	return 0
 }
 
 // skipComment returns the index after the "*/" closing a comment whose body

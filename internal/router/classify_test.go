@@ -32,6 +32,8 @@ const (
 	fTrx  = FlagTrxIsolationSet
 	fAC   = FlagAutocommit
 	fAX   = FlagAnalyzeExec
+	fHP   = FlagHintPrimary
+	fHR   = FlagHintReplica
 )
 
 var classifyCases = []classifyCase{
@@ -433,6 +435,19 @@ var classifyCases = []classifyCase{
 	{"CREATE PROCEDURE p() BEGIN SELECT 1;", KindCreate, 0},
 	{"CREATE PROCEDURE p() END; SELECT 1", KindCreate, fMul},
 
+	// routing hints
+	{"/* shardgate:primary */ SELECT 1", KindSelect, fHP},
+	{"SELECT /*+ shardgate:replica */ 1", KindSelect, fHR},
+	{"SELECT 1 /*+SHARDGATE:Replica*/", KindSelect, fHR},
+	{"/*   shardgate:primary reason: fresh */ SELECT 1", KindSelect, fHP},
+	{"/* shardgate:primaryx */ SELECT 1", KindSelect, 0},
+	{"/* shardgate: primary */ SELECT 1", KindSelect, 0},
+	{"/* see shardgate:primary */ SELECT 1", KindSelect, 0},
+	{"-- shardgate:primary\nSELECT 1", KindSelect, 0},
+	{"SELECT '/* shardgate:primary */'", KindSelect, 0},
+	{"/* shardgate:primar", KindOther, 0},
+	{"/*+ shardgate:replica */ UPDATE t SET a = 1", KindUpdate, fHR},
+
 	// KILL forms are tested in TestClassifyKill
 	{"KILL 5", KindKill, 0},
 	{"KILL QUERY 5", KindKill, 0},
@@ -505,6 +520,8 @@ func TestIsReadOnly(t *testing.T) {
 		{"TABLE t", true},
 		{"SELECT @@version", true},
 		{"/*!40101 SELECT 1 */", true},
+		{"/* shardgate:primary */ SELECT 1", true}, // hints are the router's business
+		{"/* shardgate:replica */ SELECT 1", true},
 
 		{"SELECT * FROM t FOR UPDATE", false},
 		{"SELECT * FROM t LOCK IN SHARE MODE", false},
@@ -560,7 +577,7 @@ func TestKindString(t *testing.T) {
 }
 
 func TestFlags(t *testing.T) {
-	if len(flagNames) != 19 || flagsEnd != 1<<len(flagNames) {
+	if len(flagNames) != 21 || flagsEnd != 1<<len(flagNames) {
 		t.Fatalf("flagNames has %d names for flagsEnd %#x", len(flagNames), uint32(flagsEnd))
 	}
 	f := FlagUserVar | FlagForUpdate
