@@ -2,15 +2,20 @@
 #
 #   make bench                                   full matrix, results in bench/results/
 #   make bench BENCH_FLAGS="--threads 1,16,64"   any sgbench flag
+#   make bench-stream                            a 1 GiB result through every target
+#   make bench-stream BENCH_FLAGS="--size 8MiB"  any `sgbench stream` flag
 #   make bench-smoke                             the quick harness test (< 1 min)
 
 GO ?= go
 BENCH_FLAGS ?=
 
-.PHONY: bench bench-smoke
+.PHONY: bench bench-stream bench-smoke
 
 bench:
 	$(GO) run ./bench/cmd/sgbench $(BENCH_FLAGS)
+
+bench-stream:
+	$(GO) run ./bench/cmd/sgbench stream $(BENCH_FLAGS)
 
 bench-smoke:
 	$(GO) test ./bench/... -count=1 -v

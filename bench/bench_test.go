@@ -11,9 +11,9 @@ import (
 )
 
 // TestSmoke runs the whole harness at the smallest useful scale: every
-// target, both ps-modes, one round, the report files and a two-step
-// constant-rate run. It checks that everything completes and produces
-// numbers, never how fast anything is.
+// target, both ps-modes, one round, the report files, a two-step
+// constant-rate run and an 8 MiB streamed result. It checks that everything
+// completes and produces numbers, never how fast anything is.
 func TestSmoke(t *testing.T) {
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -44,6 +44,7 @@ func TestSmoke(t *testing.T) {
 	checkCells(t, res, len(cfg.PSModes)*len(AllTargets))
 	checkReport(t, env, res)
 	checkRate(t, env)
+	checkStream(t, env)
 	t.Logf("smoke test took %v", time.Since(began).Round(time.Millisecond))
 }
 
@@ -125,6 +126,42 @@ func checkRate(t *testing.T, env *Env) {
 		}
 	}
 	t.Logf("rate run:\n%s\n%s", res.Markdown(), CapacityPlanText(10000, res.MaxPassing))
+}
+
+func checkStream(t *testing.T, env *Env) {
+	t.Helper()
+	cfg := StreamConfig{Size: 8 << 20, RowBytes: 1024, Rounds: 1, Targets: AllTargets}
+	res, err := RunStream(context.Background(), env, cfg)
+	if err != nil {
+		t.Fatalf("RunStream: %v", err)
+	}
+	if len(res.Cells) != len(AllTargets) {
+		t.Fatalf("%d stream cells, want %d", len(res.Cells), len(AllTargets))
+	}
+	for _, c := range res.Cells {
+		if len(c.Runs) != 1 {
+			t.Fatalf("stream %s: %d runs, want 1", c.Target, len(c.Runs))
+		}
+		r := c.Runs[0]
+		if r.Failure != "" {
+			t.Fatalf("stream %s failed: %s", c.Target, r.Failure)
+		}
+		if r.MBps <= 0 {
+			t.Errorf("stream %s: %v MB/s, want > 0", c.Target, r.MBps)
+		}
+	}
+	path, err := WriteStreamReport(NewStreamReport(context.Background(), env, res), t.TempDir())
+	if err != nil {
+		t.Fatalf("WriteStreamReport: %v", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read stream report: %v", err)
+	}
+	if !strings.Contains(string(b), "| shardgate | ") {
+		t.Errorf("%s has no shardgate row:\n%s", path, b)
+	}
+	t.Logf("stream run:\n%s\n%s", res.Description(), res.Table())
 }
 
 // testLog sends the harness's progress messages to the test log.

@@ -22,6 +22,10 @@
 // counted (no coordinated omission). It steps the rate up until p99 exceeds
 // an SLO and reports the highest rate that passed, for capacity planning.
 //
+// RunStream streams one large result (MariaDB's SEQUENCE engine, 1 GiB by
+// default) through every target, interleaved in rounds, and reports MB/s,
+// the proxy's CPU per GB and its peak RSS growth sampled during the query.
+//
 // The command is bench/cmd/sgbench (`make bench`); see docs/benchmarks.md.
 // Missing tools (sysbench, haproxy, mariadbd) are errors naming
 // scripts/install-deps.sh.

@@ -156,3 +156,66 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("rate config error %v", err)
 	}
 }
+
+func TestParseByteSize(t *testing.T) {
+	for in, want := range map[string]int64{
+		"1GiB": 1 << 30, "256MiB": 256 << 20, "8mib": 8 << 20, "4KiB": 4096,
+		"1048576": 1 << 20, "100B": 100, " 2 GiB ": 2 << 30, "0": 0,
+	} {
+		got, err := ParseByteSize(in)
+		if err != nil || got != want {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "1GB", "GiB", "-1MiB", "1.5GiB", "x", "9999999TiB"} {
+		if n, err := ParseByteSize(in); err == nil {
+			t.Errorf("ParseByteSize(%q) = %d, want an error", in, n)
+		}
+	}
+	for n, want := range map[int64]string{1 << 30: "1GiB", 256 << 20: "256MiB", 1536: "1536B", 3 << 10: "3KiB"} {
+		if got := FormatByteSize(n); got != want {
+			t.Errorf("FormatByteSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestStreamConfigValidate(t *testing.T) {
+	if err := DefaultStreamConfig().Validate(); err != nil {
+		t.Errorf("default stream configuration: %v", err)
+	}
+	c := DefaultStreamConfig()
+	if got, want := c.Query(), "SELECT REPEAT('x', 1024) FROM seq_1_to_1048576"; got != want {
+		t.Errorf("query %q, want %q", got, want)
+	}
+	for _, bad := range []StreamConfig{
+		{Size: 100, RowBytes: 1024, Rounds: 1},
+		{Size: 1 << 20, RowBytes: 0, Rounds: 1},
+		{Size: 1 << 20, RowBytes: 1024, Rounds: 0},
+		{Size: 1 << 20, RowBytes: 1024, Rounds: 1, Targets: []Target{"nope"}},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+}
+
+func TestStreamTable(t *testing.T) {
+	res := &StreamResults{Config: StreamConfig{Size: 1 << 30, RowBytes: 1024, Rounds: 2}, Cells: []*StreamCell{
+		{Target: Direct, Runs: []StreamRun{{MBps: 400, Bytes: 1e9}, {MBps: 600, Bytes: 1e9}}},
+		{Target: Relay, Runs: []StreamRun{{MBps: 200, Bytes: 1e9, ProxyCPU: time.Second, RSSGrowth: 1 << 20}, {Failure: "boom"}}},
+		{Target: Shardgate, Runs: []StreamRun{{MBps: 180, Bytes: 5e8, ProxyCPU: time.Second, RSSGrowth: 3 << 20}, {MBps: 220, Bytes: 5e8, ProxyCPU: time.Second, RSSGrowth: 2 << 20}}},
+	}}
+	table := res.Table()
+	for _, want := range []string{
+		"| direct | 500.0 | 40% |  | — | — | 0 |",
+		"| relay | 200.0 | 0% | 1.00 | 1.00 | 1.0 | 1 failed run(s) |",
+		"| shardgate | 200.0 | 20% | 1.00 | 2.00 | 3.0 | 0 |",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	if res.Failed() != 1 {
+		t.Errorf("Failed() = %d, want 1", res.Failed())
+	}
+}

@@ -110,8 +110,11 @@ func (r *Report) Markdown() string {
 	return b.String()
 }
 
-func (r *Report) writeMachine(b *strings.Builder) {
-	s := r.System
+func (r *Report) writeMachine(b *strings.Builder) { writeMachineInfo(b, r.System, "sysbench") }
+
+// writeMachineInfo renders the machine and versions section; client names the
+// load generator that shares the CPUs with the proxy and the server.
+func writeMachineInfo(b *strings.Builder, s SystemInfo, client string) {
 	b.WriteString("## Machine and versions\n\n")
 	fmt.Fprintf(b, "- CPU: %s, %d logical CPUs\n", s.CPUModel, s.CPUs)
 	fmt.Fprintf(b, "- Memory: %s\n", s.Memory)
@@ -119,7 +122,7 @@ func (r *Report) writeMachine(b *strings.Builder) {
 	for _, v := range s.Versions {
 		fmt.Fprintf(b, "- %s\n", v)
 	}
-	b.WriteString("\nsysbench, the proxy and mariadbd share these CPUs: the ratios matter more than the absolute numbers.\n\n")
+	fmt.Fprintf(b, "\n%s, the proxy and mariadbd share these CPUs: the ratios matter more than the absolute numbers.\n\n", client)
 }
 
 func (r *Report) writeSettings(b *strings.Builder) {

@@ -1,9 +1,11 @@
 // Command sgbench benchmarks shardgate against the server it fronts and
 // against a plain TCP relay (HAProxy), and finds the highest constant rate a
-// target sustains within a latency SLO. See docs/benchmarks.md.
+// target sustains within a latency SLO and how a large result streams
+// through each target. See docs/benchmarks.md.
 //
 //	sgbench [run] [flags]   the sysbench matrix (what `make bench` runs)
 //	sgbench rate [flags]    constant-rate capacity search
+//	sgbench stream [flags]  a large result streamed through every target
 package main
 
 import (
@@ -24,8 +26,10 @@ import (
 const usageText = `usage:
   sgbench [run] [flags]   run the sysbench matrix: direct / relay (HAProxy) / shardgate
   sgbench rate [flags]    constant-rate capacity search against one target
+  sgbench stream [flags]  stream a large result (default 1 GiB) through every target
 
-"sgbench run -h" and "sgbench rate -h" list the flags. See docs/benchmarks.md.
+"sgbench run -h", "sgbench rate -h" and "sgbench stream -h" list the flags.
+See docs/benchmarks.md.
 `
 
 func main() {
@@ -44,6 +48,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runMatrix(ctx, args, stdout, stderr)
 	case "rate":
 		return runRate(ctx, args, stdout, stderr)
+	case "stream":
+		return runStream(ctx, args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usageText)
 		return 0
@@ -75,7 +81,7 @@ func exitCode(err error) int {
 	return 1
 }
 
-// envFlags are the flags both commands share.
+// envFlags are the flags all commands share.
 type envFlags struct {
 	bufferPool   string
 	shardgateBin string
@@ -331,6 +337,85 @@ func parseRateFlags(args []string, stderr io.Writer) (bench.RateConfig, int, env
 }
 
 // ---------------------------------------------------------------------------
+// sgbench stream
+
+func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, out, ef, err := parseStreamFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "sgbench stream: %v\n", err)
+		return 2
+	}
+	env, err := startEnv(ctx, ef.options(cfg.Targets, stderr), stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "sgbench stream: %v\n", err)
+		return exitCode(err)
+	}
+	defer closeEnv(env, stderr)
+	res, runErr := bench.RunStream(ctx, env, cfg)
+	if res != nil && res.Runs() > 0 {
+		if err := writeStreamReport(env, res, out, stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "sgbench stream: %v\n", err)
+			return 1
+		}
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "sgbench stream: %v\n", runErr)
+		return exitCode(runErr)
+	}
+	if failed := res.Failed(); failed > 0 {
+		fmt.Fprintf(stderr, "sgbench stream: %d run(s) failed; see \"Failed runs\" in the report\n", failed)
+		return 1
+	}
+	return 0
+}
+
+// writeStreamReport prints the table and, unless out is empty, writes the
+// report file.
+func writeStreamReport(env *bench.Env, res *bench.StreamResults, out string, stdout, stderr io.Writer) error {
+	fmt.Fprint(stdout, res.Description()+"\n"+res.Table())
+	if out == "" {
+		return nil
+	}
+	// The report is written even after an interrupt, so use a fresh context.
+	path, err := bench.WriteStreamReport(bench.NewStreamReport(context.Background(), env, res), out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "sgbench stream: wrote %s\n", path)
+	return nil
+}
+
+func parseStreamFlags(args []string, stderr io.Writer) (bench.StreamConfig, string, envFlags, error) {
+	cfg := bench.DefaultStreamConfig()
+	var ef envFlags
+	fs := flag.NewFlagSet("sgbench stream", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	size := byteSize(cfg.Size)
+	targets := stringList(targetNames(cfg.Targets))
+	fs.Var(&size, "size", "`bytes` of row data per run, e.g. 1GiB, 256MiB or a plain number (rounded down to whole rows)")
+	fs.IntVar(&cfg.RowBytes, "row-bytes", cfg.RowBytes, "bytes per row")
+	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "runs per target (targets interleaved, order rotated each round); the table reports medians")
+	fs.Var(&targets, "targets", "targets, comma-separated, in round-1 order (direct, relay, shardgate)")
+	out := fs.String("out", "bench/results", "directory for stream-<timestamp>.md (empty: no file)")
+	ef.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return cfg, "", ef, err
+	}
+	cfg.Size = int64(size)
+	var err error
+	if cfg.Targets, err = parseTargets(targets); err != nil {
+		return cfg, "", ef, err
+	}
+	if err := errors.Join(cfg.Validate(), ef.validate()); err != nil {
+		return cfg, "", ef, err
+	}
+	return cfg, *out, ef, nil
+}
+
+// ---------------------------------------------------------------------------
 // list flags
 
 // intList is a comma-separated list of positive integers.
@@ -370,5 +455,19 @@ func (l *stringList) Set(v string) error {
 		}
 	}
 	*l = out
+	return nil
+}
+
+// byteSize is a size in bytes written as bench.ParseByteSize reads it.
+type byteSize int64
+
+func (b *byteSize) String() string { return bench.FormatByteSize(int64(*b)) }
+
+func (b *byteSize) Set(v string) error {
+	n, err := bench.ParseByteSize(v)
+	if err != nil {
+		return err
+	}
+	*b = byteSize(n)
 	return nil
 }
