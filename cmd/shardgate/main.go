@@ -114,13 +114,21 @@ func serve(args []string, stderr io.Writer) int {
 	p.Start()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	select {
-	case s := <-sig:
-		log.Info("shutting down", "signal", s.String(), "deadline", cfg.Server.ShutdownTimeout.String())
-	case err := <-p.Err():
-		log.Error("serving failed", "err", err)
-		p.Close()
-		return 1
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+wait:
+	for {
+		select {
+		case s := <-sig:
+			log.Info("shutting down", "signal", s.String(), "deadline", cfg.Server.ShutdownTimeout.String())
+			break wait
+		case <-hup:
+			reload(p, *cfgFile, log)
+		case err := <-p.Err():
+			log.Error("serving failed", "err", err)
+			p.Close()
+			return 1
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
 	defer cancel()
@@ -129,6 +137,25 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// reload re-reads the configuration file on SIGHUP and applies what can
+// change while serving (backend states: draining); a file with errors
+// changes nothing.
+func reload(p *proxy.Proxy, file string, log *slog.Logger) {
+	if file == "" {
+		log.Warn("SIGHUP ignored: started without --config, nothing to reload")
+		return
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		log.Error("configuration not reloaded", "err", err)
+		return
+	}
+	for _, w := range p.Reload(cfg) {
+		log.Warn("configuration change needs a restart", "change", w)
+	}
+	log.Info("configuration reloaded", "file", file)
 }
 
 func loadServeConfig(file, listen, backendDSN, adminHTTP string) (*config.Config, error) {

@@ -1,13 +1,179 @@
 package backend
 
-// Cluster is the set of servers one logical database lives on: a primary
-// now; replicas and shards hang off the same type later.
+import (
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Cluster is the set of servers one logical database lives on: the
+// configured primary and its replicas. Which server takes writes is decided
+// by their read_only state, as the health checks see it, so writes follow
+// an external failover.
 type Cluster struct {
 	Name    string
-	Primary *Pool
+	Primary *Pool     // the configured primary's pool
+	Servers []*Server // Servers[0] is the configured primary
+
+	health HealthConfig
+	log    *slog.Logger
+
+	mu     sync.Mutex // serialises topology updates
+	writer *Server    // guarded by mu; readers use wp
+	wp     atomic.Pointer[Server]
+
+	stop chan struct{}
+	wg   sync.WaitGroup
 }
 
-// Close closes the cluster's pools.
+// NewCluster builds a cluster over servers (the configured primary first)
+// and starts one health checker per server.
+func NewCluster(name string, servers []*Server, hc HealthConfig, log *slog.Logger) *Cluster {
+	c := &Cluster{Name: name, Primary: servers[0].Pool, Servers: servers, health: hc.withDefaults(),
+		log: log.With("cluster", name), stop: make(chan struct{})}
+	c.setWriter(servers[0])
+	for _, s := range servers {
+		s.onTrip = c.UpdateTopology
+	}
+	for _, s := range servers {
+		k := &checker{s: s, cfg: c.health}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			k.run(c.stop, c.checked)
+		}()
+	}
+	return c
+}
+
+// Writer returns the server that takes writes now, or nil when no server is
+// known to be writable.
+func (c *Cluster) Writer() *Server { return c.wp.Load() }
+
+// Reader picks a replica for a read: among those that are available,
+// replicating and at most maxLag behind, by weight, and of two picks the
+// less busy for its weight (the "power of two choices", which balances by
+// load without scanning every server). It returns nil when no replica
+// qualifies (the caller reads from the writer). avoid, if not nil, is left
+// out (it just failed this statement).
+func (c *Cluster) Reader(maxLag time.Duration, avoid *Server) *Server {
+	if len(c.Servers) < 2 {
+		return nil
+	}
+	var buf [16]*Server
+	cands, total := c.readCandidates(buf[:0], maxLag, avoid)
+	switch len(cands) {
+	case 0:
+		return nil
+	case 1:
+		return cands[0]
+	}
+	a, b := pickWeighted(cands, total), pickWeighted(cands, total)
+	// Less busy per weight (outstanding/weight, compared without division);
+	// on a tie, such as two idle replicas, the first draw, so that at low
+	// load reads split by weight.
+	if b.Outstanding()*int64(a.Weight) < a.Outstanding()*int64(b.Weight) {
+		return b
+	}
+	return a
+}
+
+// readCandidates appends the replicas that may take a read and returns
+// their total weight.
+func (c *Cluster) readCandidates(out []*Server, maxLag time.Duration, avoid *Server) ([]*Server, int) {
+	w := c.Writer()
+	total := 0
+	for _, s := range c.Servers {
+		if s == w || s == avoid || s.Weight <= 0 || !s.Available() {
+			continue
+		}
+		h := s.Health()
+		if !h.Up || !h.Replica || !h.Replicating || h.Lag < 0 || h.Lag > maxLag {
+			continue
+		}
+		out = append(out, s)
+		total += s.Weight
+	}
+	return out, total
+}
+
+func pickWeighted(cands []*Server, total int) *Server {
+	r := rand.IntN(total)
+	for _, s := range cands {
+		if r < s.Weight {
+			return s
+		}
+		r -= s.Weight
+	}
+	return cands[len(cands)-1]
+}
+
+// checked is called after every health check: it moves writes when the
+// writer turned read-only (or went away) and another server is writable.
+func (c *Cluster) checked(s *Server, h *Health) {
+	c.UpdateTopology()
+}
+
+// UpdateTopology re-elects the writer from what is known now: the current
+// writer while it stays writable, else the first writable server (the
+// configured primary first). A server is writable when it is available and
+// its last successful check found read_only OFF; before the first check the
+// configured primary is assumed writable.
+func (c *Cluster) UpdateTopology() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.writer
+	if cur != nil && c.writable(cur) {
+		return
+	}
+	var next *Server
+	for _, s := range c.Servers {
+		if c.writable(s) {
+			next = s
+			break
+		}
+	}
+	if next == cur {
+		return
+	}
+	c.setWriter(next)
+	from, to := "none", "none"
+	if cur != nil {
+		from = cur.Addr()
+	}
+	if next != nil {
+		to = next.Addr()
+	}
+	c.log.Warn("writes move to another server", "from", from, "to", to)
+}
+
+func (c *Cluster) writable(s *Server) bool {
+	if !s.Available() {
+		return false
+	}
+	h := s.Health()
+	if !h.Checked {
+		return s == c.Servers[0]
+	}
+	return !h.ReadOnly && (h.Up || s == c.writer)
+}
+
+func (c *Cluster) setWriter(s *Server) {
+	c.writer = s
+	c.wp.Store(s)
+}
+
+// Close stops the health checks and closes the pools.
 func (c *Cluster) Close() {
-	c.Primary.Close()
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	c.wg.Wait()
+	for _, s := range c.Servers {
+		s.Pool.Close()
+	}
 }

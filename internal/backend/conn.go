@@ -595,47 +595,57 @@ func (c *Conn) Pool() *Pool { return c.pool }
 
 // QueryRows runs a statement and returns its text rows (NULL as "").
 func (c *Conn) QueryRows(sql string) ([][]string, error) {
+	_, rows, err := c.QueryColumns(sql)
+	return rows, err
+}
+
+// QueryColumns runs a statement and returns its column names and text rows
+// (NULL as "").
+func (c *Conn) QueryColumns(sql string) ([]string, [][]string, error) {
 	if err := c.sendCommand(mysql.ComQuery, sql, true); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p, err := c.ReadPacket()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch {
 	case mysql.IsErr(p):
-		return nil, mysql.ParseErr(p)
+		return nil, nil, mysql.ParseErr(p)
 	case mysql.IsOK(p):
-		return nil, nil
+		return nil, nil, nil
 	}
-	cols, _, _, ok := mysql.ReadLenEncInt(p)
-	if !ok {
-		return nil, fmt.Errorf("column count: %w", mysql.ErrMalformed)
+	ncols, _, _, ok := mysql.ReadLenEncInt(p)
+	if !ok || ncols > 4096 {
+		return nil, nil, fmt.Errorf("column count: %w", mysql.ErrMalformed)
 	}
-	for i := uint64(0); i < cols; i++ {
-		if _, err := c.ReadPacket(); err != nil {
-			return nil, err
+	names := make([]string, ncols)
+	for i := range names {
+		p, err := c.ReadPacket()
+		if err != nil {
+			return nil, nil, err
 		}
+		names[i] = columnName(p)
 	}
 	if c.Caps&mysql.ClientDeprecateEOF == 0 {
 		if _, err := c.ReadPacket(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	var rows [][]string
 	for {
 		p, err := c.ReadPacket()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if mysql.IsErr(p) {
-			return nil, mysql.ParseErr(p)
+			return nil, nil, mysql.ParseErr(p)
 		}
 		if mysql.IsEOF(p) {
-			return rows, nil
+			return names, rows, nil
 		}
 		r := mysql.NewReader(p)
-		row := make([]string, cols)
+		row := make([]string, ncols)
 		for i := range row {
 			if len(r.Rest()) > 0 && r.Rest()[0] == 0xfb {
 				r.Byte()
@@ -644,8 +654,22 @@ func (c *Conn) QueryRows(sql string) ([][]string, error) {
 			row[i] = string(r.LenEncString())
 		}
 		if !r.OK() {
-			return nil, fmt.Errorf("row: %w", mysql.ErrMalformed)
+			return nil, nil, fmt.Errorf("row: %w", mysql.ErrMalformed)
 		}
 		rows = append(rows, row)
 	}
+}
+
+// columnName reads the name from a column definition packet (catalog,
+// schema, table, org_table, then name).
+func columnName(p []byte) string {
+	r := mysql.NewReader(p)
+	for i := 0; i < 4; i++ {
+		r.LenEncString()
+	}
+	name := r.LenEncString()
+	if !r.OK() {
+		return ""
+	}
+	return string(name)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,7 +46,12 @@ type Pool struct {
 	done chan struct{}
 
 	Stats PoolStats
+
+	server *Server // the server this pool connects to (set by NewServer)
 }
+
+// Server returns the server the pool connects to.
+func (p *Pool) Server() *Server { return p.server }
 
 // PoolStats are counters read by metrics.
 type PoolStats struct {
@@ -194,6 +200,9 @@ func (p *Pool) dialReserved(ctx context.Context, foundRows bool) (*Conn, error) 
 		p.mu.Unlock()
 		p.releaseSlot()
 		p.log.Warn("backend connect failed", "err", err)
+		if p.server != nil && isNetError(err) {
+			p.server.trip(time.Now())
+		}
 		return nil, p.unavailable(err)
 	}
 	c.pool = p
@@ -402,4 +411,12 @@ func (p *Pool) QueryVersion(ctx context.Context, sql string) ([][]string, string
 	defer c.Close()
 	rows, err := c.QueryRows(sql)
 	return rows, c.ServerVersion, err
+}
+
+// isNetError reports a failure to reach the server (refused, timed out,
+// reset), as opposed to a server that answered with an error.
+func isNetError(err error) bool {
+	var ne net.Error
+	var se *mysql.SQLError
+	return errors.As(err, &ne) && !errors.As(err, &se)
 }

@@ -81,6 +81,7 @@ var untracked = map[string]bool{
 	"identity":                       true,
 	"warning_count":                  true,
 	"error_count":                    true,
+	"last_gtid":                      true, // read by the router (read-your-writes), never replayed
 }
 
 // Untracked reports whether a tracked variable change is not session state

@@ -77,6 +77,9 @@ type User struct {
 	PasswordHash    string `yaml:"password_hash"`
 	Cluster         string `yaml:"cluster"`
 	DefaultDatabase string `yaml:"default_database"`
+	// ReadFrom overrides the cluster's routing.read_from for this user
+	// ("primary" or "replica"); empty = the cluster's.
+	ReadFrom string `yaml:"read_from"`
 }
 
 // Cluster is a set of backend MySQL servers and how the proxy connects to them.
@@ -88,6 +91,40 @@ type Cluster struct {
 	Pool     Pool       `yaml:"pool"`
 	Primary  Backend    `yaml:"primary"`
 	Replicas []Backend  `yaml:"replicas"`
+	Routing  Routing    `yaml:"routing"`
+	Health   Health     `yaml:"health"`
+}
+
+// Routing decides which server of a cluster a statement goes to.
+type Routing struct {
+	// ReadFrom is where reads go: "replica" (the default: replicas, the
+	// primary when none qualifies) or "primary".
+	ReadFrom string `yaml:"read_from"`
+	// PrimaryDatabases are databases whose reads always go to the primary.
+	PrimaryDatabases []string `yaml:"primary_databases"`
+	// MaxReplicaLag: a replica further behind gets no reads.
+	MaxReplicaLag time.Duration `yaml:"max_replica_lag"`
+	// Consistency is what a session reads after its own writes: "causal"
+	// (wait on the replica until it has applied the session's last write,
+	// by GTID), "window" (read from the primary for WriteWindow after a
+	// write) or "none".
+	Consistency string `yaml:"consistency"`
+	// WriteWindow: with consistency window, and with causal when the
+	// write's GTID is unknown, reads go to the primary this long after the
+	// session's last write.
+	WriteWindow time.Duration `yaml:"write_window"`
+	// CausalWaitTimeout: how long a causal read waits on a replica before
+	// it goes to the primary instead.
+	CausalWaitTimeout time.Duration `yaml:"causal_wait_timeout"`
+}
+
+// Health configures the health checks and circuit breaker of each server.
+type Health struct {
+	Interval   time.Duration `yaml:"interval"`    // between checks of one server
+	Timeout    time.Duration `yaml:"timeout"`     // connect plus queries of one check
+	Failures   int           `yaml:"failures"`    // failed checks or statements in a row that take a server out
+	Backoff    time.Duration `yaml:"backoff"`     // first period out before a probe; doubles per failed probe
+	MaxBackoff time.Duration `yaml:"max_backoff"` // cap of the period
 }
 
 // BackendTLS controls TLS between the proxy and backend servers.
@@ -118,6 +155,9 @@ type Pool struct {
 type Backend struct {
 	Address string `yaml:"address"`
 	Weight  int    `yaml:"weight"`
+	// State "offline" drains the server: no new statements, running ones
+	// finish. Default "online". Applied on config reload (SIGHUP).
+	State string `yaml:"state"`
 }
 
 // Load reads the file at path and parses it with Parse.

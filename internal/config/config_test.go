@@ -175,14 +175,16 @@ clusters:
 					ConnectTimeout: 250 * time.Millisecond, IdleTimeout: time.Minute, MaxLifetime: 30 * time.Minute,
 					WaitTimeout: 2 * time.Second, MaxWaiters: 50, PreparedStatementsPerConn: 64,
 					HealthCheckInterval: 3 * time.Second},
-				Primary:  Backend{Address: "db1.internal:3306", Weight: 1},
-				Replicas: []Backend{{Address: "db2.internal:3306", Weight: 3}, {Address: "db3.internal:3306", Weight: 1}},
+				Primary:  Backend{Address: "db1.internal:3306", Weight: 1, State: "online"},
+				Replicas: []Backend{{Address: "db2.internal:3306", Weight: 3, State: "online"}, {Address: "db3.internal:3306", Weight: 1, State: "online"}},
+				Routing:  defaultRouting(), Health: defaultHealth(),
 			},
 			{
 				Name: "reports", User: "ro", Password: "",
 				TLS:     BackendTLS{Mode: "off"},
 				Pool:    defaultPool,
-				Primary: Backend{Address: "[::1]:3307", Weight: 1},
+				Primary: Backend{Address: "[::1]:3307", Weight: 1, State: "online"},
+				Routing: defaultRouting(), Health: defaultHealth(),
 			},
 		},
 	}
@@ -227,7 +229,8 @@ func TestDefaults(t *testing.T) {
 				WaitTimeout: 5 * time.Second, MaxWaiters: 10000, PreparedStatementsPerConn: 256,
 				HealthCheckInterval: 10 * time.Second,
 			},
-			Primary: Backend{Address: "127.0.0.1:3306", Weight: 1},
+			Primary: Backend{Address: "127.0.0.1:3306", Weight: 1, State: "online"},
+			Routing: defaultRouting(), Health: defaultHealth(),
 		}},
 	}
 	if !reflect.DeepEqual(cfg, want) {
@@ -766,5 +769,29 @@ func TestEditDistance(t *testing.T) {
 		if got := editDistance(tt.a, tt.b); got != tt.want {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
+	}
+}
+
+func defaultRouting() Routing {
+	var c Cluster
+	c.setDefaults()
+	return c.Routing
+}
+
+func defaultHealth() Health {
+	var c Cluster
+	c.setDefaults()
+	return c.Health
+}
+
+func TestRoutingAndHealthDefaults(t *testing.T) {
+	r, h := defaultRouting(), defaultHealth()
+	if r.ReadFrom != "replica" || r.MaxReplicaLag != 10*time.Second || r.Consistency != "causal" ||
+		r.WriteWindow != 2*time.Second || r.CausalWaitTimeout != time.Second || len(r.PrimaryDatabases) != 0 {
+		t.Errorf("routing defaults: %+v", r)
+	}
+	if h.Interval != time.Second || h.Timeout != time.Second || h.Failures != 3 ||
+		h.Backoff != time.Second || h.MaxBackoff != 30*time.Second {
+		t.Errorf("health defaults: %+v", h)
 	}
 }

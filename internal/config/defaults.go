@@ -66,10 +66,24 @@ func (c *Cluster) setDefaults() {
 			PreparedStatementsPerConn: defaultPoolPreparedMax,
 			HealthCheckInterval:       10 * time.Second,
 		},
-		Primary: Backend{Weight: 1},
+		Primary: Backend{Weight: 1, State: "online"},
+		Routing: Routing{
+			ReadFrom:          "replica",
+			MaxReplicaLag:     10 * time.Second,
+			Consistency:       "causal",
+			WriteWindow:       2 * time.Second,
+			CausalWaitTimeout: time.Second,
+		},
+		Health: Health{
+			Interval:   time.Second,
+			Timeout:    time.Second,
+			Failures:   3,
+			Backoff:    time.Second,
+			MaxBackoff: 30 * time.Second,
+		},
 	}
 }
 
 func (b *Backend) setDefaults() {
-	*b = Backend{Weight: 1}
+	*b = Backend{Weight: 1, State: "online"}
 }

@@ -181,7 +181,34 @@ func (v *validator) clusters(cs []Cluster) {
 			if r.Weight < 1 {
 				v.fail(rp+".weight", "must be >= 1 (got %d)", r.Weight)
 			}
+			v.oneOf(rp+".state", r.State, "online", "offline")
 		}
+		v.oneOf(p+".primary.state", c.Primary.State, "online", "offline")
+		v.routing(p+".routing", &c.Routing)
+		v.health(p+".health", &c.Health)
+	}
+}
+
+func (v *validator) routing(p string, r *Routing) {
+	v.oneOf(p+".read_from", r.ReadFrom, "replica", "primary")
+	v.oneOf(p+".consistency", r.Consistency, "causal", "window", "none")
+	v.positiveDuration(p+".max_replica_lag", r.MaxReplicaLag)
+	if r.WriteWindow < 0 {
+		v.fail(p+".write_window", "must be >= 0 (got %s)", r.WriteWindow)
+	}
+	v.positiveDuration(p+".causal_wait_timeout", r.CausalWaitTimeout)
+	for i, db := range r.PrimaryDatabases {
+		v.required(fmt.Sprintf("%s.primary_databases[%d]", p, i), db)
+	}
+}
+
+func (v *validator) health(p string, h *Health) {
+	v.positiveDuration(p+".interval", h.Interval)
+	v.positiveDuration(p+".timeout", h.Timeout)
+	v.positive(p+".failures", h.Failures)
+	v.positiveDuration(p+".backoff", h.Backoff)
+	if h.MaxBackoff < h.Backoff {
+		v.fail(p+".max_backoff", "must be >= backoff (%s; got %s)", h.Backoff, h.MaxBackoff)
 	}
 }
 
@@ -241,6 +268,9 @@ func (v *validator) users(us []User, cs []Cluster) {
 		}
 		v.userPassword(p, u)
 		v.userCluster(p, u, cs)
+		if u.ReadFrom != "" {
+			v.oneOf(p+".read_from", u.ReadFrom, "primary", "replica")
+		}
 	}
 }
 

@@ -3,6 +3,8 @@ package frontend
 import (
 	"bytes"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/mysql"
@@ -57,13 +59,53 @@ func (s *Session) comQuery(p []byte) bool {
 			return ok
 		}
 	}
+	s.dropHeldElsewhere(st)
 	s.pinBefore(st)
 	var n needs = needDB
 	if st.Flags&router.FlagLastInsertID != 0 && st.Flags&router.FlagLastInsertIDArg == 0 {
 		n |= needLastID
 	}
+	if e := s.routeQuery(st); e != nil {
+		return s.writeErr(e)
+	}
 	return s.execute(p, n, relayQuery, st)
 }
+
+// routeQuery sets the server an unpinned statement runs on (s.target).
+// Pinned sessions (or about to be, see pinBefore) stay on their connection
+// or go to the writer.
+func (s *Session) routeQuery(st router.Stmt) *mysql.SQLError {
+	s.avoid = nil
+	if s.pinned != nil || s.pins != 0 {
+		return nil
+	}
+	srv, e := s.route(st)
+	if e != nil {
+		return e
+	}
+	s.target, s.routed = srv, st
+	return nil
+}
+
+// dropHeldElsewhere lets go of a connection held only for the previous
+// statement's diagnostics when this statement does not read them and the
+// connection is not on the writer (a read on a replica left warnings): a
+// session is only ever pinned to the writer.
+func (s *Session) dropHeldElsewhere(st router.Stmt) {
+	if s.pinned == nil || s.pins != pinHeld || st.Flags&diagnosticsFlags != 0 {
+		return
+	}
+	if s.pinned.Pool().Server() == s.user.Cluster.Writer() {
+		return
+	}
+	c := s.pinned
+	s.pinned, s.pins = nil, 0
+	s.release(c)
+}
+
+// diagnosticsFlags mark statements that read the previous statement's
+// diagnostics.
+const diagnosticsFlags = router.FlagConnectionID | router.FlagFoundRows | router.FlagRowCount | router.FlagWarnings
 
 // reclaimPrevious makes the next statement run on the connection that ran
 // the previous one, if that is still possible: it is pinned or held, or it
@@ -176,18 +218,70 @@ func (s *Session) pinBefore(st router.Stmt) {
 }
 
 // execute runs a client command on a backend connection and relays the
-// response.
+// response. A read outside any transaction whose server failed before a
+// byte of its answer reached the client is retried on another server
+// (maxReadRetries times); anything else gets the error, never a replay.
 func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool {
-	c, ok := s.borrow(n)
-	if c == nil {
-		return ok
+	for attempt := 0; ; attempt++ {
+		c, ok := s.borrow(n)
+		if c == nil {
+			return ok
+		}
+		srv := c.Pool().Server()
+		srv.Begin()
+		info, err := s.run(c, p, rk)
+		srv.End()
+		sent := info != nil && info.Sent
+		if err == nil {
+			srv.StatementOK()
+			if isReadOnlyRefusal(info.Err) && srv == s.user.Cluster.Writer() {
+				// read_only turned on since the last check: no more writes
+				// go there until a check says otherwise.
+				srv.MarkReadOnly()
+				s.user.Cluster.UpdateTopology()
+			}
+			if rk == relayQuery && !router.IsReadOnly(st) {
+				s.wrote()
+			}
+			s.after(c, info, st)
+			s.release(c)
+			return true
+		}
+		if !mysql.IsBackendError(err) {
+			return s.relayFailed(c, err, sent)
+		}
+		srv.StatementFailed(time.Now())
+		if sent || attempt >= maxReadRetries || !s.retryable(c, st) {
+			return s.relayFailed(c, err, sent)
+		}
+		s.logger().Info("retrying a read on another server", "failed", srv.Addr(), "err", err)
+		s.client.DiscardOutput()
+		c.Pool().Discard(c, true)
+		s.avoid = srv
+		if e := s.reroute(st); e != nil {
+			return s.writeErr(e)
+		}
 	}
+}
+
+// isReadOnlyRefusal reports ER_OPTION_PREVENTS_STATEMENT (1290) for the
+// read-only option, what a read_only server answers to a write (the same
+// code also covers --secure-file-priv and others).
+func isReadOnlyRefusal(e *mysql.SQLError) bool {
+	return e != nil && e.Code == 1290 && (strings.Contains(e.Message, "read-only") || strings.Contains(e.Message, "read_only"))
+}
+
+// maxReadRetries bounds how often one read moves to another server.
+const maxReadRetries = 2
+
+// run writes the command to c and relays the answer. info is nil when the
+// command could not even be written.
+func (s *Session) run(c *backend.Conn, p []byte, rk relayKind) (info *mysql.ResponseInfo, err error) {
 	s.setRunning(c)
+	defer s.setRunning(nil)
 	if err := c.WriteCommand(p); err != nil {
-		s.setRunning(nil)
-		return s.backendFailed(c, err, false)
+		return nil, mysql.BackendError(err)
 	}
-	var err error
 	r := c.Relay(s.client, s.caps)
 	switch rk {
 	case relaySingle:
@@ -199,13 +293,33 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 	default:
 		err = r.Query()
 	}
-	s.setRunning(nil)
-	if err != nil {
-		return s.relayFailed(c, err, r.Info.Sent)
+	return &r.Info, err
+}
+
+// retryable reports whether a failed statement may run again elsewhere: a
+// replica-eligible read on a connection that held no session state (not
+// pinned, so no transaction either).
+func (s *Session) retryable(c *backend.Conn, st router.Stmt) bool {
+	if s.pins&^pinHeld != 0 || len(s.user.Cluster.Servers) < 2 {
+		return false
 	}
-	s.after(c, &r.Info, st)
-	s.release(c)
-	return true
+	return router.IsReadOnly(st) || (st.Flags&router.FlagHintReplica != 0 && s.user.Policy.ReplicaEligible(st, s.db))
+}
+
+// reroute picks the server for a retry, avoiding the one that failed.
+func (s *Session) reroute(st router.Stmt) *mysql.SQLError {
+	if s.pinned != nil {
+		s.pinned, s.pins = nil, 0
+	}
+	srv, e := s.route(st)
+	if e != nil {
+		return e
+	}
+	if srv == s.avoid {
+		return mysql.NewError(2013, mysql.StateGeneral, "Lost connection to backend server during query")
+	}
+	s.target = srv
+	return nil
 }
 
 // relayFailed ends a command whose relay failed on either side.
@@ -316,6 +430,12 @@ func (s *Session) applyStateChanges(c *backend.Conn, blocks []byte) (charsetChan
 				name := string(ch.Name)
 				if backend.ProxyOwned(name) {
 					s.pins |= pinSession
+					return
+				}
+				if name == "last_gtid" {
+					if g := string(ch.Value); backend.ValidGTID(g) {
+						s.lastGTID = g
+					}
 					return
 				}
 				if backend.Untracked(name) {

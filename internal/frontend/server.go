@@ -19,6 +19,7 @@ import (
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/mysql/auth"
+	"github.com/shardgate/shardgate/internal/router"
 )
 
 // User is an account clients log in with.
@@ -27,6 +28,7 @@ type User struct {
 	Stored    auth.Stored
 	Cluster   *backend.Cluster
 	DefaultDB string
+	Policy    *router.Policy // read/write splitting for this user on Cluster
 }
 
 // Full-authentication policies for caching_sha2_password.

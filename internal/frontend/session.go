@@ -15,6 +15,7 @@ import (
 
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/router"
 )
 
 // Session is one client connection.
@@ -62,6 +63,14 @@ type Session struct {
 	idle    bool          // blocked reading the next command
 	running *backend.Conn // backend connection running a statement now
 	killed  atomic.Bool
+
+	// Read/write splitting (route.go).
+	target    *backend.Server // where the next unpinned statement goes; nil: the writer
+	avoid     *backend.Server // failed during this statement: retry elsewhere
+	routed    router.Stmt     // the statement target was chosen for
+	waitGTID  string          // the replica must apply this GTID before the read
+	lastWrite time.Time       // the session's last write, for read-your-writes
+	lastGTID  string          // its GTID, when the server reported one
 
 	scratch []byte // state-sync statements
 	rewrite []byte // a client statement rewritten by the proxy
@@ -401,29 +410,54 @@ func (s *Session) acquire(n needs) (*backend.Conn, error) {
 	if s.pinned != nil {
 		return s.pinned, nil
 	}
-	pool := s.user.Cluster.Primary
-	c, err := pool.Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
-	if err != nil {
-		return nil, err
+	srv := s.target
+	s.target = nil // one statement's
+	if srv == nil {
+		w, e := s.writer()
+		if e != nil {
+			return nil, e
+		}
+		srv = w
 	}
-	return c, nil
+	return srv.Pool.Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
 }
 
 // borrow takes the connection a statement runs on and brings it in step
 // with the session's state. When it returns nil the client has been
-// answered with the error, and ok says whether the session goes on.
+// answered with the error, and ok says whether the session goes on. A read
+// whose replica cannot give a connection, or cannot catch up with the
+// session's last write in time, goes to another server.
 func (s *Session) borrow(n needs) (c *backend.Conn, ok bool) {
-	c, err := s.acquire(n)
-	if err != nil {
-		s.unpinAfterFailure()
-		return nil, s.acquireFailed(err)
+	for attempt := 0; ; attempt++ {
+		target, waitGTID := s.target, s.waitGTID
+		s.waitGTID = ""
+		c, err := s.acquire(n)
+		if err != nil {
+			if target != nil && target != s.user.Cluster.Writer() && attempt < maxReadRetries {
+				// A read's replica: try another server.
+				s.avoid = target
+				if e := s.reroute(s.routed); e == nil {
+					continue
+				}
+			}
+			s.unpinAfterFailure()
+			return nil, s.acquireFailed(err)
+		}
+		if err := s.sync(c, n); err != nil {
+			c.Dirty = true
+			s.unpinAfterFailure()
+			return nil, s.syncFailed(c, err)
+		}
+		if waitGTID != "" && !s.causalWait(c, waitGTID) {
+			w, e := s.writer()
+			if e != nil {
+				return nil, s.writeErr(e)
+			}
+			s.target = w
+			continue
+		}
+		return c, true
 	}
-	if err := s.sync(c, n); err != nil {
-		c.Dirty = true
-		s.unpinAfterFailure()
-		return nil, s.syncFailed(c, err)
-	}
-	return c, true
 }
 
 // sync brings c's database, variables and (when needed) LAST_INSERT_ID() to

@@ -109,11 +109,21 @@ func (s *Session) comStmtExecute(p []byte) bool {
 	if ps.stmt.Flags&router.FlagLastInsertID != 0 && ps.stmt.Flags&router.FlagLastInsertIDArg == 0 {
 		n |= needLastID
 	}
+	s.dropHeldElsewhere(ps.stmt)
 	s.pinBefore(ps.stmt)
+	cursor := p[5]&(mysql.CursorTypeReadOnly|mysql.CursorTypeForUpdate|mysql.CursorTypeScrollable) != 0
+	if !cursor { // a cursor pins its connection: only ever on the writer
+		if e := s.routeQuery(ps.stmt); e != nil {
+			return s.writeErr(e)
+		}
+	}
 	c, ok := s.borrow(n)
 	if c == nil {
 		return ok
 	}
+	srv := c.Pool().Server()
+	srv.Begin()
+	defer srv.End()
 	bst, err := s.backendStmt(c, ps)
 	if err != nil {
 		if isSQLError(err) {
@@ -133,6 +143,10 @@ func (s *Session) comStmtExecute(p []byte) bool {
 	s.setRunning(nil)
 	if err != nil {
 		return s.relayFailed(c, err, r.Info.Sent)
+	}
+	srv.StatementOK()
+	if !router.IsReadOnly(ps.stmt) {
+		s.wrote()
 	}
 	s.after(c, &r.Info, ps.stmt)
 	s.pins &^= pinLongData

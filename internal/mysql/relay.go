@@ -82,6 +82,9 @@ func (r *Relay) sameOK() bool {
 func backendErr(err error) error { return &RelayError{Backend: true, Err: err} }
 func clientErr(err error) error  { return &RelayError{Backend: false, Err: err} }
 
+// BackendError marks err as a failure on the backend side of a relay.
+func BackendError(err error) error { return backendErr(err) }
+
 // readBackend reads one frame from the backend, flushing pending client output
 // first when the read would block, so a slow result still streams.
 func (r *Relay) readBackend() ([]byte, bool, error) {

@@ -25,6 +25,7 @@ import (
 	"github.com/shardgate/shardgate/internal/frontend"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/mysql/auth"
+	"github.com/shardgate/shardgate/internal/router"
 )
 
 // Proxy is a running shardgate.
@@ -65,21 +66,40 @@ func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
 func (p *Proxy) buildClusters() error {
 	for i := range p.cfg.Clusters {
 		cc := &p.cfg.Clusters[i]
-		dc, err := dialConfig(cc, cc.Primary.Address)
-		if err != nil {
-			return fmt.Errorf("cluster %s: %w", cc.Name, err)
-		}
 		pc := backend.PoolConfig{
 			MaxOpen: cc.Pool.MaxOpen, MaxIdle: cc.Pool.MaxIdle, MinIdle: cc.Pool.MinIdle,
 			IdleTimeout: cc.Pool.IdleTimeout, MaxLifetime: cc.Pool.MaxLifetime,
 			WaitTimeout: cc.Pool.WaitTimeout, MaxWaiters: cc.Pool.MaxWaiters,
 			HealthCheckInterval: cc.Pool.HealthCheckInterval,
 		}
-		pool := backend.NewPool(cc.Name+"/primary", dc, pc, p.log)
-		p.clusters[cc.Name] = &backend.Cluster{Name: cc.Name, Primary: pool}
-		p.registry.MustRegister(backend.NewPoolCollector(pool))
+		bc := backend.BreakerConfig{Failures: cc.Health.Failures, Backoff: cc.Health.Backoff, MaxBackoff: cc.Health.MaxBackoff}
+		var servers []*backend.Server
+		for j, b := range append([]config.Backend{cc.Primary}, cc.Replicas...) {
+			dc, err := dialConfig(cc, b.Address)
+			if err != nil {
+				closeServers(servers)
+				return fmt.Errorf("cluster %s: %w", cc.Name, err)
+			}
+			name := cc.Name + "/primary"
+			if j > 0 {
+				name = fmt.Sprintf("%s/replica%d", cc.Name, j)
+			}
+			pool := backend.NewPool(name, dc, pc, p.log)
+			p.registry.MustRegister(backend.NewPoolCollector(pool))
+			s := backend.NewServer(pool, b.Weight, bc)
+			s.SetOffline(b.State == "offline")
+			servers = append(servers, s)
+		}
+		hc := backend.HealthConfig{Interval: cc.Health.Interval, Timeout: cc.Health.Timeout}
+		p.clusters[cc.Name] = backend.NewCluster(cc.Name, servers, hc, p.log)
 	}
 	return nil
+}
+
+func closeServers(servers []*backend.Server) {
+	for _, s := range servers {
+		s.Pool.Close()
+	}
 }
 
 // dialConfig resolves the server address once, so no connect waits on DNS.
@@ -156,9 +176,36 @@ func (p *Proxy) buildUsers() error {
 		} else {
 			stored = auth.StoredFromPlain(u.Password)
 		}
-		p.users[u.Name] = &frontend.User{Name: u.Name, Stored: stored, Cluster: p.clusters[u.Cluster], DefaultDB: u.DefaultDatabase}
+		p.users[u.Name] = &frontend.User{Name: u.Name, Stored: stored, Cluster: p.clusters[u.Cluster],
+			DefaultDB: u.DefaultDatabase, Policy: p.policy(u)}
 	}
 	return nil
+}
+
+// policy builds a user's read/write splitting policy: its cluster's
+// routing, with the user's read_from when set.
+func (p *Proxy) policy(u config.User) *router.Policy {
+	var r config.Routing
+	for _, c := range p.cfg.Clusters {
+		if c.Name == u.Cluster {
+			r = c.Routing
+		}
+	}
+	cons, _ := router.ParseConsistency(r.Consistency)
+	pol := &router.Policy{
+		ReadFromPrimary: r.ReadFrom == "primary", MaxReplicaLag: r.MaxReplicaLag, Consistency: cons,
+		WriteWindow: r.WriteWindow, CausalWaitTimeout: r.CausalWaitTimeout,
+	}
+	if u.ReadFrom != "" {
+		pol.ReadFromPrimary = u.ReadFrom == "primary"
+	}
+	if len(r.PrimaryDatabases) > 0 {
+		pol.PrimaryDatabases = make(map[string]bool, len(r.PrimaryDatabases))
+		for _, db := range r.PrimaryDatabases {
+			pol.PrimaryDatabases[db] = true
+		}
+	}
+	return pol
 }
 
 func (p *Proxy) buildServers() error {
@@ -381,4 +428,39 @@ func (p *Proxy) Clients() int64 {
 		n += s.Clients()
 	}
 	return n
+}
+
+// Reload applies a new configuration's backend states without a restart:
+// a backend marked offline is drained (no new statements; running ones
+// finish, and pinned sessions move on once they unpin, at their next
+// transaction boundary), one marked online takes statements again. It
+// returns what differs but needs a restart to apply.
+func (p *Proxy) Reload(cfg *config.Config) []string {
+	var needRestart []string
+	for _, cc := range cfg.Clusters {
+		cl := p.clusters[cc.Name]
+		if cl == nil {
+			needRestart = append(needRestart, fmt.Sprintf("cluster %s is new", cc.Name))
+			continue
+		}
+		backends := append([]config.Backend{cc.Primary}, cc.Replicas...)
+		if len(backends) != len(cl.Servers) {
+			needRestart = append(needRestart, fmt.Sprintf("cluster %s: servers added or removed", cc.Name))
+			continue
+		}
+		for i, b := range backends {
+			s := cl.Servers[i]
+			if addr, err := dialConfig(&cc, b.Address); err != nil || addr.Addr != s.Addr() {
+				needRestart = append(needRestart, fmt.Sprintf("cluster %s: server %d address changed", cc.Name, i))
+				continue
+			}
+			offline := b.State == "offline"
+			if offline != s.Offline() {
+				p.log.Info("backend state changed", "cluster", cc.Name, "backend", s.Addr(), "state", b.State)
+				s.SetOffline(offline)
+			}
+		}
+		cl.UpdateTopology()
+	}
+	return needRestart
 }

@@ -43,8 +43,8 @@ func (t *token) isPunct(c byte) bool { return t.kind == tPunct && t.c == c }
 // lexer walks the input. It is a small value: copying it gives an independent
 // look-ahead cursor.
 type lexer struct {
-	s    []byte
-	i    int
+	s     []byte
+	i     int
 	exec  bool  // inside an executable comment /*! ... */ or /*M! ... */
 	hints Flags // routing hints found in comments
 }

@@ -1,0 +1,109 @@
+package frontend
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/router"
+)
+
+// route picks the server an unpinned statement runs on: a replica for a
+// read the policy allows (after the session's own recent writes only when
+// the replica is known to have them, see causalWait), else the writer. It
+// sets s.waitGTID when the chosen replica must first catch up with the
+// session's last write.
+func (s *Session) route(st router.Stmt) (*backend.Server, *mysql.SQLError) {
+	cl := s.user.Cluster
+	s.waitGTID = ""
+	if len(cl.Servers) > 1 && s.user.Policy.ReplicaEligible(st, s.db) && s.autocommit() && !s.readsOwnWritesOnPrimary() {
+		if r := cl.Reader(s.user.Policy.MaxReplicaLag, s.avoid); r != nil {
+			if s.needsCausalWait(r) {
+				s.waitGTID = s.lastGTID
+			}
+			return r, nil
+		}
+	}
+	return s.writer()
+}
+
+// autocommit reports whether the session runs in autocommit mode: with it
+// off, any statement opens a transaction, which belongs on the writer.
+func (s *Session) autocommit() bool {
+	if len(s.vars) == 0 {
+		return true
+	}
+	v, ok := s.vars.Get("autocommit")
+	return !ok || v == "ON" || v == "1"
+}
+
+// writer returns the server that takes writes, or the error for a cluster
+// with no writable server.
+func (s *Session) writer() (*backend.Server, *mysql.SQLError) {
+	if w := s.user.Cluster.Writer(); w != nil {
+		return w, nil
+	}
+	return nil, mysql.NewError(backend.ErrCodeBackendUnavailable, mysql.StateGeneral,
+		"shardgate: no writable server in cluster %s (every server is read-only, down or offline)", s.user.Cluster.Name)
+}
+
+// readsOwnWritesOnPrimary reports whether the session's recent write keeps
+// its reads on the primary: within the write window, under the window
+// policy or under the causal one without a GTID to wait for.
+func (s *Session) readsOwnWritesOnPrimary() bool {
+	if s.lastWrite.IsZero() {
+		return false
+	}
+	p := s.user.Policy
+	switch p.Consistency {
+	case router.ConsistencyNone:
+		return false
+	case router.ConsistencyCausal:
+		if s.lastGTID != "" {
+			return false
+		}
+	}
+	if time.Since(s.lastWrite) < p.WriteWindow {
+		return true
+	}
+	s.lastWrite = time.Time{} // past the window: no clock reads until the next write
+	return false
+}
+
+// needsCausalWait reports whether a causal read on r must first wait for
+// the session's last write: r's last health check did not yet see it.
+func (s *Session) needsCausalWait(r *backend.Server) bool {
+	if s.lastGTID == "" || s.user.Policy.Consistency != router.ConsistencyCausal {
+		return false
+	}
+	return !backend.GTIDCovered(r.Health().GTIDPos, s.lastGTID)
+}
+
+// causalWait makes a replica connection wait until it has applied the
+// session's last write, bounded by the causal wait timeout. false means it
+// did not get there in time (or the wait failed): the connection has been
+// given back and the read goes to the writer instead.
+func (s *Session) causalWait(c *backend.Conn, gtid string) bool {
+	timeout := s.user.Policy.CausalWaitTimeout.Seconds()
+	rows, err := c.QueryRows("SELECT MASTER_GTID_WAIT('" + gtid + "', " +
+		strconv.FormatFloat(timeout, 'f', 3, 64) + ")")
+	// The wait replaced the previous statement's diagnostics on c.
+	s.skipAffinity = true
+	if err == nil && len(rows) == 1 && rows[0][0] == "0" {
+		return true
+	}
+	if err != nil && !isSQLError(err) {
+		c.Pool().Discard(c, true)
+	} else {
+		c.Pool().Release(c)
+	}
+	return false
+}
+
+// wrote records a statement that may have written, for read-your-writes.
+func (s *Session) wrote() {
+	if s.user.Policy.Consistency != router.ConsistencyNone && len(s.user.Cluster.Servers) > 1 {
+		s.lastWrite = time.Now()
+	}
+}

@@ -1,0 +1,210 @@
+package proxy_test
+
+import (
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+// fastHealth makes failures noticed quickly in tests.
+const fastHealth = "    health:\n      interval: 100ms\n      timeout: 500ms\n      failures: 2\n      backoff: 200ms\n      max_backoff: 1s\n"
+
+// Killing a replica under a read-only sysbench load: the reads it was
+// running move to another server, so sysbench sees no error at all.
+func TestReplicaKilledUnderReadLoad(t *testing.T) {
+	bin := clientsBinary(t, "sysbench")
+	r := testenv.StartReplicated(t, 2)
+	r.Primary.Exec(t, "CREATE DATABASE "+clientsSbDB)
+	direct := clientsDirectTarget(r.Primary)
+	clientsMustExec(t, 2*time.Minute, nil, bin, clientsSysbenchArgs(direct, "prepare")...)
+	r.WaitCaughtUp(t)
+	p := startProxy(t, asApp(proxyConfig(t, r.Primary, splitConfig(t, r, []int{1, 1}, fastHealth))))
+	waitChecked(t, p)
+	px := clientsProxyTarget(t, p)
+
+	args := clientsSysbenchArgs(px, "--db-ps-mode=disable", "--threads=16", "--time=8", "--report-interval=0",
+		"--skip_trx=on", "--mysql-ignore-errors=none", "run")
+	args[0] = "oltp_read_only"
+	done := make(chan clientsResult, 1)
+	go func() { done <- clientsExec(t, 2*time.Minute, nil, bin, args...) }()
+	time.Sleep(3 * time.Second)
+	before := statusCounter(t, r.Replicas[1], "Com_select")
+	if err := r.Replicas[1].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.exitCode != 0 {
+		t.Fatalf("sysbench failed after a replica was killed:\n%s", res)
+	}
+	s := clientsParseSysbench(t, res)
+	if s.ignoredErrors != 0 || s.reconnects != 0 {
+		t.Fatalf("sysbench saw %d errors and %d reconnects:\n%s", s.ignoredErrors, s.reconnects, res)
+	}
+	if before < 1000 {
+		t.Fatalf("the killed replica had answered only %d selects before it died: reads were not balanced onto it", before)
+	}
+	t.Logf("replica killed under load: %s, 0 errors", s.qpsLine)
+}
+
+// Killing the primary under a write load: writes in flight get errors and
+// none runs twice; once a replica is promoted (read_only off), writes
+// succeed again, on it, without restarting the proxy.
+func TestPrimaryKilledThenPromoted(t *testing.T) {
+	r := testenv.StartReplicated(t, 2)
+	r.Primary.Exec(t, "CREATE DATABASE fo",
+		"CREATE TABLE fo.t (seq BIGINT AUTO_INCREMENT PRIMARY KEY, id INT NOT NULL, KEY (id))")
+	r.WaitCaughtUp(t)
+	p := startProxy(t, asApp(proxyConfig(t, r.Primary, splitConfig(t, r, []int{1, 1}, fastHealth))))
+	waitChecked(t, p)
+	db := openDB(t, proxyDSN(p, appUser, appPass, "fo", "timeout=2s&readTimeout=5s&writeTimeout=5s"))
+
+	type outcome struct {
+		id int
+		ok bool
+	}
+	var mu sync.Mutex
+	var outcomes []outcome
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var next int
+	var nextMu sync.Mutex
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				nextMu.Lock()
+				next++
+				id := next
+				nextMu.Unlock()
+				_, err := db.Exec("INSERT INTO t (id) VALUES (?)", id)
+				mu.Lock()
+				outcomes = append(outcomes, outcome{id, err == nil})
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	okCount := func() (ok, failed int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, o := range outcomes {
+			if o.ok {
+				ok++
+			} else {
+				failed++
+			}
+		}
+		return
+	}
+	waitFor(t, "writes before the failover", 20*time.Second, func() bool { ok, _ := okCount(); return ok >= 200 })
+
+	if err := r.Primary.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "writes failing after the primary died", 20*time.Second, func() bool { _, failed := okCount(); return failed >= 5 })
+	r.Promote(t, 0)
+	promotedAt := time.Now()
+	mu.Lock()
+	mark := len(outcomes)
+	mu.Unlock()
+	waitFor(t, "writes succeeding on the promoted replica", 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, o := range outcomes[mark:] {
+			if o.ok {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("writes resumed %v after the promotion", time.Since(promotedAt).Round(time.Millisecond))
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	// On the new primary: no id twice, and every insert acknowledged
+	// after the promotion is there exactly once.
+	np := openDB(t, r.Replicas[0].DSN("fo"))
+	counts := map[int]int{}
+	rows, err := np.Query("SELECT id, COUNT(*) FROM t GROUP BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, n int
+		if err := rows.Scan(&id, &n); err != nil {
+			t.Fatal(err)
+		}
+		counts[id] = n
+	}
+	rows.Close()
+	for id, n := range counts {
+		if n > 1 {
+			t.Errorf("id %d was inserted %d times", id, n)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, o := range outcomes[mark:] {
+		if o.ok && counts[o.id] != 1 {
+			t.Errorf("insert of id %d was acknowledged after the promotion but is not on the new primary", o.id)
+		}
+	}
+	var failed int
+	for _, o := range outcomes {
+		if !o.ok {
+			failed++
+		}
+	}
+	t.Logf("%d inserts, %d failed during the failover", len(outcomes), failed)
+}
+
+// When the primary turns read-only and a replica writable (a failover tool
+// switched them, both alive), writes follow within a check interval and
+// none is sent to the read-only server.
+func TestWritesFollowReadOnly(t *testing.T) {
+	r := testenv.StartReplicated(t, 1)
+	r.Primary.Exec(t, "CREATE DATABASE ro", "CREATE TABLE ro.t (id INT PRIMARY KEY)")
+	r.WaitCaughtUp(t)
+	p := startProxy(t, asApp(proxyConfig(t, r.Primary, splitConfig(t, r, []int{1}, fastHealth))))
+	waitChecked(t, p)
+	db := openDB(t, proxyDSN(p, appUser, appPass, "ro", ""))
+	if _, err := db.Exec("INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	r.Primary.Exec(t, "SET GLOBAL read_only = ON")
+	r.WaitCaughtUp(t)
+	r.Promote(t, 0)
+	// Within a check interval (100ms here) writes go to the replica; until
+	// then they may fail, but none may succeed on the old primary.
+	deadline := time.Now().Add(5 * time.Second)
+	id := 2
+	for {
+		_, err := db.Exec("INSERT INTO t VALUES (?)", id)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("writes did not move to the new writable server: %v", err)
+		}
+		id++
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := r.Replicas[0].Scalar(t, "SELECT COUNT(*) FROM ro.t WHERE id = "+strconv.Itoa(id)); got != "1" {
+		t.Fatalf("the write landed elsewhere")
+	}
+	if w := p.Cluster("main").Writer(); w == nil || w.Addr() != r.Replicas[0].Addr {
+		t.Fatalf("writer is %v, want the promoted replica", w)
+	}
+}
