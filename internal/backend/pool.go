@@ -246,6 +246,15 @@ func (p *Pool) release(c *Conn, touch bool) {
 	if touch {
 		c.lastUsed = time.Now()
 	}
+	if c.Pending() > 0 {
+		// A COM_STMT_CLOSE queued by the statement cache's eviction waits
+		// for the next command; an idle connection may not get one for a
+		// long time, and the server would hold the statement meanwhile.
+		if err := c.Flush(); err != nil {
+			p.Discard(c, true)
+			return
+		}
+	}
 	fr := b2i(c.FoundRows)
 	p.mu.Lock()
 	if p.closed || c.epoch != p.epoch {
