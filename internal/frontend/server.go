@@ -60,6 +60,7 @@ type Server struct {
 	opt    Options
 	pubPEM []byte
 
+	lnMu     sync.Mutex // Serve sets ln while Shutdown may read it
 	ln       net.Listener
 	nextID   atomic.Uint32
 	sessions sync.Map // id -> *Session
@@ -113,7 +114,13 @@ func NewServer(opt Options) (*Server, error) {
 
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	s.lnMu.Lock()
 	s.ln = ln
+	s.lnMu.Unlock()
+	if s.shuttingDown.Load() {
+		_ = ln.Close() // Shutdown came first and did not see ln
+		return nil
+	}
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -208,9 +215,11 @@ func (s *Server) Clients() int64 { return s.count.Load() }
 // statements finish until ctx ends, then closes what is left.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shuttingDown.Store(true)
+	s.lnMu.Lock()
 	if s.ln != nil {
 		_ = s.ln.Close()
 	}
+	s.lnMu.Unlock()
 	if s.parker != nil {
 		s.parker.close(wakeShutdown) // parked sessions resume and close
 	}
