@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"bytes"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -231,6 +232,10 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 		srv.Begin()
 		info, err := s.run(c, p, rk)
 		srv.End()
+		if pf := asPrepareFailed(err); pf != nil {
+			s.release(c)
+			return s.writeErr(pf.SQLError)
+		}
 		sent := info != nil && info.Sent
 		if err == nil {
 			srv.StatementOK()
@@ -244,6 +249,9 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 				s.wrote()
 			}
 			s.after(c, info, st)
+			if s.exec.ps != nil {
+				s.afterExecute(c, info)
+			}
 			s.release(c)
 			return true
 		}
@@ -271,6 +279,20 @@ func isReadOnlyRefusal(e *mysql.SQLError) bool {
 	return e != nil && e.Code == 1290 && (strings.Contains(e.Message, "read-only") || strings.Contains(e.Message, "read_only"))
 }
 
+// asPrepareFailed unwraps a *prepareFailed. The target escapes to the heap
+// in errors.As, so the common nil case must not get there (the hot path
+// does not allocate).
+func asPrepareFailed(err error) *prepareFailed {
+	if err == nil {
+		return nil
+	}
+	var pf *prepareFailed
+	if errors.As(err, &pf) {
+		return pf
+	}
+	return nil
+}
+
 // maxReadRetries bounds how often one read moves to another server.
 const maxReadRetries = 2
 
@@ -279,7 +301,11 @@ const maxReadRetries = 2
 func (s *Session) run(c *backend.Conn, p []byte, rk relayKind) (info *mysql.ResponseInfo, err error) {
 	s.setRunning(c)
 	defer s.setRunning(nil)
-	if err := c.WriteCommand(p); err != nil {
+	if s.exec.ps != nil {
+		if err := s.sendExecute(c, p); err != nil {
+			return nil, err
+		}
+	} else if err := c.WriteCommand(p); err != nil {
 		return nil, mysql.BackendError(err)
 	}
 	r := c.Relay(s.client, s.caps)
@@ -300,7 +326,7 @@ func (s *Session) run(c *backend.Conn, p []byte, rk relayKind) (info *mysql.Resp
 // replica-eligible read on a connection that held no session state (not
 // pinned, so no transaction either).
 func (s *Session) retryable(c *backend.Conn, st router.Stmt) bool {
-	if s.pins&^pinHeld != 0 || len(s.user.Cluster.Servers) < 2 {
+	if s.pins&^pinHeld != 0 || len(s.user.Cluster.Servers) < 2 || s.exec.cursor {
 		return false
 	}
 	return router.IsReadOnly(st) || (st.Flags&router.FlagHintReplica != 0 && s.user.Policy.ReplicaEligible(st, s.db))

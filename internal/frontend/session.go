@@ -68,6 +68,7 @@ type Session struct {
 	target    *backend.Server // where the next unpinned statement goes; nil: the writer
 	avoid     *backend.Server // failed during this statement: retry elsewhere
 	routed    router.Stmt     // the statement target was chosen for
+	exec      stmtExec        // the prepared statement being executed
 	waitGTID  string          // the replica must apply this GTID before the read
 	lastWrite time.Time       // the session's last write, for read-your-writes
 	lastGTID  string          // its GTID, when the server reported one

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/mysql"
@@ -117,46 +118,52 @@ func (s *Session) comStmtExecute(p []byte) bool {
 			return s.writeErr(e)
 		}
 	}
-	c, ok := s.borrow(n)
-	if c == nil {
-		return ok
-	}
-	srv := c.Pool().Server()
-	srv.Begin()
-	defer srv.End()
+	s.exec = stmtExec{ps: ps, bound: bound, cursor: cursor}
+	ok = s.execute(p, n, relayQuery, ps.stmt)
+	s.exec = stmtExec{}
+	return ok
+}
+
+// stmtExec is the COM_STMT_EXECUTE that execute is running, if any: it is
+// sent with the backend connection's own statement id (prepared there
+// first if need be) instead of as is.
+type stmtExec struct {
+	ps     *pstmt
+	bound  bool // the packet carries parameter types
+	cursor bool // the client asked for a cursor
+}
+
+// sendExecute prepares the statement on c if it is not yet and sends the
+// execution. A SQL error preparing it is the client's answer
+// (*prepareFailed); anything else is a backend failure.
+func (s *Session) sendExecute(c *backend.Conn, p []byte) error {
+	ps := s.exec.ps
 	bst, err := s.backendStmt(c, ps)
 	if err != nil {
-		if isSQLError(err) {
-			s.release(c)
-			return s.writeErr(err.(*mysql.SQLError))
+		var se *mysql.SQLError
+		if errors.As(err, &se) {
+			return &prepareFailed{se}
 		}
-		return s.backendFailed(c, err, false)
+		return mysql.BackendError(err)
 	}
-	s.setRunning(c)
-	err = s.writeExecute(c, p, ps, bst.ID, bound)
-	if err != nil {
-		s.setRunning(nil)
-		return s.backendFailed(c, err, false)
+	if err := s.writeExecute(c, p, ps, bst.ID, s.exec.bound); err != nil {
+		return mysql.BackendError(err)
 	}
-	r := c.Relay(s.client, s.caps)
-	err = r.Query()
-	s.setRunning(nil)
-	if err != nil {
-		return s.relayFailed(c, err, r.Info.Sent)
-	}
-	srv.StatementOK()
-	if !router.IsReadOnly(ps.stmt) {
-		s.wrote()
-	}
-	s.after(c, &r.Info, ps.stmt)
+	return nil
+}
+
+// prepareFailed: the server refused to prepare the statement on this
+// connection (a table dropped since, say); the client gets that error.
+type prepareFailed struct{ *mysql.SQLError }
+
+// afterExecute records what a prepared statement's execution leaves: long
+// data is consumed, and an open cursor pins the connection.
+func (s *Session) afterExecute(c *backend.Conn, info *mysql.ResponseInfo) {
 	s.pins &^= pinLongData
-	if p[5]&(mysql.CursorTypeReadOnly|mysql.CursorTypeForUpdate|mysql.CursorTypeScrollable) != 0 &&
-		r.Info.Status&mysql.StatusCursorExists != 0 {
+	if s.exec.cursor && info.Status&mysql.StatusCursorExists != 0 {
 		s.pins |= pinCursor
 		c.Dirty = true
 	}
-	s.release(c)
-	return true
 }
 
 // noteParamTypes remembers the parameter types the client bound, since a

@@ -16,37 +16,41 @@ const fastHealth = "    health:\n      interval: 100ms\n      timeout: 500ms\n  
 // running move to another server, so sysbench sees no error at all.
 func TestReplicaKilledUnderReadLoad(t *testing.T) {
 	bin := clientsBinary(t, "sysbench")
-	r := testenv.StartReplicated(t, 2)
-	r.Primary.Exec(t, "CREATE DATABASE "+clientsSbDB)
-	direct := clientsDirectTarget(r.Primary)
-	clientsMustExec(t, 2*time.Minute, nil, bin, clientsSysbenchArgs(direct, "prepare")...)
-	r.WaitCaughtUp(t)
-	p := startProxy(t, asApp(proxyConfig(t, r.Primary, splitConfig(t, r, []int{1, 1}, fastHealth))))
-	waitChecked(t, p)
-	px := clientsProxyTarget(t, p)
+	for _, ps := range []string{"disable", "auto"} {
+		t.Run("ps-"+ps, func(t *testing.T) {
+			r := testenv.StartReplicated(t, 2)
+			r.Primary.Exec(t, "CREATE DATABASE "+clientsSbDB)
+			direct := clientsDirectTarget(r.Primary)
+			clientsMustExec(t, 2*time.Minute, nil, bin, clientsSysbenchArgs(direct, "prepare")...)
+			r.WaitCaughtUp(t)
+			p := startProxy(t, asApp(proxyConfig(t, r.Primary, splitConfig(t, r, []int{1, 1}, fastHealth))))
+			waitChecked(t, p)
+			px := clientsProxyTarget(t, p)
 
-	args := clientsSysbenchArgs(px, "--db-ps-mode=disable", "--threads=16", "--time=8", "--report-interval=0",
-		"--skip_trx=on", "--mysql-ignore-errors=none", "run")
-	args[0] = "oltp_read_only"
-	done := make(chan clientsResult, 1)
-	go func() { done <- clientsExec(t, 2*time.Minute, nil, bin, args...) }()
-	time.Sleep(3 * time.Second)
-	before := statusCounter(t, r.Replicas[1], "Com_select")
-	if err := r.Replicas[1].Kill(); err != nil {
-		t.Fatal(err)
+			args := clientsSysbenchArgs(px, "--db-ps-mode="+ps, "--threads=16", "--time=6", "--report-interval=0",
+				"--skip_trx=on", "--mysql-ignore-errors=none", "run")
+			args[0] = "oltp_read_only"
+			done := make(chan clientsResult, 1)
+			go func() { done <- clientsExec(t, 2*time.Minute, nil, bin, args...) }()
+			time.Sleep(2500 * time.Millisecond)
+			before := statusCounter(t, r.Replicas[1], "Com_select") + statusCounter(t, r.Replicas[1], "Com_stmt_execute")
+			if err := r.Replicas[1].Kill(); err != nil {
+				t.Fatal(err)
+			}
+			res := <-done
+			if res.exitCode != 0 {
+				t.Fatalf("sysbench failed after a replica was killed:\n%s", res)
+			}
+			s := clientsParseSysbench(t, res)
+			if s.ignoredErrors != 0 || s.reconnects != 0 {
+				t.Fatalf("sysbench saw %d errors and %d reconnects:\n%s", s.ignoredErrors, s.reconnects, res)
+			}
+			if before < 1000 {
+				t.Fatalf("the killed replica had run only %d statements before it died: reads were not balanced onto it", before)
+			}
+			t.Logf("replica killed under load: %s, 0 errors", s.qpsLine)
+		})
 	}
-	res := <-done
-	if res.exitCode != 0 {
-		t.Fatalf("sysbench failed after a replica was killed:\n%s", res)
-	}
-	s := clientsParseSysbench(t, res)
-	if s.ignoredErrors != 0 || s.reconnects != 0 {
-		t.Fatalf("sysbench saw %d errors and %d reconnects:\n%s", s.ignoredErrors, s.reconnects, res)
-	}
-	if before < 1000 {
-		t.Fatalf("the killed replica had answered only %d selects before it died: reads were not balanced onto it", before)
-	}
-	t.Logf("replica killed under load: %s, 0 errors", s.qpsLine)
 }
 
 // Killing the primary under a write load: writes in flight get errors and
