@@ -46,3 +46,65 @@ func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.waitTimeouts, prometheus.CounterValue, float64(st.Timeouts.Load()))
 	ch <- prometheus.MustNewConstMetric(c.discarded, prometheus.CounterValue, float64(st.Discarded.Load()))
 }
+
+// ServerCollector exports what the health checks and the router know about
+// each server of a cluster, read at scrape time.
+type ServerCollector struct {
+	cluster                                                  *Cluster
+	writer, up, readOnly, replicating, lag, breaker, offline *prometheus.Desc
+	outstanding                                              *prometheus.Desc
+}
+
+// NewServerCollector returns a collector for c's servers.
+func NewServerCollector(c *Cluster) *ServerCollector {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc("shardgate_backend_server_"+name, help, []string{"addr"}, prometheus.Labels{"cluster": c.Name})
+	}
+	return &ServerCollector{cluster: c,
+		writer:      d("writer", "1 for the server that takes writes now."),
+		up:          d("up", "1 when the last health check succeeded."),
+		readOnly:    d("read_only", "1 when the last check found read_only ON."),
+		replicating: d("replicating", "1 when both replication threads run."),
+		lag:         d("replication_lag_seconds", "Seconds_Behind_Master at the last check; -1 when unknown."),
+		breaker:     d("breaker_open", "1 while the circuit breaker keeps statements away."),
+		offline:     d("offline", "1 while the server is drained (state: offline)."),
+		outstanding: d("statements_running", "Statements running on the server now."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *ServerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.writer, c.up, c.readOnly, c.replicating, c.lag, c.breaker, c.offline, c.outstanding} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *ServerCollector) Collect(ch chan<- prometheus.Metric) {
+	w := c.cluster.Writer()
+	gauge := func(d *prometheus.Desc, v float64, addr string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, addr)
+	}
+	for _, s := range c.cluster.Servers {
+		h, a := s.Health(), s.Addr()
+		lag := -1.0
+		if h.Lag >= 0 {
+			lag = h.Lag.Seconds()
+		}
+		gauge(c.writer, b2f(s == w), a)
+		gauge(c.up, b2f(h.Up), a)
+		gauge(c.readOnly, b2f(h.ReadOnly), a)
+		gauge(c.replicating, b2f(h.Replicating), a)
+		gauge(c.lag, lag, a)
+		gauge(c.breaker, b2f(s.BreakerOpen()), a)
+		gauge(c.offline, b2f(s.Offline()), a)
+		gauge(c.outstanding, float64(s.Outstanding()), a)
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -91,7 +91,9 @@ func (p *Proxy) buildClusters() error {
 			servers = append(servers, s)
 		}
 		hc := backend.HealthConfig{Interval: cc.Health.Interval, Timeout: cc.Health.Timeout}
-		p.clusters[cc.Name] = backend.NewCluster(cc.Name, servers, hc, p.log)
+		cl := backend.NewCluster(cc.Name, servers, hc, p.log)
+		p.clusters[cc.Name] = cl
+		p.registry.MustRegister(backend.NewServerCollector(cl))
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +59,21 @@ func waitChecked(t testing.TB, p *proxy.Proxy) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// scrapeMetrics returns the proxy's /metrics text.
+func scrapeMetrics(t testing.TB, p *proxy.Proxy) string {
+	t.Helper()
+	resp, err := http.Get("http://" + p.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	return string(b)
 }
 
 // statusCounter reads a global status counter from a server.
@@ -238,6 +255,17 @@ func TestStoppedReplicaGetsNoReads(t *testing.T) {
 	})
 	if got := whoAnswers(t, db, ids, 100, "SELECT @@server_id"); got[1] != 0 || got[2] != 100 {
 		t.Errorf("with replica 0 stopped: %v, want all on replica 1", got)
+	}
+	m := scrapeMetrics(t, p)
+	for _, want := range []string{
+		`shardgate_backend_server_replicating{addr="` + r.Replicas[0].Addr + `",cluster="main"} 0`,
+		`shardgate_backend_server_replicating{addr="` + r.Replicas[1].Addr + `",cluster="main"} 1`,
+		`shardgate_backend_server_writer{addr="` + r.Primary.Addr + `",cluster="main"} 1`,
+		`shardgate_backend_server_replication_lag_seconds{addr="` + r.Replicas[0].Addr + `",cluster="main"} -1`,
+	} {
+		if !strings.Contains(m, want+"\n") {
+			t.Errorf("metrics lack %q", want)
+		}
 	}
 	r.StartReplication(t, 0)
 	waitFor(t, "replica 0 replicating again", 20*time.Second, func() bool {
