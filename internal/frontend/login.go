@@ -69,7 +69,7 @@ func (s *Session) checkDB(db string) *mysql.SQLError {
 		if se, ok := err.(*mysql.SQLError); ok {
 			return se
 		}
-		return mysql.NewError(2013, mysql.StateGeneral, "Lost connection to backend server during login")
+		return mysql.NewError(mysql.ERConnectionKilled, mysql.StateConnFailure, "Lost connection to backend server during login")
 	}
 	s.release(c)
 	return nil

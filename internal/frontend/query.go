@@ -342,7 +342,7 @@ func (s *Session) reroute(st router.Stmt) *mysql.SQLError {
 		return e
 	}
 	if srv == s.avoid {
-		return mysql.NewError(2013, mysql.StateGeneral, "Lost connection to backend server during query")
+		return mysql.NewError(mysql.ERConnectionKilled, mysql.StateConnFailure, "Lost connection to backend server during query")
 	}
 	s.target = srv
 	return nil

@@ -571,7 +571,7 @@ func (s *Session) backendFailed(c *backend.Conn, err error, sent bool) bool {
 	if s.killed.Load() {
 		return false
 	}
-	e := mysql.NewError(2013, mysql.StateGeneral, "Lost connection to backend server during query")
+	e := mysql.NewError(mysql.ERConnectionKilled, mysql.StateConnFailure, "Lost connection to backend server during query")
 	if se, ok := errors.Unwrap(err).(*mysql.SQLError); ok && !sent {
 		e = se
 	}

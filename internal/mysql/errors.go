@@ -22,16 +22,22 @@ func NewError(code uint16, state, format string, args ...any) *SQLError {
 
 // Error codes used by the proxy (the numbers MySQL uses for the same cases).
 const (
-	ERConCount            uint16 = 1040 // too many connections
-	ERHandshake           uint16 = 1043 // bad handshake
-	ERAccessDenied        uint16 = 1045
-	ERNoDB                uint16 = 1046
-	ERUnknownCom          uint16 = 1047
-	ERBadDB               uint16 = 1049
-	ERServerShutdown      uint16 = 1053
-	ERParse               uint16 = 1064
-	ERNetPacketTooLarge   uint16 = 1153
-	ERNetReadError        uint16 = 1158
+	ERConCount          uint16 = 1040 // too many connections
+	ERHandshake         uint16 = 1043 // bad handshake
+	ERAccessDenied      uint16 = 1045
+	ERNoDB              uint16 = 1046
+	ERUnknownCom        uint16 = 1047
+	ERBadDB             uint16 = 1049
+	ERServerShutdown    uint16 = 1053
+	ERParse             uint16 = 1064
+	ERNetPacketTooLarge uint16 = 1153
+	ERNetReadError      uint16 = 1158
+	// ERConnectionKilled (MariaDB's "Connection was killed") is what the
+	// proxy answers when the backend connection died under a statement.
+	// Not 2013 (CR_SERVER_LOST): codes 2000-2999 belong to client
+	// libraries, and libmariadb turns an ERR packet carrying one into
+	// 2027 "Received malformed packet".
+	ERConnectionKilled    uint16 = 1927
 	ERNetReadInterrupted  uint16 = 1159
 	ERNetErrorOnWrite     uint16 = 1160
 	ERNotAllowedCommand   uint16 = 1148
