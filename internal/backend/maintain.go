@@ -38,8 +38,12 @@ func (p *Pool) tickEvery() time.Duration {
 }
 
 // warm dials until MinIdle connections are open. It stops at the first
-// failure; the next tick tries again, so a dead server costs one dial per tick.
+// failure (which opens the server's breaker); it resumes once the health
+// checker has put the server back.
 func (p *Pool) warm() {
+	if p.server != nil && p.server.BreakerOpen() {
+		return // out: its health checker probes it, no need to dial here too
+	}
 	for {
 		p.mu.Lock()
 		if p.closed || p.open >= p.cfg.MinIdle || p.open >= p.cfg.MaxOpen {

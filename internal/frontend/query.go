@@ -44,6 +44,10 @@ const (
 
 func (s *Session) comQuery(p []byte) bool {
 	st := router.Classify(p[1:])
+	if s.trxAborted && st.Kind != router.KindBegin {
+		return s.abortedTrx(st)
+	}
+	s.trxAborted = false // BEGIN starts afresh, as after a deadlock
 	if e := s.refuseQuery(st); e != nil {
 		return s.writeErr(e)
 	}
@@ -71,6 +75,29 @@ func (s *Session) comQuery(p []byte) bool {
 	}
 	return s.execute(p, n, relayQuery, st)
 }
+
+// abortedTrx answers a statement in a session whose transaction was lost
+// with its backend connection. Nothing of it can be committed, and
+// nothing may look as if it ran inside it: ROLLBACK ends the state with
+// OK, COMMIT ends it with an error (nothing was committed), BEGIN starts a
+// new transaction (as after a deadlock, which also rolls back; comQuery
+// lets it through), anything else fails until then. The client keeps its
+// connection, and its pool sees no dead one.
+func (s *Session) abortedTrx(st router.Stmt) bool {
+	switch st.Kind {
+	case router.KindRollback:
+		s.trxAborted = false
+		return s.writeOK(&mysql.OKPacket{Status: s.status()})
+	case router.KindCommit:
+		s.trxAborted = false
+		return s.writeErr(mysql.NewError(mysql.ERConnectionKilled, mysql.StateConnFailure,
+			"Transaction lost with its backend connection and rolled back: nothing was committed"))
+	}
+	return s.writeErr(errTrxAborted)
+}
+
+var errTrxAborted = mysql.NewError(mysql.ERConnectionKilled, mysql.StateConnFailure,
+	"The transaction was lost with its backend connection; ROLLBACK to continue")
 
 // routeQuery sets the server an unpinned statement runs on (s.target).
 // Pinned sessions (or about to be, see pinBefore) stay on their connection

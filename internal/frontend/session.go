@@ -69,6 +69,10 @@ type Session struct {
 	avoid     *backend.Server // failed during this statement: retry elsewhere
 	routed    router.Stmt     // the statement target was chosen for
 	exec      stmtExec        // the prepared statement being executed
+
+	// trxAborted: the session's transaction died with its backend
+	// connection; statements fail until ROLLBACK or COMMIT ends it.
+	trxAborted bool
 	waitGTID  string          // the replica must apply this GTID before the read
 	lastWrite time.Time       // the session's last write, for read-your-writes
 	lastGTID  string          // its GTID, when the server reported one
@@ -562,8 +566,15 @@ func isSQLError(err error) bool {
 func (s *Session) backendFailed(c *backend.Conn, err error, sent bool) bool {
 	s.srv.opt.Metrics.BackendErrors.Inc()
 	s.logger().Warn("backend connection failed during a statement", "backend", c.Pool().Addr(), "thread_id", c.ThreadID, "err", err)
-	lostState := s.pins&^pinHeld != 0
+	lost := s.pins &^ pinHeld
 	s.pinned, s.pins = nil, 0
+	if lost != 0 && lost&^(pinTrx|pinNextTrx) == 0 {
+		// Only a transaction was lost: the session stays, in the aborted
+		// state, until the client ends that transaction (see abortedTrx).
+		s.trxAborted = true
+		lost = 0
+	}
+	lostState := lost != 0
 	if s.last == c {
 		s.last = nil
 	}

@@ -102,6 +102,9 @@ func (s *Session) comStmtExecute(p []byte) bool {
 	if len(p) < 10 {
 		return s.writeErr(mysql.NewError(mysql.ERMalformedPacket, mysql.StateGeneral, "Malformed communication packet"))
 	}
+	if s.trxAborted {
+		return s.writeErr(errTrxAborted)
+	}
 	bound, ok := s.noteParamTypes(ps, p)
 	if !ok {
 		return s.writeErr(mysql.NewError(mysql.ERWrongArguments, mysql.StateGeneral, "Incorrect arguments to mysqld_stmt_execute"))

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"context"
 	"strconv"
 	"sync"
 	"testing"
@@ -217,5 +218,136 @@ func TestWritesFollowReadOnly(t *testing.T) {
 	}
 	if w := p.Cluster("main").Writer(); w == nil || w.Addr() != r.Replicas[0].Addr {
 		t.Fatalf("writer is %v, want the promoted replica", w)
+	}
+}
+
+// A transaction that dies with its backend connection leaves the session
+// open but aborted: every statement fails until the client ends the
+// transaction; COMMIT fails (nothing was committed), ROLLBACK succeeds,
+// and BEGIN starts afresh without "committing" it.
+func TestLostTransactionAbortsSession(t *testing.T) {
+	srv := testenv.Start(t, testenv.Options{})
+	srv.Exec(t, "CREATE DATABASE lt", "CREATE TABLE lt.t (id INT PRIMARY KEY)")
+	p := startProxy(t, proxyConfig(t, srv, fastHealth))
+	db := openDB(t, proxyDSN(p, appUser, appPass, "lt", "interpolateParams=true"))
+	for _, end := range []string{"COMMIT", "ROLLBACK"} {
+		conn := oneConn(t, db)
+		ctx := context.Background()
+		exec := func(q string) error { _, err := conn.ExecContext(ctx, q); return err }
+		for _, q := range []string{"BEGIN", "INSERT INTO t VALUES (1)"} {
+			if err := exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if err := srv.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := exec("INSERT INTO t VALUES (2)"); mysqlErrCode(err) != 1927 {
+			t.Fatalf("statement on the dead connection: %v, want 1927", err)
+		}
+		if err := srv.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"INSERT INTO t VALUES (3)", "SELECT 1", "SET autocommit = 1"} {
+			if err := exec(q); mysqlErrCode(err) != 1927 {
+				t.Fatalf("%s in the aborted transaction: %v, want 1927", q, err)
+			}
+		}
+		err := exec(end)
+		switch end {
+		case "COMMIT":
+			if mysqlErrCode(err) != 1927 {
+				t.Fatalf("COMMIT of a lost transaction: %v, want 1927", err)
+			}
+		case "ROLLBACK":
+			if err != nil {
+				t.Fatalf("ROLLBACK of a lost transaction: %v", err)
+			}
+		}
+		// The session goes on, outside any transaction, once the server is
+		// back in (its breaker closes at the next passing check).
+		waitFor(t, "the restarted server back in", 20*time.Second, func() bool { return p.Cluster("main").Writer() != nil })
+		if err := exec("INSERT INTO t VALUES (4)"); err != nil {
+			t.Fatalf("after %s: %v", end, err)
+		}
+		if got := srv.Scalar(t, "SELECT GROUP_CONCAT(id ORDER BY id) FROM lt.t"); got != "4" {
+			t.Fatalf("rows after %s: %s, want only 4 (nothing of the lost transaction)", end, got)
+		}
+		srv.Exec(t, "DELETE FROM lt.t")
+		conn.Close()
+	}
+}
+
+// The failover under sysbench oltp_read_write: statements caught by the
+// primary's death get errors (1927, then 9001 while no server is
+// writable), sessions stay connected, and after the promotion
+// transactions commit again on the promoted server within the same run.
+func TestPrimaryKilledUnderReadWriteLoad(t *testing.T) {
+	bin := clientsBinary(t, "sysbench")
+	r := testenv.StartReplicated(t, 2)
+	r.Primary.Exec(t, "CREATE DATABASE "+clientsSbDB)
+	clientsMustExec(t, 2*time.Minute, nil, bin, clientsSysbenchArgs(clientsDirectTarget(r.Primary), "prepare")...)
+	r.WaitCaughtUp(t)
+	p := startProxy(t, asApp(proxyConfig(t, r.Primary, splitConfig(t, r, []int{1, 1}, fastHealth))))
+	waitChecked(t, p)
+	px := clientsProxyTarget(t, p)
+
+	args := clientsSysbenchArgs(px, "--db-ps-mode=disable", "--threads=8", "--time=8", "--report-interval=0",
+		"--mysql-ignore-errors=1927,9001,1213", "run")
+	done := make(chan clientsResult, 1)
+	go func() { done <- clientsExec(t, 2*time.Minute, nil, bin, args...) }()
+	time.Sleep(2 * time.Second)
+	if err := r.Primary.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	r.Promote(t, 0)
+	promoted := statusCounter(t, r.Replicas[0], "Com_commit")
+	res := <-done
+	if res.exitCode != 0 {
+		t.Fatalf("sysbench failed:\n%s", res)
+	}
+	s := clientsParseSysbench(t, res)
+	if s.ignoredErrors == 0 || s.reconnects != 0 {
+		t.Errorf("%d errors and %d reconnects, want some errors and no reconnect:\n%s", s.ignoredErrors, s.reconnects, res)
+	}
+	commits := statusCounter(t, r.Replicas[0], "Com_commit") - promoted
+	if commits < 50 {
+		t.Fatalf("only %d transactions committed on the promoted server after the failover:\n%s", commits, res)
+	}
+	t.Logf("primary killed under oltp_read_write: %d errors during the outage, %d commits on the promoted server after it; %s",
+		s.ignoredErrors, commits, s.qpsLine)
+}
+
+// BEGIN after a lost transaction starts a new one (the lost one stays
+// uncommitted), as after a deadlock: clients that restart a failed
+// transaction from its BEGIN go on.
+func TestBeginAfterLostTransaction(t *testing.T) {
+	srv := testenv.Start(t, testenv.Options{})
+	srv.Exec(t, "CREATE DATABASE lb", "CREATE TABLE lb.t (id INT PRIMARY KEY)")
+	p := startProxy(t, proxyConfig(t, srv, fastHealth))
+	conn := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, "lb", "")))
+	ctx := context.Background()
+	exec := func(q string) error { _, err := conn.ExecContext(ctx, q); return err }
+	if err := exec("BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec("INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec("INSERT INTO t VALUES (2)"); mysqlErrCode(err) != 1927 {
+		t.Fatalf("statement of the lost transaction: %v, want 1927", err)
+	}
+	waitFor(t, "the restarted server back in", 20*time.Second, func() bool { return p.Cluster("main").Writer() != nil })
+	for _, q := range []string{"BEGIN", "INSERT INTO t VALUES (3)", "COMMIT"} {
+		if err := exec(q); err != nil {
+			t.Fatalf("%s after the lost transaction: %v", q, err)
+		}
+	}
+	if got := srv.Scalar(t, "SELECT GROUP_CONCAT(id) FROM lb.t"); got != "3" {
+		t.Fatalf("rows %s, want only 3", got)
 	}
 }
