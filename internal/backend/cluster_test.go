@@ -1,7 +1,9 @@
 package backend
 
 import (
+	"context"
 	"io"
+	"net"
 	"log/slog"
 	"testing"
 	"time"
@@ -189,5 +191,25 @@ func TestApplyReplicaStatus(t *testing.T) {
 	applyReplicaStatus(h, []string{"Replica_IO_Running", "Replica_SQL_Running", "Seconds_Behind_Source"}, []string{"Yes", "Yes", "0"})
 	if !h.Replicating || h.Lag != 0 {
 		t.Errorf("MySQL 8 column names: %+v", h)
+	}
+}
+
+// A failed connect takes the server out at once: the next statements do
+// not each wait for a connect to a dead server.
+func TestFailedConnectTripsBreaker(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: connects are refused
+	s := testServer(t, addr, 1)
+	tripped := 0
+	s.onTrip = func() { tripped++ }
+	if _, err := s.Pool.Acquire(context.Background(), false); err == nil {
+		t.Fatal("acquire from a dead server succeeded")
+	}
+	if !s.BreakerOpen() || s.Available() || tripped != 1 {
+		t.Fatalf("after a refused connect: breaker open %v, available %v, trips %d", s.BreakerOpen(), s.Available(), tripped)
 	}
 }
