@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql"
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/shardgate/shardgate/internal/testenv"
 )
@@ -285,4 +286,67 @@ func exitCode(err error) int {
 		return ee.ExitCode()
 	}
 	return -1
+}
+
+// SIGHUP re-reads the configuration file: a server marked offline is
+// drained, a file with errors changes nothing, online brings it back.
+func TestSIGHUPReload(t *testing.T) {
+	srv := testenv.Shared(t)
+	file := filepath.Join(t.TempDir(), "shardgate.yaml")
+	write := func(state string) {
+		t.Helper()
+		cfg := fmt.Sprintf("users:\n  - name: %s\n    password: %s\nclusters:\n  - name: main\n    user: %s\n    password: %s\n    primary:\n      address: %s\n      state: %s\n",
+			testenv.User, testenv.Password, testenv.User, testenv.Password, srv.Addr, state)
+		if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("online")
+	p, listen := startServe(t, "--config", file)
+	db := open(t, listen, "")
+	db.SetMaxIdleConns(0)
+	if got := scalar(t, db, "SELECT 1"); got != "1" {
+		t.Fatalf("SELECT 1 = %s", got)
+	}
+	hup := func() {
+		t.Helper()
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	query := func() error {
+		var s string
+		return db.QueryRow("SELECT 1").Scan(&s)
+	}
+	waitErr := func(what string, ok func(error) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := query()
+			if ok(err) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: last error %v", what, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	write("offline")
+	hup()
+	waitErr("drained by SIGHUP", func(err error) bool {
+		var me *mysql.MySQLError
+		return errors.As(err, &me) && me.Number == 9001
+	})
+	if err := os.WriteFile(file, []byte("clusters: [oops\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hup()
+	time.Sleep(300 * time.Millisecond)
+	if err := query(); err == nil {
+		t.Fatal("a broken file on SIGHUP changed the configuration")
+	}
+	write("online")
+	hup()
+	waitErr("back online by SIGHUP", func(err error) bool { return err == nil })
 }
