@@ -3,8 +3,8 @@ package backend
 import (
 	"context"
 	"io"
-	"net"
 	"log/slog"
+	"net"
 	"testing"
 	"time"
 )

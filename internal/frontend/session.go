@@ -65,17 +65,17 @@ type Session struct {
 	killed  atomic.Bool
 
 	// Read/write splitting (route.go).
-	target    *backend.Server // where the next unpinned statement goes; nil: the writer
-	avoid     *backend.Server // failed during this statement: retry elsewhere
-	routed    router.Stmt     // the statement target was chosen for
-	exec      stmtExec        // the prepared statement being executed
+	target *backend.Server // where the next unpinned statement goes; nil: the writer
+	avoid  *backend.Server // failed during this statement: retry elsewhere
+	routed router.Stmt     // the statement target was chosen for
+	exec   stmtExec        // the prepared statement being executed
 
 	// trxAborted: the session's transaction died with its backend
 	// connection; statements fail until ROLLBACK or COMMIT ends it.
 	trxAborted bool
-	waitGTID  string          // the replica must apply this GTID before the read
-	lastWrite time.Time       // the session's last write, for read-your-writes
-	lastGTID  string          // its GTID, when the server reported one
+	waitGTID   string    // the replica must apply this GTID before the read
+	lastWrite  time.Time // the session's last write, for read-your-writes
+	lastGTID   string    // its GTID, when the server reported one
 
 	scratch []byte // state-sync statements
 	rewrite []byte // a client statement rewritten by the proxy
