@@ -153,10 +153,15 @@ func (b *breaker) failure(now time.Time) bool {
 	if b.open.Load() {
 		return false
 	}
+	b.openLocked(now)
+	return true
+}
+
+// openLocked opens the breaker for its first backoff period (b.mu held).
+func (b *breaker) openLocked(now time.Time) {
 	b.backoff = b.cfg.Backoff
 	b.openUntil = now.Add(b.backoff)
 	b.open.Store(true)
-	return true
 }
 
 // trip opens the breaker now; true when it was closed.
@@ -167,9 +172,7 @@ func (b *breaker) trip(now time.Time) bool {
 		return false
 	}
 	b.failures.Store(int32(b.cfg.Failures))
-	b.backoff = b.cfg.Backoff
-	b.openUntil = now.Add(b.backoff)
-	b.open.Store(true)
+	b.openLocked(now)
 	return true
 }
 
@@ -206,9 +209,7 @@ func (b *breaker) probed(now time.Time, ok bool) (closed bool) {
 	if !b.open.Load() {
 		if int(b.failures.Load()) >= b.cfg.Failures {
 			b.mu.Lock()
-			b.backoff = b.cfg.Backoff
-			b.openUntil = now.Add(b.backoff)
-			b.open.Store(true)
+			b.openLocked(now)
 			b.mu.Unlock()
 		}
 		return false

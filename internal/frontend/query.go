@@ -369,7 +369,7 @@ func (s *Session) reroute(st router.Stmt) *mysql.SQLError {
 		return e
 	}
 	if srv == s.avoid {
-		return mysql.NewError(mysql.ERConnectionKilled, mysql.StateConnFailure, "Lost connection to backend server during query")
+		return lostBackendError()
 	}
 	s.target = srv
 	return nil

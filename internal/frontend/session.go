@@ -375,7 +375,7 @@ func (s *Session) dispatch(p []byte) bool {
 // status is the server status the client would see between statements.
 func (s *Session) status() uint16 {
 	st := mysql.StatusAutocommit
-	if v, ok := s.vars.Get("autocommit"); ok && v == "OFF" {
+	if !s.autocommit() {
 		st = 0
 	}
 	if s.pins&pinTrx != 0 {
@@ -582,7 +582,7 @@ func (s *Session) backendFailed(c *backend.Conn, err error, sent bool) bool {
 	if s.killed.Load() {
 		return false
 	}
-	e := mysql.NewError(mysql.ERConnectionKilled, mysql.StateConnFailure, "Lost connection to backend server during query")
+	e := lostBackendError()
 	if se, ok := errors.Unwrap(err).(*mysql.SQLError); ok && !sent {
 		e = se
 	}
@@ -603,6 +603,12 @@ func (s *Session) backendFailed(c *backend.Conn, err error, sent bool) bool {
 		return false
 	}
 	return true
+}
+
+// lostBackendError is the answer to a statement whose backend connection
+// died under it.
+func lostBackendError() *mysql.SQLError {
+	return mysql.NewError(mysql.ERConnectionKilled, mysql.StateConnFailure, "Lost connection to backend server during query")
 }
 
 // acquireFailed reports a backend that could not be had.

@@ -241,11 +241,7 @@ const hintFlags = FlagHintPrimary | FlagHintReplica
 // reads of a temporary table need the session pinned, which is the caller's
 // business (see FlagTempTable).
 func IsReadOnly(s Stmt) bool {
-	switch s.Kind {
-	case KindSelect, KindShow, KindAnalyze, KindValues, KindTable:
-		return s.Flags&notReadOnlyFlags == 0
-	}
-	return false
+	return isReadKind(s.Kind) && s.Flags&notReadOnlyFlags == 0
 }
 
 // Classify classifies the SQL text of a COM_QUERY. It does not parse SQL: it
