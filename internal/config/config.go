@@ -62,6 +62,9 @@ type Server struct {
 	// GOMAXPROCS is how many goroutines run at once; 0 picks
 	// ProcsPerCPU per CPU (see cmd/shardgate).
 	GOMAXPROCS int `yaml:"gomaxprocs"`
+	// BusyPoll is how long a wait for input polls its socket before it
+	// parks while the proxy is nearly idle (mysql.Poller); 0 turns it off.
+	BusyPoll time.Duration `yaml:"busy_poll"`
 }
 
 // Log configures the proxy's own log output.

@@ -93,6 +93,7 @@ server:
   shutdown_timeout: 10s
   client_idle_timeout: 1h
   max_prepared_statements_per_session: 100
+  busy_poll: 50us
 log:
   level: debug
   format: json
@@ -160,6 +161,7 @@ clusters:
 			Version: "8.0.99-test", DefaultAuthPlugin: "mysql_native_password", CachingSHA2FullAuth: "always",
 			RSAPrivateKeyFile: abs("rsa.pem"), RSAPublicKeyFile: abs("rsa.pub"),
 			ShutdownTimeout: 10 * time.Second, ClientIdleTimeout: time.Hour, MaxPreparedStatementsPerSession: 100,
+			BusyPoll: 50 * time.Microsecond,
 		},
 		Log: Log{Level: "debug", Format: "json"},
 		Users: []User{
@@ -217,6 +219,7 @@ func TestDefaults(t *testing.T) {
 		Server: Server{
 			Version: "", DefaultAuthPlugin: "caching_sha2_password", CachingSHA2FullAuth: "first_login",
 			ShutdownTimeout: 30 * time.Second, ClientIdleTimeout: 8 * time.Hour, MaxPreparedStatementsPerSession: 16382,
+			BusyPoll: DefaultBusyPoll,
 		},
 		Log:   Log{Level: "info", Format: "text"},
 		Users: []User{{Name: "app", PasswordHash: appSecretHash, Cluster: "main"}},
@@ -355,6 +358,10 @@ func TestProblems(t *testing.T) {
 			f + ":1: listeners: must contain at least one listener (leave the key out to get one at 127.0.0.1:6033)"}},
 		{"negative gomaxprocs", "server:\n  gomaxprocs: -1\n" + validTail, []string{
 			f + ":2: server.gomaxprocs: must be >= 0 (0 = automatic; got -1)"}},
+		{"busy_poll out of range", "server:\n  busy_poll: 2ms\n" + validTail, []string{
+			f + ":2: server.busy_poll: must be between 0 (off) and 1ms (got 2ms)"}},
+		{"negative busy_poll", "server:\n  busy_poll: -1us\n" + validTail, []string{
+			f + ":2: server.busy_poll: must be between 0 (off) and 1ms (got -1µs)"}},
 		{"max_idle above max_open", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary: {address: \"h:1\"}\n    pool:\n      max_idle: 17\n", []string{
 			f + ":7: clusters[0].pool.max_idle: must be <= max_open (16)"}},
 		{"min_idle above max_idle", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary: {address: \"h:1\"}\n    pool:\n      max_idle: 4\n      min_idle: 5\n", []string{

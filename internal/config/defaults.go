@@ -17,6 +17,14 @@ const (
 	defaultMaxPrepared     = 16382
 )
 
+// DefaultBusyPoll is server.busy_poll's default: long enough to catch a
+// point select's reply and a client's next command at low load, short
+// enough that a wait which does not pay off costs little.
+const DefaultBusyPoll = 30 * time.Microsecond
+
+// maxBusyPoll bounds server.busy_poll: past this, a wait is better parked.
+const maxBusyPoll = time.Millisecond
+
 // defaulter is implemented by list element types whose fresh elements need
 // defaults before the YAML item is decoded into them.
 type defaulter interface {
@@ -31,6 +39,7 @@ func defaultConfig() *Config {
 			CachingSHA2FullAuth:             "first_login",
 			ShutdownTimeout:                 30 * time.Second,
 			ClientIdleTimeout:               8 * time.Hour,
+			BusyPoll:                        DefaultBusyPoll,
 			MaxPreparedStatementsPerSession: defaultMaxPrepared,
 		},
 		Log: Log{Level: "info", Format: "text"},

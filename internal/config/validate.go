@@ -145,6 +145,9 @@ func (v *validator) server(s *Server) {
 	if s.GOMAXPROCS < 0 {
 		v.fail("server.gomaxprocs", "must be >= 0 (0 = automatic; got %d)", s.GOMAXPROCS)
 	}
+	if s.BusyPoll < 0 || s.BusyPoll > maxBusyPoll {
+		v.fail("server.busy_poll", "must be between 0 (off) and %v (got %v)", maxBusyPoll, s.BusyPoll)
+	}
 }
 
 func (v *validator) log(l Log) {

@@ -53,6 +53,8 @@ type Options struct {
 	Collations        *Collations
 	Log               *slog.Logger
 	Metrics           *Metrics
+	// Poller rations busy polling of client and backend sockets; nil: none.
+	Poller *mysql.Poller
 }
 
 // Server accepts clients on one listener.

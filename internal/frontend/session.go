@@ -83,7 +83,9 @@ type Session struct {
 
 func newSession(srv *Server, nc net.Conn, id uint32) *Session {
 	remote := nc.RemoteAddr().String()
-	return &Session{srv: srv, id: id, client: mysql.NewConn(nc), remote: remote}
+	s := &Session{srv: srv, id: id, client: mysql.NewConn(nc), remote: remote}
+	s.client.Poller = srv.opt.Poller
+	return s
 }
 
 // logger returns a logger with the session's attributes. It is built when
@@ -141,6 +143,7 @@ func (s *Session) loop() (parked bool) {
 			s.readFailed(err)
 			return false
 		}
+		s.srv.opt.Poller.Begin(s.id)
 		if !s.dispatch(p) {
 			return false
 		}
@@ -424,7 +427,11 @@ func (s *Session) acquire(n needs) (*backend.Conn, error) {
 		}
 		srv = w
 	}
-	return srv.Pool.Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
+	c, err := srv.Pool.Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
+	if err == nil {
+		c.Poller = s.srv.opt.Poller
+	}
+	return c, err
 }
 
 // borrow takes the connection a statement runs on and brings it in step

@@ -47,6 +47,9 @@ type Conn struct {
 	// next read (FlushForReply).
 	replyPending bool
 
+	// Poller, when set, lets waits for input busy-poll briefly (see Poller).
+	Poller *Poller
+
 	// WaitStart is when the last WaitInput began to wait (zero when input
 	// was already there).
 	WaitStart time.Time

@@ -179,9 +179,9 @@ func (c *Conn) sendForReply() error {
 	return err
 }
 
-// sendThenRead is sendForReply's callback: first the write (reporting
-// "wait" once it is complete, without a read attempt), then, once the
-// poller says readable, one read.
+// sendThenRead is sendForReply's callback: first the write (then, rather
+// than a read attempt that would only find nothing, either a short busy
+// poll or "wait"), then, once the poller says readable, one read.
 func (c *Conn) sendThenRead(fd uintptr) bool {
 	if !c.sock.sent {
 		if !c.writeOnce(fd) || c.sock.err != nil {
@@ -189,7 +189,7 @@ func (c *Conn) sendThenRead(fd uintptr) bool {
 		}
 		c.sock.sent = true
 		c.sock.buf, c.sock.n = c.rbuf[c.rend:], 0
-		return false
+		return c.poll(fd)
 	}
 	return c.readOnce(fd)
 }
@@ -231,7 +231,7 @@ func (c *Conn) readInput(fd uintptr) bool {
 	c.ensureReadBuf()
 	c.rpos, c.rend = 0, 0
 	c.sock.buf, c.sock.n = c.rbuf, 0
-	ready := c.readOnce(fd)
+	ready := c.readOnce(fd) || c.poll(fd)
 	c.sock.buf = nil
 	if ready {
 		c.rend = c.sock.n

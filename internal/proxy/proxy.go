@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -217,6 +218,8 @@ func (p *Proxy) buildServers() error {
 		return err
 	}
 	metrics := frontend.NewMetrics(p.registry)
+	poller := mysql.NewPoller(p.cfg.Server.BusyPoll, runtime.NumCPU())
+	registerPollerMetrics(p.registry, poller)
 	for _, l := range p.cfg.Listeners {
 		tc, err := listenerTLS(&l.TLS)
 		if err != nil {
@@ -227,7 +230,7 @@ func (p *Proxy) buildServers() error {
 			FullAuth: p.cfg.Server.CachingSHA2FullAuth, TLS: tc, TLSRequired: l.TLS.Mode == "required",
 			RSAKey: rsaKey, Users: p.lookupUser, ClientIdleTimeout: p.cfg.Server.ClientIdleTimeout,
 			MaxConnections: l.MaxConnections, MaxStmtsPerSess: p.cfg.Server.MaxPreparedStatementsPerSession,
-			Collations: colls, Log: p.log, Metrics: metrics,
+			Collations: colls, Log: p.log, Metrics: metrics, Poller: poller,
 		})
 		if err != nil {
 			return err
@@ -465,4 +468,25 @@ func (p *Proxy) Reload(cfg *config.Config) []string {
 		cl.UpdateTopology()
 	}
 	return needRestart
+}
+
+// registerPollerMetrics exports how busy polling fares (server.busy_poll).
+func registerPollerMetrics(reg prometheus.Registerer, poller *mysql.Poller) {
+	if poller == nil {
+		return
+	}
+	for _, r := range []struct {
+		result string
+		pick   func(caught, missed uint64) uint64
+	}{
+		{"caught", func(c, _ uint64) uint64 { return c }},
+		{"missed", func(_, m uint64) uint64 { return m }},
+	} {
+		pick := r.pick
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "shardgate_busy_polls_total",
+			Help:        "Waits for input that polled the socket (server.busy_poll), by whether the input came within the budget.",
+			ConstLabels: prometheus.Labels{"result": r.result},
+		}, func() float64 { return float64(pick(poller.Stats())) }))
+	}
 }

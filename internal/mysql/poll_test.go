@@ -1,0 +1,137 @@
+package mysql
+
+import (
+	"testing"
+	"time"
+)
+
+// quietPoller returns a Poller whose traffic has been single-stream long
+// enough for waits to poll.
+func quietPoller(budget time.Duration) *Poller {
+	p := NewPoller(budget, 2)
+	p.mixedAt.Store(-int64(time.Hour))
+	return p
+}
+
+func TestPollerIsOffWithoutBudgetOrSecondCPU(t *testing.T) {
+	if NewPoller(0, 8) != nil || NewPoller(-time.Microsecond, 8) != nil {
+		t.Error("a zero or negative budget must turn polling off")
+	}
+	if NewPoller(time.Millisecond, 1) != nil {
+		t.Error("one CPU: polling would only delay the peer, it must be off")
+	}
+	var p *Poller
+	p.Begin(1) // nil-safe
+	if p.acquire() {
+		t.Error("a nil Poller must never poll")
+	}
+}
+
+// Waits poll only while one session has had the proxy to itself for
+// quietFor, and only one at a time.
+func TestPollerGate(t *testing.T) {
+	p := NewPoller(time.Millisecond, 2)
+	if p.acquire() {
+		t.Fatal("a new Poller must first see quietFor of single-stream traffic")
+	}
+	p.mixedAt.Store(-int64(time.Hour))
+	p.Begin(1)
+	if p.acquire() {
+		t.Fatal("a session taking over from another must not poll at once")
+	}
+	p.mixedAt.Store(-int64(time.Hour))
+	p.Begin(1) // same session again: still quiet
+	if !p.acquire() {
+		t.Fatal("single-stream traffic must poll")
+	}
+	if p.acquire() {
+		t.Fatal("a second wait must not poll while one does")
+	}
+	p.release()
+	if !p.acquire() {
+		t.Fatal("polling must be possible again after release")
+	}
+	p.release()
+	p.Begin(2)
+	if p.acquire() {
+		t.Fatal("a second busy session must stop polling")
+	}
+	time.Sleep(quietFor + 5*time.Millisecond)
+	if !p.acquire() {
+		t.Fatal("polling must resume once traffic is single-stream again")
+	}
+	p.release()
+}
+
+// A wait that polls catches input that arrives within the budget without
+// parking; with the gate closed it parks and still gets the input.
+func TestWaitInputPolls(t *testing.T) {
+	a, b := tcpPair(t)
+	c := NewConn(a)
+	c.Poller = quietPoller(200 * time.Millisecond)
+	go func() {
+		time.Sleep(2 * time.Millisecond)
+		_, _ = b.Write([]byte{1, 0, 0, 0, 9})
+	}()
+	if err := c.WaitInput(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if c.Buffered() != 5 {
+		t.Fatalf("buffered %d bytes, want 5", c.Buffered())
+	}
+	if caught, missed := c.Poller.Stats(); caught != 1 || missed != 0 {
+		t.Fatalf("caught %d missed %d, want one caught poll", caught, missed)
+	}
+	if !c.WaitStart.IsZero() {
+		t.Error("a wait that polled its input must not count as parked")
+	}
+
+	// Gate closed: no poll, the wait parks and wakes on the data.
+	c.ReleaseBuffers()
+	c.Poller.Begin(7)
+	go func() {
+		time.Sleep(2 * time.Millisecond)
+		_, _ = b.Write([]byte{1, 0, 0, 0, 8})
+	}()
+	c.rpos, c.rend = 0, 0
+	if err := c.WaitInput(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if caught, missed := c.Poller.Stats(); caught != 1 || missed != 0 {
+		t.Fatalf("caught %d missed %d after a closed gate, want no new poll", caught, missed)
+	}
+}
+
+// A command written by FlushForReply polls for its reply; a reply slower
+// than the budget is still read after the wait parks.
+func TestFlushForReplyPollsForReply(t *testing.T) {
+	a, b := tcpPair(t)
+	go echoServer(b)
+	c := NewConn(a)
+	c.Poller = quietPoller(200 * time.Millisecond)
+	if err := c.WritePacket([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.FlushForReply(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.ReadPacket()
+	if err != nil || string(p) != "ping" {
+		t.Fatalf("reply %q, %v", p, err)
+	}
+	if caught, _ := c.Poller.Stats(); caught != 1 {
+		t.Fatalf("caught %d polls, want 1", caught)
+	}
+
+	c.Poller = quietPoller(time.Nanosecond) // runs out at once
+	c.ResetSeq()
+	if err := c.WritePacket([]byte("pong")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.FlushForReply(); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = c.ReadPacket(); err != nil || string(p) != "pong" {
+		t.Fatalf("reply %q, %v", p, err)
+	}
+}
