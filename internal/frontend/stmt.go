@@ -212,7 +212,7 @@ func (s *Session) writeExecute(c *backend.Conn, p []byte, ps *pstmt, backendID u
 	if err := c.EndPacket(b); err != nil {
 		return err
 	}
-	return c.Flush()
+	return c.FlushForReply()
 }
 
 func (s *Session) comStmtSendLongData(p []byte) bool {

@@ -135,3 +135,22 @@ func TestFlushForReplyPollsForReply(t *testing.T) {
 		t.Fatalf("reply %q, %v", p, err)
 	}
 }
+
+// An ordinary read that finds nothing (the rest of a result, a reply to a
+// command written with Flush) polls too.
+func TestReadPolls(t *testing.T) {
+	a, b := tcpPair(t)
+	c := NewConn(a)
+	c.Poller = quietPoller(200 * time.Millisecond)
+	go func() {
+		time.Sleep(2 * time.Millisecond)
+		_, _ = b.Write([]byte{2, 0, 0, 0, 'h', 'i'})
+	}()
+	p, err := c.ReadPacket()
+	if err != nil || string(p) != "hi" {
+		t.Fatalf("read %q, %v", p, err)
+	}
+	if caught, _ := c.Poller.Stats(); caught != 1 {
+		t.Fatalf("caught %d polls, want 1", caught)
+	}
+}

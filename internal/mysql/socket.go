@@ -54,7 +54,7 @@ func (c *Conn) rawSocket() bool {
 		return false
 	}
 	c.sock.raw = rc
-	c.sock.readFn, c.sock.writeFn, c.sock.inputFn, c.sock.sendFn = c.readOnce, c.writeOnce, c.readInput, c.sendThenRead
+	c.sock.readFn, c.sock.writeFn, c.sock.inputFn, c.sock.sendFn = c.readOrPoll, c.writeOnce, c.readInput, c.sendThenRead
 	return true
 }
 
@@ -93,6 +93,12 @@ func (c *Conn) readOnce(fd uintptr) bool {
 			return true
 		}
 	}
+}
+
+// readOrPoll is readSome's callback: one read, then, when there was
+// nothing, a busy poll if the Poller allows one.
+func (c *Conn) readOrPoll(fd uintptr) bool {
+	return c.readOnce(fd) || c.poll(fd)
 }
 
 // writeAll writes all of b like net.Conn.Write.
@@ -231,7 +237,7 @@ func (c *Conn) readInput(fd uintptr) bool {
 	c.ensureReadBuf()
 	c.rpos, c.rend = 0, 0
 	c.sock.buf, c.sock.n = c.rbuf, 0
-	ready := c.readOnce(fd) || c.poll(fd)
+	ready := c.readOrPoll(fd)
 	c.sock.buf = nil
 	if ready {
 		c.rend = c.sock.n
