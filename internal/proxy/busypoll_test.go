@@ -1,0 +1,75 @@
+package proxy_test
+
+import (
+	"context"
+	"database/sql"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+// busyPolls reads shardgate_busy_polls_total from the proxy's metrics.
+func busyPolls(t *testing.T, metrics string) (caught, missed int) {
+	t.Helper()
+	get := func(result string) int {
+		m := regexp.MustCompile(`shardgate_busy_polls_total\{result="` + result + `"\} (\d+)`).FindStringSubmatch(metrics)
+		if m == nil {
+			t.Fatalf("no shardgate_busy_polls_total{result=%q} in the metrics", result)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return get("caught"), get("missed")
+}
+
+// TestBusyPollOnlyForASingleClient: one client alone gets its replies and
+// next commands through busy polling (server.busy_poll, on by default);
+// two clients busy at once stop it, so a loaded proxy burns no CPU polling.
+func TestBusyPollOnlyForASingleClient(t *testing.T) {
+	srv := testenv.Shared(t)
+	p := startProxy(t, proxyConfig(t, srv, ""))
+	db := openDB(t, proxyDSN(p, appUser, appPass, "", ""))
+	db.SetMaxIdleConns(4)
+	ctx := context.Background()
+	one := oneConn(t, db)
+	queryString(t, one, "SELECT 1")   // connected
+	time.Sleep(30 * time.Millisecond) // quiet: single-stream from here
+	caught0, _ := busyPolls(t, scrapeMetrics(t, p))
+	for i := 0; i < 200; i++ {
+		queryString(t, one, "SELECT ?", i)
+	}
+	caught1, missed1 := busyPolls(t, scrapeMetrics(t, p))
+	if caught1-caught0 < 100 {
+		t.Fatalf("one client, 200 queries: %d polls caught their input, want most of 400 waits", caught1-caught0)
+	}
+
+	// Two clients at once: polling stops after at most the first commands.
+	two := oneConn(t, db)
+	queryString(t, two, "SELECT 1")
+	const queries = 300
+	var wg sync.WaitGroup
+	for _, c := range []*sql.Conn{one, two} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < queries; i++ {
+				var n int
+				if err := c.QueryRowContext(ctx, "SELECT ?", i).Scan(&n); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	caught2, missed2 := busyPolls(t, scrapeMetrics(t, p))
+	polls := (caught2 - caught1) + (missed2 - missed1)
+	t.Logf("one client: %d caught, %d missed; two clients: %d polls", caught1-caught0, missed1, polls)
+	if polls > 2*queries/10 {
+		t.Fatalf("two busy clients, %d queries: %d waits polled, want (almost) none", 2*queries, polls)
+	}
+}
