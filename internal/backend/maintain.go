@@ -41,7 +41,7 @@ func (p *Pool) tickEvery() time.Duration {
 // failure (which opens the server's breaker); it resumes once the health
 // checker has put the server back.
 func (p *Pool) warm() {
-	if p.server != nil && p.server.BreakerOpen() {
+	if s := p.server.Load(); s != nil && s.BreakerOpen() {
 		return // out: its health checker probes it, no need to dial here too
 	}
 	for {

@@ -47,11 +47,13 @@ type Pool struct {
 
 	Stats PoolStats
 
-	server *Server // the server this pool connects to (set by NewServer)
+	// server is the Server this pool connects to, set by NewServer after
+	// maintain has started (so atomic).
+	server atomic.Pointer[Server]
 }
 
 // Server returns the server the pool connects to.
-func (p *Pool) Server() *Server { return p.server }
+func (p *Pool) Server() *Server { return p.server.Load() }
 
 // PoolStats are counters read by metrics.
 type PoolStats struct {
@@ -200,8 +202,8 @@ func (p *Pool) dialReserved(ctx context.Context, foundRows bool) (*Conn, error) 
 		p.mu.Unlock()
 		p.releaseSlot()
 		p.log.Warn("backend connect failed", "err", err)
-		if p.server != nil && isNetError(err) {
-			p.server.trip(time.Now())
+		if s := p.server.Load(); s != nil && isNetError(err) {
+			s.trip(time.Now())
 		}
 		return nil, p.unavailable(err)
 	}

@@ -36,7 +36,7 @@ type Server struct {
 // NewServer wraps a pool.
 func NewServer(p *Pool, weight int, bc BreakerConfig) *Server {
 	s := &Server{Pool: p, Weight: weight}
-	p.server = s
+	p.server.Store(s)
 	s.breaker.cfg = bc.withDefaults()
 	s.health.Store(&Health{Lag: -1})
 	return s
