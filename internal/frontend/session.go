@@ -20,14 +20,15 @@ import (
 
 // Session is one client connection.
 type Session struct {
-	srv    *Server
-	id     uint32
-	client *mysql.Conn
-	remote string
-	salt   []byte
-	tls    bool
-	caps   uint32
-	user   *User
+	srv     *Server
+	id      uint32
+	pollKey uint32 // this session's key for srv.opt.Poller
+	client  *mysql.Conn
+	remote  string
+	salt    []byte
+	tls     bool
+	caps    uint32
+	user    *User
 
 	// Session state the client would see on a direct connection.
 	db           string
@@ -85,6 +86,7 @@ func newSession(srv *Server, nc net.Conn, id uint32) *Session {
 	remote := nc.RemoteAddr().String()
 	s := &Session{srv: srv, id: id, client: mysql.NewConn(nc), remote: remote}
 	s.client.Poller = srv.opt.Poller
+	s.pollKey = srv.opt.Poller.Key()
 	return s
 }
 
@@ -143,7 +145,7 @@ func (s *Session) loop() (parked bool) {
 			s.readFailed(err)
 			return false
 		}
-		s.srv.opt.Poller.Begin(s.id)
+		s.srv.opt.Poller.Begin(s.pollKey)
 		if !s.dispatch(p) {
 			return false
 		}

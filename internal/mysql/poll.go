@@ -24,7 +24,8 @@ import (
 // connections of the process.
 type Poller struct {
 	budget   time.Duration
-	last     atomic.Uint32 // session that started the latest command
+	keys     atomic.Uint32 // last key handed out by Key
+	last     atomic.Uint32 // key of the session that started the latest command
 	mixedAt  atomic.Int64  // when another session last started one (since pollEpoch)
 	spinning atomic.Int32  // 1 while a wait polls
 
@@ -58,7 +59,16 @@ func NewPoller(budget time.Duration, cpus int) *Poller {
 	return p
 }
 
-// Begin notes that session starts a command. It is a no-op on a nil
+// Key returns a key for a new client session to pass to Begin, unique
+// across the listeners that share the Poller (0 from a nil Poller).
+func (p *Poller) Key() uint32 {
+	if p == nil {
+		return 0
+	}
+	return p.keys.Add(1)
+}
+
+// Begin notes that session (its Key) starts a command. It is a no-op on a nil
 // Poller, and a single atomic load while one session has the proxy alone.
 func (p *Poller) Begin(session uint32) {
 	if p != nil && p.last.Load() != session {

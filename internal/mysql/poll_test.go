@@ -31,6 +31,9 @@ func TestPollerIsOffWithoutBudgetOrSecondCPU(t *testing.T) {
 // quietFor, and only one at a time.
 func TestPollerGate(t *testing.T) {
 	p := NewPoller(time.Millisecond, 2)
+	if k1, k2 := p.Key(), p.Key(); k1 == 0 || k1 == k2 {
+		t.Fatalf("session keys %d, %d: want distinct and non-zero", k1, k2)
+	}
 	if p.acquire() {
 		t.Fatal("a new Poller must first see quietFor of single-stream traffic")
 	}
