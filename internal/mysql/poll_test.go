@@ -1,9 +1,19 @@
 package mysql
 
 import (
+	"net"
 	"testing"
 	"time"
 )
+
+// writeSoon writes b to w a moment later, after the reader has started to
+// wait.
+func writeSoon(w net.Conn, b []byte) {
+	go func() {
+		time.Sleep(2 * time.Millisecond)
+		_, _ = w.Write(b)
+	}()
+}
 
 // quietPoller returns a Poller whose traffic has been single-stream long
 // enough for waits to poll.
@@ -72,10 +82,7 @@ func TestWaitInputPolls(t *testing.T) {
 	a, b := tcpPair(t)
 	c := NewConn(a)
 	c.Poller = quietPoller(200 * time.Millisecond)
-	go func() {
-		time.Sleep(2 * time.Millisecond)
-		_, _ = b.Write([]byte{1, 0, 0, 0, 9})
-	}()
+	writeSoon(b, []byte{1, 0, 0, 0, 9})
 	if err := c.WaitInput(time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -92,10 +99,7 @@ func TestWaitInputPolls(t *testing.T) {
 	// Gate closed: no poll, the wait parks and wakes on the data.
 	c.ReleaseBuffers()
 	c.Poller.Begin(7)
-	go func() {
-		time.Sleep(2 * time.Millisecond)
-		_, _ = b.Write([]byte{1, 0, 0, 0, 8})
-	}()
+	writeSoon(b, []byte{1, 0, 0, 0, 8})
 	c.rpos, c.rend = 0, 0
 	if err := c.WaitInput(time.Second); err != nil {
 		t.Fatal(err)
@@ -145,10 +149,7 @@ func TestReadPolls(t *testing.T) {
 	a, b := tcpPair(t)
 	c := NewConn(a)
 	c.Poller = quietPoller(200 * time.Millisecond)
-	go func() {
-		time.Sleep(2 * time.Millisecond)
-		_, _ = b.Write([]byte{2, 0, 0, 0, 'h', 'i'})
-	}()
+	writeSoon(b, []byte{2, 0, 0, 0, 'h', 'i'})
 	p, err := c.ReadPacket()
 	if err != nil || string(p) != "hi" {
 		t.Fatalf("read %q, %v", p, err)
