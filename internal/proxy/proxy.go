@@ -475,18 +475,13 @@ func registerPollerMetrics(reg prometheus.Registerer, poller *mysql.Poller) {
 	if poller == nil {
 		return
 	}
-	for _, r := range []struct {
-		result string
-		pick   func(caught, missed uint64) uint64
-	}{
-		{"caught", func(c, _ uint64) uint64 { return c }},
-		{"missed", func(_, m uint64) uint64 { return m }},
-	} {
-		pick := r.pick
+	counter := func(result string, value func() uint64) {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name:        "shardgate_busy_polls_total",
 			Help:        "Waits for input that polled the socket (server.busy_poll), by whether the input came within the budget.",
-			ConstLabels: prometheus.Labels{"result": r.result},
-		}, func() float64 { return float64(pick(poller.Stats())) }))
+			ConstLabels: prometheus.Labels{"result": result},
+		}, func() float64 { return float64(value()) }))
 	}
+	counter("caught", func() uint64 { c, _ := poller.Stats(); return c })
+	counter("missed", func() uint64 { _, m := poller.Stats(); return m })
 }
