@@ -71,6 +71,8 @@ type Server struct {
 
 	shuttingDown atomic.Bool
 	parker       *parker // nil: idle sessions keep their goroutine
+	stopSweep    chan struct{}
+	stopOnce     sync.Once
 
 	sha2Cache sync.Map // user name -> struct{}: users that passed full auth
 }
@@ -102,6 +104,8 @@ func NewServer(opt Options) (*Server, error) {
 			opt.Log.Warn("idle sessions will keep a goroutine each", "err", err)
 		} else {
 			s.parker = p
+			s.stopSweep = make(chan struct{})
+			go s.sweepIdle(s.stopSweep)
 		}
 	}
 	if opt.RSAKey != nil {
@@ -223,6 +227,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.lnMu.Unlock()
 	if s.parker != nil {
+		s.stopOnce.Do(func() { close(s.stopSweep) })
 		s.parker.close(wakeShutdown) // parked sessions resume and close
 	}
 	done := make(chan struct{})

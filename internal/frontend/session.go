@@ -58,6 +58,7 @@ type Session struct {
 	parkTimer  *time.Timer
 	wakeReason wakeReason
 	idleSince  time.Time // when the wait for the next command began
+	idleWait   idleWait  // the untimed wait for it (sweep.go)
 
 	// For KILL and shutdown, read by other goroutines.
 	mu      sync.Mutex
@@ -206,11 +207,19 @@ func (s *Session) waitCommand() error {
 		}
 	}
 	canPark := s.srv.parker != nil && (limit == 0 || left > parkIdleAfter)
-	wait := left
-	if canPark {
-		wait = parkIdleAfter
+	var err error
+	switch {
+	case canPark && s.idleSince.IsZero():
+		// The common case: no deadline, a sweep interrupts a long wait.
+		if err = s.idleWait.wait(s.client); err == nil || !isTimeout(err) {
+			return err
+		}
+		s.idleSince = time.Now().Add(-sweepEvery) // waited at least this long
+	case canPark:
+		err = s.client.WaitInput(parkIdleAfter)
+	default:
+		err = s.client.WaitInput(left)
 	}
-	err := s.client.WaitInput(wait)
 	if err == nil || !isTimeout(err) {
 		return err
 	}

@@ -50,8 +50,8 @@ type Conn struct {
 	// Poller, when set, lets waits for input busy-poll briefly (see Poller).
 	Poller *Poller
 
-	// WaitStart is when the last WaitInput began to wait (zero when input
-	// was already there).
+	// WaitStart is when the last timed WaitInput began to wait (zero when
+	// input was already there or the wait had no timeout).
 	WaitStart time.Time
 
 	seq uint8 // sequence id of the next packet to read or write

@@ -231,8 +231,8 @@ func (c *Conn) WaitInput(timeout time.Duration) error {
 }
 
 // readInput is WaitInput's callback: one read into the read buffer. On the
-// first miss it releases the buffers and arms the deadline before reporting
-// "wait".
+// first miss it releases the buffers and, for a timed wait, arms the
+// deadline before reporting "wait". An untimed wait reads no clock.
 func (c *Conn) readInput(fd uintptr) bool {
 	c.ensureReadBuf()
 	c.rpos, c.rend = 0, 0
@@ -244,13 +244,11 @@ func (c *Conn) readInput(fd uintptr) bool {
 		return true
 	}
 	c.ReleaseBuffers()
-	if c.WaitStart.IsZero() {
+	if c.WaitStart.IsZero() && c.sock.waitTimeout > 0 {
 		c.WaitStart = time.Now()
-		if c.sock.waitTimeout > 0 {
-			if err := c.netConn.SetReadDeadline(c.WaitStart.Add(c.sock.waitTimeout)); err != nil {
-				c.sock.err = err
-				return true
-			}
+		if err := c.netConn.SetReadDeadline(c.WaitStart.Add(c.sock.waitTimeout)); err != nil {
+			c.sock.err = err
+			return true
 		}
 	}
 	return false

@@ -1,0 +1,172 @@
+package frontend
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/mysql"
+)
+
+// loopbackPair returns the two ends of a TCP connection over loopback.
+func loopbackPair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	a, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+func send(t *testing.T, c *mysql.Conn, p string) {
+	t.Helper()
+	c.ResetSeq()
+	if err := c.WritePacket([]byte(p)); err != nil {
+		t.Error(err)
+	}
+	if err := c.Flush(); err != nil {
+		t.Error(err)
+	}
+}
+
+// A wait survives the first sweep that sees it and is interrupted by the
+// second; the connection is left without a deadline.
+func TestIdleWaitInterruptedBySecondSweep(t *testing.T) {
+	a, b := loopbackPair(t)
+	peer, c := mysql.NewConn(a), mysql.NewConn(b)
+	var w idleWait
+	done := make(chan error, 1)
+	go func() { done <- w.wait(c) }()
+	for w.state.Load() != waitFresh {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	w.sweep(c)
+	select {
+	case err := <-done:
+		t.Fatalf("the first sweep ended the wait: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	w.sweep(c)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second sweep did not interrupt the wait")
+	}
+	if !isTimeout(err) || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("interrupted wait: got %v, want a timeout", err)
+	}
+	if st := w.state.Load(); st != waitBusy {
+		t.Fatalf("state after the wait: %d", st)
+	}
+	// No deadline is left behind: a later wait sees later input.
+	go func() { time.Sleep(50 * time.Millisecond); send(t, peer, "later") }()
+	if err := w.wait(c); err != nil {
+		t.Fatalf("wait after an interrupted one: %v", err)
+	}
+	if p, err := c.ReadPacket(); err != nil || string(p) != "later" {
+		t.Fatalf("got %q, %v", p, err)
+	}
+}
+
+// A wait that ends between sweeps starts over: the next wait must again be
+// seen by two sweeps before it is interrupted.
+func TestIdleWaitEndedBetweenSweepsStartsOver(t *testing.T) {
+	a, b := loopbackPair(t)
+	peer, c := mysql.NewConn(a), mysql.NewConn(b)
+	var w idleWait
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for w.state.Load() != waitFresh {
+			time.Sleep(time.Millisecond)
+		}
+		w.sweep(c) // seen once
+		send(t, peer, "one")
+	}()
+	if err := w.wait(c); err != nil {
+		t.Fatal(err)
+	}
+	<-sent
+	if p, err := c.ReadPacket(); err != nil || string(p) != "one" {
+		t.Fatalf("got %q, %v", p, err)
+	}
+	w.sweep(c) // no wait in progress: nothing to do
+	go func() {
+		for w.state.Load() != waitFresh {
+			time.Sleep(time.Millisecond)
+		}
+		w.sweep(c) // the new wait, seen once: not interrupted
+		time.Sleep(50 * time.Millisecond)
+		send(t, peer, "two")
+	}()
+	if err := w.wait(c); err != nil {
+		t.Fatalf("a wait seen by one sweep was interrupted: %v", err)
+	}
+	if p, err := c.ReadPacket(); err != nil || string(p) != "two" {
+		t.Fatalf("got %q, %v", p, err)
+	}
+}
+
+// Sweeps racing with arriving input never lose a command or leave a stale
+// deadline that cuts a later read short.
+func TestIdleWaitRacingSweeps(t *testing.T) {
+	a, b := loopbackPair(t)
+	peer, c := mysql.NewConn(a), mysql.NewConn(b)
+	var w idleWait
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			w.sweep(c)
+		}
+	}()
+	const n = 2000
+	go func() {
+		for i := 0; i < n; i++ {
+			send(t, peer, "cmd")
+			if i%100 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	interrupted := 0
+	for got := 0; got < n; {
+		err := w.wait(c)
+		if err != nil {
+			if !isTimeout(err) {
+				t.Fatalf("after %d commands: %v", got, err)
+			}
+			interrupted++
+			continue
+		}
+		// The buffered packets (the last may be partial: its read then
+		// blocks, which no sweep may interrupt outside a wait).
+		for c.Buffered() > 0 {
+			if p, err := c.ReadPacket(); err != nil || string(p) != "cmd" {
+				t.Fatalf("command %d: got %q, %v (a stale deadline?)", got, p, err)
+			}
+			got++
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d waits interrupted by sweeps", interrupted)
+}
