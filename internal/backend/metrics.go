@@ -8,6 +8,7 @@ type PoolCollector struct {
 	pool                                       *Pool
 	open, idle, waiting                        *prometheus.Desc
 	dials, dialErrors, waitTimeouts, discarded *prometheus.Desc
+	waits                                      *prometheus.Desc
 }
 
 // NewPoolCollector returns a collector for p.
@@ -22,6 +23,7 @@ func NewPoolCollector(p *Pool) *PoolCollector {
 		waiting:      d("waiters", "Statements waiting for a backend connection."),
 		dials:        d("dials_total", "Backend connections dialed."),
 		dialErrors:   d("dial_errors_total", "Backend connection attempts that failed."),
+		waits:        d("waits_total", "Statements that queued for a connection because all max_open were in use."),
 		waitTimeouts: d("wait_timeouts_total", "Statements that timed out waiting for a connection."),
 		discarded:    d("discarded_total", "Backend connections discarded as broken."),
 	}
@@ -29,7 +31,7 @@ func NewPoolCollector(p *Pool) *PoolCollector {
 
 // Describe implements prometheus.Collector.
 func (c *PoolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.open, c.idle, c.waiting, c.dials, c.dialErrors, c.waitTimeouts, c.discarded} {
+	for _, d := range []*prometheus.Desc{c.open, c.idle, c.waiting, c.dials, c.dialErrors, c.waits, c.waitTimeouts, c.discarded} {
 		ch <- d
 	}
 }
@@ -43,6 +45,7 @@ func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(waiting))
 	ch <- prometheus.MustNewConstMetric(c.dials, prometheus.CounterValue, float64(st.Dials.Load()))
 	ch <- prometheus.MustNewConstMetric(c.dialErrors, prometheus.CounterValue, float64(st.DialErrors.Load()))
+	ch <- prometheus.MustNewConstMetric(c.waits, prometheus.CounterValue, float64(st.Waits.Load()))
 	ch <- prometheus.MustNewConstMetric(c.waitTimeouts, prometheus.CounterValue, float64(st.Timeouts.Load()))
 	ch <- prometheus.MustNewConstMetric(c.discarded, prometheus.CounterValue, float64(st.Discarded.Load()))
 }

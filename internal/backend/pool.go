@@ -37,10 +37,14 @@ type Pool struct {
 	mu      sync.Mutex
 	idle    [2][]*Conn // by FoundRows flag; LIFO keeps hot connections hot
 	open    int
-	waiters []*waiter // FIFO
-	epoch   uint64
-	closed  bool
-	lastErr error
+	waiters []*waiter // FIFO, so also in deadline order
+	// waitTimer expires waiters (see expireWaiters); armed while it may
+	// still fire.
+	waitTimer *time.Timer
+	armed     bool
+	epoch     uint64
+	closed    bool
+	lastErr   error
 
 	stop chan struct{}
 	done chan struct{}
@@ -58,12 +62,24 @@ func (p *Pool) Server() *Server { return p.server.Load() }
 // PoolStats are counters read by metrics.
 type PoolStats struct {
 	Dials, DialErrors, Timeouts, Discarded atomic.Uint64
+	Waits                                  atomic.Uint64 // acquires that queued
 }
 
+// A waiter is one Acquire queued for a connection. Waiters are recycled and
+// share one timer per pool, because with more clients than MaxOpen nearly
+// every statement queues: a timer and a channel per wait cost about 2 µs of
+// proxy CPU per query at 64 sysbench threads on 16 connections (perf:
+// timer heap updates, allocation, the timer channel in the select).
 type waiter struct {
 	foundRows bool
-	ch        chan *Conn // receives a conn, or nil as permission to dial
+	deadline  time.Time
+	ch        chan *Conn // receives a conn, nil as permission to dial, or waitExpired
 }
+
+// waitExpired is what an expired waiter receives.
+var waitExpired = new(Conn)
+
+var waiters = sync.Pool{New: func() any { return &waiter{ch: make(chan *Conn, 1)} }}
 
 // NewPool creates a pool and starts its maintenance goroutine, which warms
 // up MinIdle connections in the background.
@@ -131,38 +147,81 @@ func (p *Pool) Acquire(ctx context.Context, foundRows bool) (*Conn, error) {
 			"shardgate: too many statements waiting for a connection to backend %s (%s): max_waiters=%d",
 			p.Name, p.dial.Addr, p.cfg.MaxWaiters)
 	}
-	w := &waiter{foundRows: foundRows, ch: make(chan *Conn, 1)}
+	w := waiters.Get().(*waiter)
+	w.foundRows, w.deadline = foundRows, time.Now().Add(p.cfg.WaitTimeout)
 	p.waiters = append(p.waiters, w)
+	p.armWaitTimer()
 	p.mu.Unlock()
+	p.Stats.Waits.Add(1)
 	return p.wait(ctx, w)
 }
 
 func (p *Pool) wait(ctx context.Context, w *waiter) (*Conn, error) {
-	timer := time.NewTimer(p.cfg.WaitTimeout)
-	defer timer.Stop()
+	var c *Conn
 	select {
-	case c := <-w.ch:
-		return p.granted(ctx, w, c)
-	case <-timer.C:
+	case c = <-w.ch:
 	case <-ctx.Done():
+		p.mu.Lock()
+		removed := p.removeWaiter(w)
+		p.mu.Unlock()
+		if removed {
+			waiters.Put(w)
+			p.Stats.Timeouts.Add(1)
+			return nil, fmt.Errorf("waiting for backend %s: %w", p.Name, ctx.Err())
+		}
+		c = <-w.ch // granted or expired meanwhile: take it rather than lose it
 	}
-	p.mu.Lock()
-	removed := p.removeWaiter(w)
-	p.mu.Unlock()
-	if !removed {
-		// Granted while timing out: take it rather than lose it.
-		return p.granted(ctx, w, <-w.ch)
+	foundRows := w.foundRows
+	waiters.Put(w) // its channel is empty again
+	if c == waitExpired {
+		p.Stats.Timeouts.Add(1)
+		return nil, mysql.NewError(ErrCodeBackendUnavailable, mysql.StateGeneral,
+			"shardgate: timed out after %s waiting for a connection to backend %s (%s); pool max_open=%d",
+			p.cfg.WaitTimeout, p.Name, p.dial.Addr, p.cfg.MaxOpen)
 	}
-	p.Stats.Timeouts.Add(1)
-	if ctx.Err() != nil {
-		return nil, fmt.Errorf("waiting for backend %s: %w", p.Name, ctx.Err())
-	}
-	return nil, mysql.NewError(ErrCodeBackendUnavailable, mysql.StateGeneral,
-		"shardgate: timed out after %s waiting for a connection to backend %s (%s); pool max_open=%d",
-		p.cfg.WaitTimeout, p.Name, p.dial.Addr, p.cfg.MaxOpen)
+	return p.granted(ctx, foundRows, c)
 }
 
-func (p *Pool) granted(ctx context.Context, w *waiter, c *Conn) (*Conn, error) {
+// armWaitTimer makes sure the wait timer will fire by the deadline of the
+// waiter just queued. Called with mu held. An armed timer already fires by
+// then: it is set for an older waiter's deadline.
+func (p *Pool) armWaitTimer() {
+	if p.armed {
+		return
+	}
+	p.armed = true
+	if p.waitTimer == nil {
+		p.waitTimer = time.AfterFunc(p.cfg.WaitTimeout, p.expireWaiters)
+		return
+	}
+	p.waitTimer.Reset(p.cfg.WaitTimeout)
+}
+
+// expireWaiters fails the waiters whose deadline has passed and re-arms the
+// timer for the oldest one left.
+func (p *Pool) expireWaiters() {
+	p.mu.Lock()
+	now := time.Now()
+	n := 0
+	for n < len(p.waiters) && !p.waiters[n].deadline.After(now) {
+		n++
+	}
+	expired := append([]*waiter(nil), p.waiters[:n]...)
+	rest := copy(p.waiters, p.waiters[n:])
+	clear(p.waiters[rest:])
+	p.waiters = p.waiters[:rest]
+	if rest > 0 {
+		p.waitTimer.Reset(p.waiters[0].deadline.Sub(now))
+	} else {
+		p.armed = false
+	}
+	p.mu.Unlock()
+	for _, w := range expired {
+		w.ch <- waitExpired
+	}
+}
+
+func (p *Pool) granted(ctx context.Context, foundRows bool, c *Conn) (*Conn, error) {
 	if c != nil {
 		return c, nil
 	}
@@ -173,7 +232,7 @@ func (p *Pool) granted(ctx context.Context, w *waiter, c *Conn) (*Conn, error) {
 		p.releaseSlot()
 		return nil, p.unavailable(errors.New("pool is closed"))
 	}
-	return p.dialReserved(ctx, w.foundRows)
+	return p.dialReserved(ctx, foundRows)
 }
 
 func (p *Pool) removeWaiter(w *waiter) bool {
@@ -360,8 +419,11 @@ func (p *Pool) Close() {
 		return
 	}
 	p.closed = true
-	waiters := p.waiters
+	queued := p.waiters
 	p.waiters = nil
+	if p.waitTimer != nil {
+		p.waitTimer.Stop()
+	}
 	var idle []*Conn
 	for fr := range p.idle {
 		idle = append(idle, p.idle[fr]...)
@@ -377,9 +439,9 @@ func (p *Pool) Close() {
 	// Waiters hold no slot yet: each gets a "dial" grant, sees the pool
 	// closed, and fails at once instead of waiting out its timeout.
 	p.mu.Lock()
-	p.open += len(waiters)
+	p.open += len(queued)
 	p.mu.Unlock()
-	for _, w := range waiters {
+	for _, w := range queued {
 		w.ch <- nil
 	}
 }

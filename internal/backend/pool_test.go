@@ -235,6 +235,64 @@ func TestPoolWaitTimeout(t *testing.T) {
 	wantOpen(t, p, 1, 1, 0)
 }
 
+// Waiters share one timer: each still times out at its own deadline, and
+// the timer is re-armed for waiters that queue after it went idle.
+func TestPoolWaitersShareOneTimer(t *testing.T) {
+	t.Parallel()
+	srv := testenv.Shared(t)
+	const timeout = 400 * time.Millisecond
+	p := newPool(t, "test/timer", dialConfig(srv), PoolConfig{MaxOpen: 1, WaitTimeout: timeout, MaxWaiters: 5})
+	a := acquire(t, p, false)
+	defer p.Release(a)
+
+	timed := func() (chan time.Duration, time.Time) {
+		start := time.Now()
+		ch := make(chan time.Duration, 1)
+		go func() {
+			c, err := p.Acquire(context.Background(), false)
+			if err == nil {
+				p.Release(c)
+				t.Error("Acquire on a full pool succeeded")
+			}
+			ch <- time.Since(start)
+		}()
+		return ch, start
+	}
+	first, _ := timed()
+	waitOpen(t, p, 1, 0, 1)
+	time.Sleep(timeout / 2)
+	second, secondStart := timed()
+	waitOpen(t, p, 1, 0, 2)
+	if d := <-first; d < timeout-20*time.Millisecond {
+		t.Errorf("first waiter timed out after %v, want %v", d, timeout)
+	}
+	select {
+	case d := <-second:
+		if time.Since(secondStart) < timeout-20*time.Millisecond {
+			t.Fatalf("second waiter timed out with the first, after %v", d)
+		}
+	default:
+	}
+	if d := <-second; d < timeout-20*time.Millisecond || d > 5*timeout {
+		t.Errorf("second waiter timed out after %v, want %v", d, timeout)
+	}
+	waitOpen(t, p, 1, 0, 0)
+
+	// The queue was empty when the timer last fired: a new waiter re-arms it.
+	third, _ := timed()
+	select {
+	case d := <-third:
+		if d < timeout-20*time.Millisecond {
+			t.Errorf("third waiter timed out after %v, want %v", d, timeout)
+		}
+	case <-time.After(10 * timeout):
+		t.Fatal("a waiter queued after the timer went idle never timed out")
+	}
+	if w, to := p.Stats.Waits.Load(), p.Stats.Timeouts.Load(); w != 3 || to != 3 {
+		t.Errorf("Waits = %d, Timeouts = %d; want 3 and 3", w, to)
+	}
+}
+
 func TestPoolMaxWaiters(t *testing.T) {
 	t.Parallel()
 	srv := testenv.Shared(t)
@@ -682,4 +740,37 @@ func TestPoolKillQuery(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "1094") {
 		t.Errorf("KillQuery of an unknown thread: %v", err)
 	}
+}
+
+// BenchmarkPoolContended: more goroutines than connections, so most
+// acquires queue and are granted by a release. Run with -benchmem: a wait
+// allocates nothing.
+func BenchmarkPoolContended(b *testing.B) {
+	srv := testenv.Shared(b)
+	p := NewPool("bench/contended", dialConfig(srv), PoolConfig{MaxOpen: 2, WaitTimeout: 5 * time.Second, MaxWaiters: 100}, discardLog())
+	defer p.Close()
+	ctx := context.Background()
+	var held []*Conn
+	for range 2 { // dial both before timing
+		c, err := p.Acquire(ctx, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	for _, c := range held {
+		p.Release(c)
+	}
+	b.SetParallelism(4) // 4 per GOMAXPROCS
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c, err := p.Acquire(ctx, false)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			p.Release(c)
+		}
+	})
 }
