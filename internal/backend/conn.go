@@ -44,6 +44,7 @@ type Conn struct {
 	lastChecked time.Time
 	epoch       uint64 // pool epoch at dial time; older conns are dropped after a failure
 	uses        uint64 // bumped each time the conn is handed out (affinity check)
+	usesSeen    uint64 // uses when maintenance last set lastUsed (noteUses)
 	idleIdx     int    // position in the pool's idle stack, -1 when in use
 
 	// State as last set on the server, kept in step by the frontend.

@@ -19,6 +19,7 @@ func (p *Pool) maintain() {
 		case <-p.stop:
 			return
 		case <-tick.C:
+			p.noteUses(time.Now())
 			p.expire()
 			p.healthCheck()
 			p.warm()
@@ -87,6 +88,22 @@ func (p *Pool) takeIdle(pick func(c *Conn, idleCount int) bool) []*Conn {
 	return out
 }
 
+// noteUses sets lastUsed of the idle connections handed out since the
+// previous tick to now. Taking the time here rather than at each release
+// keeps a clock read off the hot path; idle expiry and health checks are
+// then late by at most one tick.
+func (p *Pool) noteUses(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for fr := range p.idle {
+		for _, c := range p.idle[fr] {
+			if c.uses != c.usesSeen {
+				c.usesSeen, c.lastUsed = c.uses, now
+			}
+		}
+	}
+}
+
 func (p *Pool) expire() {
 	now := time.Now()
 	old := p.takeIdle(func(c *Conn, idleCount int) bool {
@@ -116,6 +133,6 @@ func (p *Pool) healthCheck() {
 			continue
 		}
 		c.lastChecked = time.Now()
-		p.release(c, false) // a ping is not use: keep idle expiry honest
+		p.Release(c) // a ping leaves uses alone: not use for idle expiry
 	}
 }

@@ -298,15 +298,9 @@ func (p *Pool) popWaiter() *waiter {
 	return w
 }
 
-// Release returns a healthy, clean connection to the pool.
-func (p *Pool) Release(c *Conn) { p.release(c, true) }
-
-// release returns c; touch says whether this counts as use for idle expiry
-// (a health-check ping does not).
-func (p *Pool) release(c *Conn, touch bool) {
-	if touch {
-		c.lastUsed = time.Now()
-	}
+// Release returns a healthy, clean connection to the pool. It reads no
+// clock: maintenance notes when the connection was last used (noteUses).
+func (p *Pool) Release(c *Conn) {
 	if c.Pending() > 0 {
 		// A COM_STMT_CLOSE queued by the statement cache's eviction waits
 		// for the next command; an idle connection may not get one for a

@@ -621,6 +621,25 @@ func TestPoolIdleTimeout(t *testing.T) {
 	p.Release(last)
 }
 
+// A connection in steady use is never expired as idle, though releases do
+// not read the clock: maintenance notes the use (noteUses).
+func TestPoolUseDefersIdleExpiry(t *testing.T) {
+	t.Parallel()
+	srv := testenv.Shared(t)
+	p := newPool(t, "test/busy", dialConfig(srv), PoolConfig{MaxOpen: 1, MinIdle: 0,
+		IdleTimeout: 150 * time.Millisecond, HealthCheckInterval: 20 * time.Millisecond, WaitTimeout: time.Second})
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		p.Release(acquire(t, p, false))
+	}
+	if d := p.Stats.Dials.Load(); d != 1 {
+		t.Errorf("Dials = %d: a connection used every 20 ms was expired as idle (IdleTimeout 150ms)", d)
+	}
+	waitFor(t, 5*time.Second, "the connection to expire once unused", func() bool {
+		o, _, _ := p.Open()
+		return o == 0
+	})
+}
+
 func TestPoolMaxLifetime(t *testing.T) {
 	t.Parallel()
 	srv := testenv.Shared(t)

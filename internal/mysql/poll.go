@@ -16,17 +16,18 @@ import (
 // 30 µs poll (direct to MariaDB: 0.069 ms; HAProxy: 0.087 ms).
 //
 // Polling burns a CPU, so it is rationed to a single stream of commands:
-// a wait polls only when, for the last quietFor, every command came from
-// the same client session. A second busy client means the CPUs have other
+// a wait polls only when the last quietCommands commands all came from the
+// same client session. A second busy client means the CPUs have other
 // work (at two sysbench threads on two CPUs polling cost 15% of the
 // throughput), and nobody polls until the traffic is single-stream again.
 // At most one wait polls at a time. One Poller is shared by all
-// connections of the process.
+// connections of the process. The gate counts commands rather than time so
+// that, under load, Begin and a wait's gate check read no clock.
 type Poller struct {
 	budget   time.Duration
 	keys     atomic.Uint32 // last key handed out by Key
 	last     atomic.Uint32 // key of the session that started the latest command
-	mixedAt  atomic.Int64  // when another session last started one (since pollEpoch)
+	streak   atomic.Uint32 // commands in a row from last, up to quietCommands
 	spinning atomic.Int32  // 1 while a wait polls
 
 	caught, missed atomic.Uint64 // polls that found input, polls that ran out
@@ -41,11 +42,10 @@ func (p *Poller) Stats() (caught, missed uint64) {
 	return p.caught.Load(), p.missed.Load()
 }
 
-// quietFor is how long traffic must have come from one session alone
-// before its waits may poll.
-const quietFor = 10 * time.Millisecond
-
-var pollEpoch = time.Now()
+// quietCommands is how many commands in a row must have come from one
+// session before its waits may poll: about 10 ms of a busy client's
+// traffic, the time a second client would surely have shown up in.
+const quietCommands = 200
 
 // NewPoller returns a Poller that polls for up to budget per wait, or nil
 // (no polling) when budget is not positive or there is a single CPU, where
@@ -54,9 +54,7 @@ func NewPoller(budget time.Duration, cpus int) *Poller {
 	if budget <= 0 || cpus < 2 {
 		return nil
 	}
-	p := &Poller{budget: budget}
-	p.mixedAt.Store(int64(time.Since(pollEpoch)))
-	return p
+	return &Poller{budget: budget}
 }
 
 // Key returns a key for a new client session to pass to Begin, unique
@@ -69,18 +67,27 @@ func (p *Poller) Key() uint32 {
 }
 
 // Begin notes that session (its Key) starts a command. It is a no-op on a nil
-// Poller, and a single atomic load while one session has the proxy alone.
+// Poller; while one session has the proxy alone it is two atomic loads
+// (once its streak is full), and under mixed traffic one store.
 func (p *Poller) Begin(session uint32) {
-	if p != nil && p.last.Load() != session {
+	if p == nil {
+		return
+	}
+	if p.last.Load() != session {
 		p.last.Store(session)
-		p.mixedAt.Store(int64(time.Since(pollEpoch)))
+		if p.streak.Load() != 1 {
+			p.streak.Store(1)
+		}
+		return
+	}
+	if p.streak.Load() < quietCommands {
+		p.streak.Add(1)
 	}
 }
 
 // acquire reports whether a wait may poll now.
 func (p *Poller) acquire() bool {
-	return p != nil && time.Duration(int64(time.Since(pollEpoch))-p.mixedAt.Load()) > quietFor &&
-		p.spinning.CompareAndSwap(0, 1)
+	return p != nil && p.streak.Load() >= quietCommands && p.spinning.CompareAndSwap(0, 1)
 }
 
 func (p *Poller) release() { p.spinning.Store(0) }

@@ -19,7 +19,7 @@ func writeSoon(w net.Conn, b []byte) {
 // enough for waits to poll.
 func quietPoller(budget time.Duration) *Poller {
 	p := NewPoller(budget, 2)
-	p.mixedAt.Store(-int64(time.Hour))
+	p.streak.Store(quietCommands)
 	return p
 }
 
@@ -37,23 +37,22 @@ func TestPollerIsOffWithoutBudgetOrSecondCPU(t *testing.T) {
 	}
 }
 
-// Waits poll only while one session has had the proxy to itself for
-// quietFor, and only one at a time.
+// Waits poll only once quietCommands commands in a row came from one
+// session, and only one at a time.
 func TestPollerGate(t *testing.T) {
 	p := NewPoller(time.Millisecond, 2)
 	if k1, k2 := p.Key(), p.Key(); k1 == 0 || k1 == k2 {
 		t.Fatalf("session keys %d, %d: want distinct and non-zero", k1, k2)
 	}
 	if p.acquire() {
-		t.Fatal("a new Poller must first see quietFor of single-stream traffic")
+		t.Fatal("a new Poller must first see single-stream traffic")
 	}
-	p.mixedAt.Store(-int64(time.Hour))
-	p.Begin(1)
-	if p.acquire() {
-		t.Fatal("a session taking over from another must not poll at once")
+	for i := 0; i < quietCommands; i++ {
+		if p.acquire() {
+			t.Fatalf("polled after %d commands in a row, want %d", i, quietCommands)
+		}
+		p.Begin(1)
 	}
-	p.mixedAt.Store(-int64(time.Hour))
-	p.Begin(1) // same session again: still quiet
 	if !p.acquire() {
 		t.Fatal("single-stream traffic must poll")
 	}
@@ -69,7 +68,14 @@ func TestPollerGate(t *testing.T) {
 	if p.acquire() {
 		t.Fatal("a second busy session must stop polling")
 	}
-	time.Sleep(quietFor + 5*time.Millisecond)
+	p.Begin(1)
+	for i := 1; i < quietCommands; i++ {
+		p.Begin(2)
+	}
+	if p.acquire() {
+		t.Fatal("one command short of a full streak must not poll")
+	}
+	p.Begin(2)
 	if !p.acquire() {
 		t.Fatal("polling must resume once traffic is single-stream again")
 	}

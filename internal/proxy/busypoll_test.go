@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/shardgate/shardgate/internal/testenv"
 )
@@ -36,8 +35,9 @@ func TestBusyPollOnlyForASingleClient(t *testing.T) {
 	db.SetMaxIdleConns(4)
 	ctx := context.Background()
 	one := oneConn(t, db)
-	queryString(t, one, "SELECT 1")   // connected
-	time.Sleep(30 * time.Millisecond) // quiet: single-stream from here
+	for i := 0; i < 100; i++ { // prepare, execute, close: 300 commands in a row
+		queryString(t, one, "SELECT ?", i) // opens the gate (200 in a row)
+	}
 	caught0, _ := busyPolls(t, scrapeMetrics(t, p))
 	for i := 0; i < 200; i++ {
 		queryString(t, one, "SELECT ?", i)
