@@ -43,6 +43,27 @@ func send(t *testing.T, c *mysql.Conn, p string) {
 	}
 }
 
+// whenWaiting runs f in a goroutine once w has begun a wait; the channel
+// closes when f has run.
+func whenWaiting(w *idleWait, f func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for w.state.Load() != waitFresh {
+			time.Sleep(time.Millisecond)
+		}
+		f()
+	}()
+	return done
+}
+
+func wantPacket(t *testing.T, c *mysql.Conn, want string) {
+	t.Helper()
+	if p, err := c.ReadPacket(); err != nil || string(p) != want {
+		t.Fatalf("got %q, %v; want %q", p, err, want)
+	}
+}
+
 // A wait survives the first sweep that sees it and is interrupted by the
 // second; the connection is left without a deadline.
 func TestIdleWaitInterruptedBySecondSweep(t *testing.T) {
@@ -51,9 +72,7 @@ func TestIdleWaitInterruptedBySecondSweep(t *testing.T) {
 	var w idleWait
 	done := make(chan error, 1)
 	go func() { done <- w.wait(c) }()
-	for w.state.Load() != waitFresh {
-		time.Sleep(time.Millisecond)
-	}
+	<-whenWaiting(&w, func() {})
 	time.Sleep(20 * time.Millisecond)
 	w.sweep(c)
 	select {
@@ -79,9 +98,7 @@ func TestIdleWaitInterruptedBySecondSweep(t *testing.T) {
 	if err := w.wait(c); err != nil {
 		t.Fatalf("wait after an interrupted one: %v", err)
 	}
-	if p, err := c.ReadPacket(); err != nil || string(p) != "later" {
-		t.Fatalf("got %q, %v", p, err)
-	}
+	wantPacket(t, c, "later")
 }
 
 // A wait that ends between sweeps starts over: the next wait must again be
@@ -90,37 +107,26 @@ func TestIdleWaitEndedBetweenSweepsStartsOver(t *testing.T) {
 	a, b := loopbackPair(t)
 	peer, c := mysql.NewConn(a), mysql.NewConn(b)
 	var w idleWait
-	sent := make(chan struct{})
-	go func() {
-		defer close(sent)
-		for w.state.Load() != waitFresh {
-			time.Sleep(time.Millisecond)
-		}
+	sent := whenWaiting(&w, func() {
 		w.sweep(c) // seen once
 		send(t, peer, "one")
-	}()
+	})
 	if err := w.wait(c); err != nil {
 		t.Fatal(err)
 	}
 	<-sent
-	if p, err := c.ReadPacket(); err != nil || string(p) != "one" {
-		t.Fatalf("got %q, %v", p, err)
-	}
+	wantPacket(t, c, "one")
 	w.sweep(c) // no wait in progress: nothing to do
-	go func() {
-		for w.state.Load() != waitFresh {
-			time.Sleep(time.Millisecond)
-		}
+	sent = whenWaiting(&w, func() {
 		w.sweep(c) // the new wait, seen once: not interrupted
 		time.Sleep(50 * time.Millisecond)
 		send(t, peer, "two")
-	}()
+	})
 	if err := w.wait(c); err != nil {
 		t.Fatalf("a wait seen by one sweep was interrupted: %v", err)
 	}
-	if p, err := c.ReadPacket(); err != nil || string(p) != "two" {
-		t.Fatalf("got %q, %v", p, err)
-	}
+	<-sent
+	wantPacket(t, c, "two")
 }
 
 // Sweeps racing with arriving input never lose a command or leave a stale
