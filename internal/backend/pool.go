@@ -79,7 +79,7 @@ type waiter struct {
 // waitExpired is what an expired waiter receives.
 var waitExpired = new(Conn)
 
-var waiters = sync.Pool{New: func() any { return &waiter{ch: make(chan *Conn, 1)} }}
+var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan *Conn, 1)} }}
 
 // NewPool creates a pool and starts its maintenance goroutine, which warms
 // up MinIdle connections in the background.
@@ -147,7 +147,7 @@ func (p *Pool) Acquire(ctx context.Context, foundRows bool) (*Conn, error) {
 			"shardgate: too many statements waiting for a connection to backend %s (%s): max_waiters=%d",
 			p.Name, p.dial.Addr, p.cfg.MaxWaiters)
 	}
-	w := waiters.Get().(*waiter)
+	w := waiterPool.Get().(*waiter)
 	w.foundRows, w.deadline = foundRows, time.Now().Add(p.cfg.WaitTimeout)
 	p.waiters = append(p.waiters, w)
 	p.armWaitTimer()
@@ -165,14 +165,14 @@ func (p *Pool) wait(ctx context.Context, w *waiter) (*Conn, error) {
 		removed := p.removeWaiter(w)
 		p.mu.Unlock()
 		if removed {
-			waiters.Put(w)
+			waiterPool.Put(w)
 			p.Stats.Timeouts.Add(1)
 			return nil, fmt.Errorf("waiting for backend %s: %w", p.Name, ctx.Err())
 		}
 		c = <-w.ch // granted or expired meanwhile: take it rather than lose it
 	}
 	foundRows := w.foundRows
-	waiters.Put(w) // its channel is empty again
+	waiterPool.Put(w) // its channel is empty again
 	if c == waitExpired {
 		p.Stats.Timeouts.Add(1)
 		return nil, mysql.NewError(ErrCodeBackendUnavailable, mysql.StateGeneral,
