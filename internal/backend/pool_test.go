@@ -627,7 +627,8 @@ func TestPoolUseDefersIdleExpiry(t *testing.T) {
 	t.Parallel()
 	srv := testenv.Shared(t)
 	p := newPool(t, "test/busy", dialConfig(srv), PoolConfig{MaxOpen: 1, MinIdle: 0,
-		IdleTimeout: 150 * time.Millisecond, HealthCheckInterval: 20 * time.Millisecond, WaitTimeout: time.Second})
+		IdleTimeout: 150 * time.Millisecond, HealthCheckInterval: 20 * time.Millisecond, WaitTimeout: time.Second,
+		MaxWaiters: 5}) // a health-check ping may hold the connection for a moment
 	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		p.Release(acquire(t, p, false))
 	}
