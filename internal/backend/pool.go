@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -207,10 +208,8 @@ func (p *Pool) expireWaiters() {
 		n++
 	}
 	expired := append([]*waiter(nil), p.waiters[:n]...)
-	rest := copy(p.waiters, p.waiters[n:])
-	clear(p.waiters[rest:])
-	p.waiters = p.waiters[:rest]
-	if rest > 0 {
+	p.waiters = slices.Delete(p.waiters, 0, n)
+	if len(p.waiters) > 0 {
 		p.waitTimer.Reset(p.waiters[0].deadline.Sub(now))
 	} else {
 		p.armed = false
@@ -238,9 +237,7 @@ func (p *Pool) granted(ctx context.Context, foundRows bool, c *Conn) (*Conn, err
 func (p *Pool) removeWaiter(w *waiter) bool {
 	for i, x := range p.waiters {
 		if x == w {
-			copy(p.waiters[i:], p.waiters[i+1:])
-			p.waiters[len(p.waiters)-1] = nil
-			p.waiters = p.waiters[:len(p.waiters)-1]
+			p.waiters = slices.Delete(p.waiters, i, i+1)
 			return true
 		}
 	}
@@ -292,9 +289,7 @@ func (p *Pool) releaseSlot() {
 
 func (p *Pool) popWaiter() *waiter {
 	w := p.waiters[0]
-	copy(p.waiters, p.waiters[1:])
-	p.waiters[len(p.waiters)-1] = nil
-	p.waiters = p.waiters[:len(p.waiters)-1]
+	p.waiters = slices.Delete(p.waiters, 0, 1)
 	return w
 }
 
@@ -320,9 +315,7 @@ func (p *Pool) Release(c *Conn) {
 	}
 	for i, w := range p.waiters {
 		if w.foundRows == c.FoundRows {
-			copy(p.waiters[i:], p.waiters[i+1:])
-			p.waiters[len(p.waiters)-1] = nil
-			p.waiters = p.waiters[:len(p.waiters)-1]
+			p.waiters = slices.Delete(p.waiters, i, i+1)
 			c.uses++
 			p.mu.Unlock()
 			w.ch <- c
