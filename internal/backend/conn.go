@@ -417,6 +417,28 @@ func (c *Conn) WriteCommand(p []byte) error {
 	return c.Flush()
 }
 
+// ErrorBeforeClose returns the error a server sent before closing the
+// connection, read after a command failed on it: a server refuses a packet
+// over its max_allowed_packet with 1153 and closes at once, so the write of
+// the rest fails while the answer sits in the socket. It returns nil when
+// there is no such error. The socket is closed or reset, so the read does
+// not wait; a short deadline guards against one that is not.
+func (c *Conn) ErrorBeforeClose() *mysql.SQLError {
+	c.DiscardOutput()
+	_ = c.NetConn().SetReadDeadline(time.Now().Add(errorBeforeCloseWait))
+	defer c.NetConn().SetReadDeadline(time.Time{})
+	p, err := c.ReadPacket()
+	if err != nil || !mysql.IsErr(p) {
+		return nil
+	}
+	if se := mysql.ParseErr(p); mysql.ClosesConnection(se.Code) {
+		return se
+	}
+	return nil
+}
+
+const errorBeforeCloseWait = 100 * time.Millisecond
+
 // hasReply reports whether the server answers a command.
 func hasReply(cmd byte) bool {
 	return cmd != mysql.ComStmtClose && cmd != mysql.ComStmtSendLongData && cmd != mysql.ComQuit

@@ -11,6 +11,7 @@ type Metrics struct {
 	Commands         prometheus.Counter
 	ClientErrors     prometheus.Counter
 	BackendErrors    prometheus.Counter
+	Resends          prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them with reg (if not nil).
@@ -28,9 +29,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "shardgate_client_errors_total", Help: "Errors the proxy itself returned to clients."}),
 		BackendErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shardgate_backend_failures_total", Help: "Backend connections that failed during a client command."}),
+		Resends: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardgate_statements_resent_total",
+			Help: "Statements sent again on a fresh backend connection because the server had closed the pooled one before they reached it."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ClientConnects, m.ClientsConnected, m.AuthFailures, m.Commands, m.ClientErrors, m.BackendErrors)
+		reg.MustRegister(m.ClientConnects, m.ClientsConnected, m.AuthFailures, m.Commands, m.ClientErrors, m.BackendErrors, m.Resends)
 	}
 	return m
 }

@@ -250,6 +250,7 @@ func (s *Session) pinBefore(st router.Stmt) {
 // byte of its answer reached the client is retried on another server
 // (maxReadRetries times); anything else gets the error, never a replay.
 func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool {
+	resends := 0
 	for attempt := 0; ; attempt++ {
 		c, ok := s.borrow(n)
 		if c == nil {
@@ -264,6 +265,9 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 			return s.writeErr(pf.SQLError)
 		}
 		sent := info != nil && info.Sent
+		if err == nil && info.Err != nil && mysql.ClosesConnection(info.Err.Code) {
+			return s.backendClosed(c, info.Err)
+		}
 		if err == nil {
 			srv.StatementOK()
 			if isReadOnlyRefusal(info.Err) && srv == s.user.Cluster.Writer() {
@@ -284,6 +288,11 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 		}
 		if !mysql.IsBackendError(err) {
 			return s.relayFailed(c, err, sent)
+		}
+		if !sent && resends < maxResends && s.unreceived(c, err) {
+			resends++
+			s.resend(c, srv, err)
+			continue
 		}
 		srv.StatementFailed(time.Now())
 		if sent || attempt >= maxReadRetries || !s.retryable(c, st) {
@@ -333,7 +342,7 @@ func (s *Session) run(c *backend.Conn, p []byte, rk relayKind) (info *mysql.Resp
 			return nil, err
 		}
 	} else if err := c.WriteCommand(p); err != nil {
-		return nil, mysql.BackendError(err)
+		return nil, mysql.BackendError(serverErrorOr(c, err))
 	}
 	r := c.Relay(s.client, s.caps)
 	switch rk {
@@ -346,7 +355,23 @@ func (s *Session) run(c *backend.Conn, p []byte, rk relayKind) (info *mysql.Resp
 	default:
 		err = r.Query()
 	}
+	if err != nil && !r.Info.Sent && mysql.IsBackendError(err) {
+		// The command's write may have failed inside the read of its
+		// reply (FlushForReply).
+		if se := c.ErrorBeforeClose(); se != nil {
+			err = mysql.BackendError(se)
+		}
+	}
 	return &r.Info, err
+}
+
+// serverErrorOr returns the error the server sent before it closed c (see
+// backend.Conn.ErrorBeforeClose), else err.
+func serverErrorOr(c *backend.Conn, err error) error {
+	if se := c.ErrorBeforeClose(); se != nil {
+		return se
+	}
+	return err
 }
 
 // retryable reports whether a failed statement may run again elsewhere: a

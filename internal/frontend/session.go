@@ -79,6 +79,12 @@ type Session struct {
 	lastWrite  time.Time // the session's last write, for read-your-writes
 	lastGTID   string    // its GTID, when the server reported one
 
+	// The connection the statement runs on came from the pool for it
+	// (fromPool), and how much had been written to it before (sentMark):
+	// see unreceived.
+	fromPool bool
+	sentMark uint64
+
 	scratch []byte // state-sync statements
 	rewrite []byte // a client statement rewritten by the proxy
 }
@@ -451,9 +457,11 @@ func (s *Session) acquire(n needs) (*backend.Conn, error) {
 // whose replica cannot give a connection, or cannot catch up with the
 // session's last write in time, goes to another server.
 func (s *Session) borrow(n needs) (c *backend.Conn, ok bool) {
+	resends := 0
 	for attempt := 0; ; attempt++ {
 		target, waitGTID := s.target, s.waitGTID
 		s.waitGTID = ""
+		fromPool := s.pinned == nil
 		c, err := s.acquire(n)
 		if err != nil {
 			if target != nil && target != s.user.Cluster.Writer() && attempt < maxReadRetries {
@@ -466,7 +474,13 @@ func (s *Session) borrow(n needs) (c *backend.Conn, ok bool) {
 			s.unpinAfterFailure()
 			return nil, s.acquireFailed(err)
 		}
+		s.fromPool, s.sentMark = fromPool, c.BytesWritten()
 		if err := s.sync(c, n); err != nil {
+			if resends < maxResends && s.unreceived(c, err) {
+				resends++
+				s.resend(c, target, err)
+				continue
+			}
 			c.Dirty = true
 			s.unpinAfterFailure()
 			return nil, s.syncFailed(c, err)
@@ -577,26 +591,51 @@ func isSQLError(err error) bool {
 	return errors.As(err, &se)
 }
 
+// maxResends bounds how often one statement moves to a fresh connection
+// because the server had closed the one it was written to (unreceived).
+const maxResends = 3
+
+// unreceived reports whether a statement whose backend connection failed
+// with err provably never reached the server, so that it may run again on
+// another connection, write or read alike: the connection came from the
+// pool for this statement (no session state is lost with it), the server
+// closed it (end of stream or reset, not a timeout: a peer that is alive
+// enough to close also acknowledges what it read) and its TCP stack did not
+// acknowledge the last bytes written (mysql.Conn.Unreceived). That is what a
+// connection the server closed while it sat in the pool (wait_timeout, a
+// restart, KILL) looks like.
+func (s *Session) unreceived(c *backend.Conn, err error) bool {
+	return s.fromPool && !s.killed.Load() && peerClosed(err) && c.Unreceived(s.sentMark)
+}
+
+// peerClosed reports a connection the other side closed or reset.
+func peerClosed(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// resend drops a connection the server had closed before the statement
+// reached it and routes the statement to the same server again. Idle
+// connections dialed before it most likely died the same way: the pool
+// retires them, so the next one is freshly dialed.
+func (s *Session) resend(c *backend.Conn, target *backend.Server, err error) {
+	s.logger().Info("backend connection was closed by the server before the statement reached it; sending it on a fresh connection",
+		"backend", c.Pool().Addr(), "thread_id", c.ThreadID, "err", err)
+	s.srv.opt.Metrics.Resends.Inc()
+	if s.last == c {
+		s.last = nil
+	}
+	s.client.DiscardOutput()
+	c.Pool().Discard(c, true)
+	s.target = target
+}
+
 // backendFailed handles a backend connection that failed while running a
 // client's command. The client gets an error unless a result is half sent;
 // a session that lost a transaction or other held state is closed, so it can
 // never commit work that is gone.
 func (s *Session) backendFailed(c *backend.Conn, err error, sent bool) bool {
-	s.srv.opt.Metrics.BackendErrors.Inc()
-	s.logger().Warn("backend connection failed during a statement", "backend", c.Pool().Addr(), "thread_id", c.ThreadID, "err", err)
-	lost := s.pins &^ pinHeld
-	s.pinned, s.pins = nil, 0
-	if lost != 0 && lost&^(pinTrx|pinNextTrx) == 0 {
-		// Only a transaction was lost: the session stays, in the aborted
-		// state, until the client ends that transaction (see abortedTrx).
-		s.trxAborted = true
-		lost = 0
-	}
-	lostState := lost != 0
-	if s.last == c {
-		s.last = nil
-	}
-	c.Pool().Discard(c, !isSQLError(err))
+	lostState := s.dropBackend(c, err)
 	if s.killed.Load() {
 		return false
 	}
@@ -621,6 +660,42 @@ func (s *Session) backendFailed(c *backend.Conn, err error, sent bool) bool {
 		return false
 	}
 	return true
+}
+
+// backendClosed handles a statement the server answered with an error
+// after which it closes the connection (mysql.ClosesConnection): the client
+// already has that error, as it would from the server; the connection goes,
+// and with it only what this session held on it.
+func (s *Session) backendClosed(c *backend.Conn, e *mysql.SQLError) bool {
+	if s.dropBackend(c, e) {
+		s.logger().Warn("closing client whose transaction or session state was lost with its backend connection")
+		return false
+	}
+	return true
+}
+
+// dropBackend discards a backend connection that failed or was closed by
+// the server under a statement, and forgets what the session held on it. A
+// session that held only a transaction stays, in the aborted state; it
+// reports whether other held state (user variables, locks...) was lost, in
+// which case the session must end. Only a failure without the server's word
+// for it (not a SQL error) retires the pool's other idle connections.
+func (s *Session) dropBackend(c *backend.Conn, err error) (lostState bool) {
+	s.srv.opt.Metrics.BackendErrors.Inc()
+	s.logger().Warn("backend connection failed during a statement", "backend", c.Pool().Addr(), "thread_id", c.ThreadID, "err", err)
+	lost := s.pins &^ pinHeld
+	s.pinned, s.pins = nil, 0
+	if lost != 0 && lost&^(pinTrx|pinNextTrx) == 0 {
+		// Only a transaction was lost: the session stays, in the aborted
+		// state, until the client ends that transaction (see abortedTrx).
+		s.trxAborted = true
+		lost = 0
+	}
+	if s.last == c {
+		s.last = nil
+	}
+	c.Pool().Discard(c, !isSQLError(err))
+	return lost != 0
 }
 
 // lostBackendError is the answer to a statement whose backend connection

@@ -36,6 +36,9 @@ type socket struct {
 	err error
 
 	waitTimeout time.Duration
+
+	// written counts the bytes handed to the kernel, for NothingAckedSince.
+	written uint64
 }
 
 // rawSocket reports whether the connection's socket can be used directly,
@@ -124,6 +127,7 @@ func (c *Conn) writeOnce(fd uintptr) bool {
 		switch {
 		case n > 0:
 			c.sock.n += n
+			c.sock.written += uint64(n)
 		case errno == syscall.EINTR:
 		case errno == syscall.EAGAIN:
 			return false
@@ -136,6 +140,37 @@ func (c *Conn) writeOnce(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// BytesWritten is a mark for Unreceived: how many bytes the connection has
+// written to its socket so far.
+func (c *Conn) BytesWritten() uint64 { return c.sock.written }
+
+// Unreceived reports whether the last bytes written, after mark (a
+// BytesWritten value), provably never reached the peer process: they were
+// never written, or its TCP stack acknowledged none of them. A process can only read bytes its kernel
+// acknowledged, and a socket the peer had closed acknowledges nothing (it
+// answers with a reset), so after a server closed the connection (idle
+// timeout, restart, KILL) a command written to it can be sent again
+// elsewhere. A peer that read everything and then died acknowledges it in
+// its FIN. False when it cannot tell (TLS, not Linux).
+//
+// Linux counts the SYN in tcpi_bytes_acked, one more than the data, so
+// "acked < written" means at least the last byte written was never
+// acknowledged; a server acts on a command only once it has all of it.
+func (c *Conn) Unreceived(mark uint64) bool {
+	if !c.rawSocket() {
+		return false
+	}
+	if c.sock.written == mark {
+		return true // nothing left the proxy
+	}
+	var acked uint64
+	var ok bool
+	if err := c.sock.raw.Control(func(fd uintptr) { acked, ok = peerAckedBytes(fd) }); err != nil || !ok {
+		return false
+	}
+	return acked < c.sock.written
 }
 
 // FlushForReply is Flush for a command whose reply the caller reads next.

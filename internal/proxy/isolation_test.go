@@ -1,0 +1,137 @@
+package proxy_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+// TestOversizedStatementCostsOnlyItself sends statements larger than the
+// server's max_allowed_packet while other clients write: as directly on
+// MariaDB, the sender gets 1153 every time and nobody else sees an error.
+func TestOversizedStatementCostsOnlyItself(t *testing.T) {
+	srv := testenv.Start(t, testenv.Options{ExtraArgs: []string{"--max-allowed-packet=16M"}})
+	srv.Exec(t, "CREATE DATABASE iso", "CREATE TABLE iso.t (id INT PRIMARY KEY, n INT)", "INSERT INTO iso.t VALUES (1, 0)")
+	p := startProxy(t, proxyConfig(t, srv, ""))
+
+	big := "SELECT '" + strings.Repeat("x", 17<<20) + "'"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	var updates, failed atomic.Int64
+	var firstErr atomic.Value
+	for range 4 {
+		db := openDB(t, proxyDSN(p, appUser, appPass, "iso", ""))
+		db.SetMaxOpenConns(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				_, err := db.ExecContext(context.Background(), "UPDATE t SET n = n + 1 WHERE id = 1")
+				updates.Add(1)
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				}
+			}
+		}()
+	}
+	for i := range 10 {
+		db := openDB(t, proxyDSN(p, appUser, appPass, "iso", "maxAllowedPacket=67108864"))
+		_, err := db.Exec(big)
+		if code := mysqlErrCode(err); code != 1153 {
+			t.Errorf("oversized statement %d: want error 1153, got %v", i, err)
+		}
+		db.Close()
+	}
+	cancel()
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Errorf("%d of %d concurrent UPDATEs failed, first: %v", n, updates.Load(), firstErr.Load())
+	}
+	// The proxy still serves.
+	var one int
+	if err := openDB(t, proxyDSN(p, appUser, appPass, "iso", "")).QueryRow("SELECT 1").Scan(&one); err != nil {
+		t.Fatalf("after the oversized statements: %v", err)
+	}
+}
+
+// TestStatementOnConnectionServerClosed: a pooled connection that the server
+// closed while it sat idle (KILL, wait_timeout, restart) costs the client
+// nothing: the statement, read or write, is sent on a fresh connection,
+// because the server provably never received it.
+func TestStatementOnConnectionServerClosed(t *testing.T) {
+	srv := testenv.Start(t, testenv.Options{})
+	srv.Exec(t, "CREATE DATABASE rs", "CREATE TABLE rs.t (id INT PRIMARY KEY, n INT)", "INSERT INTO rs.t VALUES (1, 0)")
+	cfg := proxyConfig(t, srv, "")
+	cfg.Clusters[0].Pool.MinIdle = 4
+	p := startProxy(t, cfg)
+	db := openDB(t, proxyDSN(p, appUser, appPass, "rs", ""))
+	db.SetMaxIdleConns(8)
+	want := 0
+	update := func(what string) {
+		t.Helper()
+		res, err := db.Exec("UPDATE t SET n = n + 1 WHERE id = 1")
+		if err != nil {
+			t.Fatalf("%s: update: %v", what, err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			t.Fatalf("%s: update affected %d rows", what, n)
+		}
+		want++
+		if got := queryString(t, db, "SELECT n FROM t WHERE id = 1"); got != fmt.Sprint(want) {
+			t.Fatalf("%s: n = %s, want %d (a statement ran twice or not at all)", what, got, want)
+		}
+	}
+	update("warm")
+	root := srv.RootDB(t)
+	killIdle := func() int {
+		t.Helper()
+		rows, err := root.Query("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ? AND COMMAND = 'Sleep'", testenv.User)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		for _, id := range ids {
+			if _, err := root.Exec(fmt.Sprintf("KILL %d", id)); err != nil {
+				t.Logf("kill %d: %v", id, err)
+			}
+		}
+		return len(ids)
+	}
+	for round := range 3 {
+		if n := killIdle(); n == 0 {
+			t.Fatal("no idle backend connection to kill")
+		}
+		time.Sleep(50 * time.Millisecond) // the closes reach the proxy's sockets
+		update(fmt.Sprintf("after KILL, round %d", round))
+	}
+
+	// wait_timeout: the server closes the pool's connections after 1 s idle.
+	mustExec(t, root, "SET GLOBAL wait_timeout = 1")
+	killIdle() // new connections get the new timeout
+	update("new connections")
+	time.Sleep(2500 * time.Millisecond)
+	update("after wait_timeout")
+	mustExec(t, root, "SET GLOBAL wait_timeout = 28800")
+
+	// A restart closes every connection.
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	update("after restart")
+}
