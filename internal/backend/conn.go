@@ -62,6 +62,10 @@ type Conn struct {
 
 	scratch []byte
 	relay   mysql.Relay
+
+	// The greeting's scramble and auth plugin, for COM_CHANGE_USER (ClearDB).
+	salt   []byte
+	plugin string
 }
 
 // Stmt is a statement prepared on one backend connection.
@@ -130,6 +134,8 @@ func (c *Conn) handshake(dc *DialConfig) error {
 	}
 	c.ThreadID = g.ConnectionID
 	c.ServerVersion = g.ServerVersion
+	c.salt = append([]byte(nil), g.AuthData...)
+	c.plugin = g.AuthPlugin
 	caps := wantCaps & g.Capabilities
 	if dc.Database == "" {
 		caps &^= mysql.ClientConnectWithDB
@@ -491,6 +497,52 @@ func (c *Conn) Reset() error {
 	c.Dirty = false
 	c.forgetStmts()
 	return nil
+}
+
+// ClearDB leaves the connection without a current database, as a client
+// session without one must find it (DATABASE() is NULL, an unqualified
+// table name fails with 1046). No statement does that; COM_CHANGE_USER to
+// the same account without a database does, and like Reset it returns the
+// session to a clean state, so session tracking is turned on again.
+func (c *Conn) ClearDB() error {
+	if c.pool == nil {
+		return errors.New("clear database: connection has no pool")
+	}
+	dc := c.pool.dial
+	plugin := c.plugin
+	if plugin == "" {
+		plugin = auth.PluginNative
+	}
+	resp, err := scrambleFor(plugin, dc.Password, c.salt)
+	if err != nil {
+		return err
+	}
+	c.ResetSeq()
+	b := append(c.BeginPacket(), mysql.ComChangeUser)
+	b = append(append(b, dc.User...), 0)
+	b = append(append(b, byte(len(resp))), resp...)
+	b = append(b, 0)             // no database
+	b = append(b, dc.Charset, 0) // collation id, 2 bytes
+	b = append(append(b, plugin...), 0)
+	if c.Caps&mysql.ClientConnectAttrs != 0 {
+		b = mysql.AppendLenEncStr(b, string(connectAttrs()))
+	}
+	if err := c.EndPacket(b); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	if err := c.authResult(dc, plugin, c.salt); err != nil {
+		return fmt.Errorf("change user to clear the database: %w", err)
+	}
+	c.DB = ""
+	c.Vars = c.Vars[:0]
+	c.VarsFP = 0
+	c.LastInsertID = 0
+	c.Dirty = false
+	c.forgetStmts()
+	return c.setupSession()
 }
 
 // forgetStmts drops the record of server-side statements (after a reset

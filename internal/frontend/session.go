@@ -500,6 +500,13 @@ func (s *Session) borrow(n needs) (c *backend.Conn, ok bool) {
 // sync brings c's database, variables and (when needed) LAST_INSERT_ID() to
 // the session's, in one round trip.
 func (s *Session) sync(c *backend.Conn, n needs) error {
+	if s.db == "" && c.DB != "" {
+		// The connection last served a session with a database; this one
+		// has none and must not see that one (DATABASE(), table names).
+		if err := c.ClearDB(); err != nil {
+			return err
+		}
+	}
 	dbOK := c.DB == s.db || s.db == ""
 	varsOK := c.VarsFP == s.varsFP && c.Vars.Equal(s.vars)
 	lidOK := n&needLastID == 0 || c.LastInsertID == s.lastInsertID

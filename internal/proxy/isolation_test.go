@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
@@ -134,4 +135,40 @@ func TestStatementOnConnectionServerClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	update("after restart")
+}
+
+// TestNoDatabaseDoesNotLeak: a session without a default database sees none
+// (DATABASE() NULL, 1046 for an unqualified table) whatever backend
+// connection serves it, also one that last served a session with one.
+func TestNoDatabaseDoesNotLeak(t *testing.T) {
+	srv := testenv.Shared(t)
+	srv.Exec(t, "CREATE DATABASE IF NOT EXISTS leak", "CREATE TABLE IF NOT EXISTS leak.t (id INT PRIMARY KEY)")
+	cfg := proxyConfig(t, srv, "")
+	cfg.Clusters[0].Pool.MaxOpen = 1 // every session gets the same backend connection
+	p := startProxy(t, cfg)
+	withDB := openDB(t, proxyDSN(p, appUser, appPass, "leak", ""))
+	noDB := openDB(t, proxyDSN(p, appUser, appPass, "", ""))
+	for i := range 3 {
+		if got := queryString(t, withDB, "SELECT DATABASE()"); got != "leak" {
+			t.Fatalf("session with a database: DATABASE() = %q", got)
+		}
+		mustExec(t, withDB, "SET @@session.sql_mode = 'ANSI_QUOTES'", "SELECT COUNT(*) FROM t")
+		var db sql.NullString
+		if err := noDB.QueryRow("SELECT DATABASE()").Scan(&db); err != nil {
+			t.Fatal(err)
+		}
+		if db.Valid {
+			t.Fatalf("round %d: session without a database: DATABASE() = %q, want NULL", i, db.String)
+		}
+		_, err := noDB.Exec("SELECT COUNT(*) FROM t")
+		if code := mysqlErrCode(err); code != 1046 {
+			t.Fatalf("round %d: unqualified table without a database: want 1046, got %v", i, err)
+		}
+		if got := queryString(t, noDB, "SELECT @@session.sql_mode"); strings.Contains(got, "ANSI_QUOTES") {
+			t.Fatalf("round %d: the other session's sql_mode leaked: %s", i, got)
+		}
+		if got := queryString(t, noDB, "SELECT COUNT(*) FROM leak.t"); got != "0" {
+			t.Fatalf("round %d: qualified table: %s", i, got)
+		}
+	}
 }
