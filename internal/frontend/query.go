@@ -519,6 +519,11 @@ func (s *Session) applyStateChanges(c *backend.Conn, blocks []byte) (charsetChan
 				if backend.Untracked(name) {
 					return
 				}
+				if clientTimeout(name) {
+					s.setClientTimeout(name, ch.Value)
+					c.Dirty = true // reset before anyone else uses it
+					return
+				}
 				s.vars.Set(name, string(ch.Value))
 				c.Vars.Set(name, string(ch.Value))
 				varsChanged = true

@@ -85,6 +85,10 @@ type Session struct {
 	fromPool bool
 	sentMark uint64
 
+	// waitTimeout is the client's own SET wait_timeout (0: not set), which
+	// the proxy applies itself (idleLimit).
+	waitTimeout time.Duration
+
 	scratch []byte // state-sync statements
 	rewrite []byte // a client statement rewritten by the proxy
 }
@@ -205,7 +209,7 @@ const parkIdleAfter = 2 * time.Second
 // or the session is parked. When the command is already there (a busy
 // client) this is one read syscall: no clock, no deadline.
 func (s *Session) waitCommand() error {
-	limit := s.srv.opt.ClientIdleTimeout
+	limit := s.idleLimit()
 	left := limit // idle time left; the whole limit unless resumed from parking
 	if limit > 0 && !s.idleSince.IsZero() {
 		if left = limit - time.Since(s.idleSince); left <= 0 {
@@ -257,6 +261,44 @@ func (s *Session) waitCommand() error {
 	return err
 }
 
+// idleLimit is how long the session may wait for its next command: the
+// client's own wait_timeout when it set one, else (or when shorter)
+// server.client_idle_timeout; 0 is no limit.
+func (s *Session) idleLimit() time.Duration {
+	limit := s.srv.opt.ClientIdleTimeout
+	if w := s.waitTimeout; w > 0 && (limit == 0 || w < limit) {
+		return w
+	}
+	return limit
+}
+
+// clientTimeout reports the idle timeouts a client sets for its own
+// session. On a direct connection the server closes the client after
+// wait_timeout idle seconds; here a backend connection serves many
+// sessions, so the setting must not stay on it (the server would close it
+// under another session) and the proxy applies it to the client instead.
+func clientTimeout(name string) bool {
+	return name == "wait_timeout" || name == "interactive_timeout"
+}
+
+// setClientTimeout records a client's wait_timeout or interactive_timeout.
+// interactive_timeout only seeds wait_timeout at connect, so setting it
+// later changes nothing for the session, as on the server.
+func (s *Session) setClientTimeout(name string, value []byte) {
+	if name != "wait_timeout" {
+		return
+	}
+	if secs, err := strconv.ParseUint(string(value), 10, 32); err == nil && secs > 0 {
+		s.waitTimeout = time.Duration(secs) * time.Second
+	}
+}
+
+// ownTimeoutExpired reports that the idle limit that passed is the client's
+// own wait_timeout: the server would close such a client without a word.
+func (s *Session) ownTimeoutExpired() bool {
+	return s.waitTimeout > 0 && s.waitTimeout == s.idleLimit()
+}
+
 // isTimeout reports a deadline error. It is a function of its own so that
 // the error variable escapes only when there is an error.
 func isTimeout(err error) bool {
@@ -289,6 +331,8 @@ func (s *Session) readFailed(err error) {
 	case s.killed.Load():
 	case errors.Is(err, errShutdown) || (s.srv.shuttingDown.Load() && errors.As(err, &ne) && ne.Timeout()):
 		s.sendShutdown()
+	case errors.As(err, &ne) && ne.Timeout() && s.ownTimeoutExpired():
+		s.logger().Debug("closing client idle past its own wait_timeout", "wait_timeout", s.waitTimeout)
 	case errors.As(err, &ne) && ne.Timeout():
 		s.client.ResetSeq()
 		_ = s.client.WriteErr(mysql.NewError(mysql.ERClientInteractionTO, mysql.StateGeneral,

@@ -1,9 +1,11 @@
 package proxy_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -171,4 +173,73 @@ func TestNoDatabaseDoesNotLeak(t *testing.T) {
 			t.Fatalf("round %d: qualified table: %s", i, got)
 		}
 	}
+}
+
+// TestClientWaitTimeout: a client's SET wait_timeout applies to that client,
+// as on the server (the mariadb CLI's next statement after the idle time
+// fails with 2006 or 2013), and never to the shared backend connection.
+func TestClientWaitTimeout(t *testing.T) {
+	srv := testenv.Shared(t)
+	cfg := proxyConfig(t, srv, "")
+	cfg.Clusters[0].Pool.MaxOpen = 1 // one backend connection for every session
+	p := startProxy(t, cfg)
+	bin := clientsBinary(t, "mariadb")
+	for _, tg := range []clientsTarget{clientsDirectTarget(srv), clientsProxyTarget(t, p)} {
+		t.Run(tg.name, func(t *testing.T) {
+			out := cliIdleSession(t, bin, tg, "SET SESSION wait_timeout = 1;", 2500*time.Millisecond, "SELECT 'still here';")
+			if !strings.Contains(out, "ERROR 2006") && !strings.Contains(out, "ERROR 2013") {
+				t.Fatalf("statement after wait_timeout: want ERROR 2006 or 2013, got:\n%s", out)
+			}
+			if ranStillHere(out) {
+				t.Fatalf("the statement after wait_timeout ran:\n%s", out)
+			}
+		})
+	}
+	// The other sessions' connection kept the server's wait_timeout.
+	db := openDB(t, proxyDSN(p, appUser, appPass, "", ""))
+	if got, want := queryString(t, db, "SELECT @@session.wait_timeout"), srv.Scalar(t, "SELECT @@global.wait_timeout"); got != want {
+		t.Fatalf("another session's wait_timeout = %s, want the server's %s", got, want)
+	}
+	// A client that sets a longer wait_timeout stays.
+	out := cliIdleSession(t, bin, clientsProxyTarget(t, p), "SET SESSION wait_timeout = 30;", 1500*time.Millisecond, "SELECT 'still here';")
+	if !ranStillHere(out) {
+		t.Fatalf("client with wait_timeout 30 after 1.5 s idle:\n%s", out)
+	}
+}
+
+// cliIdleSession runs the mariadb CLI, sends first, stays idle for idle,
+// then sends then, and returns everything the CLI printed.
+func cliIdleSession(t *testing.T, bin string, tg clientsTarget, first string, idle time.Duration, then string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--no-defaults", "-h", tg.host, "-P", tg.port, "-u", tg.user, "-p"+tg.pass,
+		"--protocol=TCP", "--skip-ssl", "--batch", "--skip-reconnect")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(stdin, first)
+	time.Sleep(idle)
+	fmt.Fprintln(stdin, then)
+	stdin.Close()
+	_ = cmd.Wait()
+	return out.String()
+}
+
+// ranStillHere reports whether the CLI printed the row of SELECT 'still
+// here' (its error messages quote the statement, not as a line of its own).
+func ranStillHere(out string) bool {
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		if l == "still here" {
+			n++
+		}
+	}
+	return n >= 2 // the column heading and the value
 }
