@@ -1,6 +1,9 @@
 package frontend
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
 
 // Metrics are the session counters exported on /metrics. Prometheus counters
 // are atomic adds, cheap enough for the hot path.
@@ -37,4 +40,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.ClientConnects, m.ClientsConnected, m.AuthFailures, m.Commands, m.ClientErrors, m.BackendErrors, m.Resends)
 	}
 	return m
+}
+
+// activity is the number of client connections and commands served so far
+// (read off the hot path, by a sweep).
+func (m *Metrics) activity() uint64 {
+	return counterValue(m.ClientConnects) + counterValue(m.Commands)
+}
+
+func counterValue(c prometheus.Counter) uint64 {
+	var v dto.Metric
+	if err := c.Write(&v); err != nil || v.Counter == nil {
+		return 0
+	}
+	return uint64(v.Counter.GetValue())
 }

@@ -85,5 +85,6 @@ func (s *Server) sweepIdle(stop <-chan struct{}) {
 			sess.idleWait.sweep(sess.client)
 			return true
 		})
+		relief.sweep(s.parker.count(), s.opt.Metrics.activity(), time.Now())
 	}
 }

@@ -176,3 +176,36 @@ func TestIdleWaitRacingSweeps(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d waits interrupted by sweeps", interrupted)
 }
+
+func TestMemoryReliefAfterManyParked(t *testing.T) {
+	freed := 0
+	m := memoryRelief{free: func() { freed++ }}
+	t0 := time.Unix(1000, 0)
+	steps := []struct {
+		parked   int
+		activity uint64
+		at       time.Duration
+		want     bool
+	}{
+		{0, 0, 0, false},
+		{999, 10, time.Second, false},
+		{999, 10, 2 * time.Second, false},           // quiet, but not enough parked
+		{5000, 20, 3 * time.Second, false},          // a burst still running
+		{9000, 20, 4 * time.Second, true},           // quiet: relief
+		{9500, 20, 5 * time.Second, false},          // not enough more
+		{11000, 20, 5500 * time.Millisecond, false}, // within reliefEvery
+		{11000, 20, 6 * time.Second, true},          // the rest of the burst parked
+		{11000, 20, 9 * time.Second, false},         // nothing new
+		{200, 90, 10 * time.Second, false},          // clients woke up
+		{1300, 99, 11 * time.Second, false},         // parked again, still busy
+		{1300, 99, 12 * time.Second, true},          // and quiet
+	}
+	for i, st := range steps {
+		if got := m.sweep(st.parked, st.activity, t0.Add(st.at)); got != st.want {
+			t.Fatalf("step %d (%d parked, activity %d at %v): relief %v, want %v", i, st.parked, st.activity, st.at, got, st.want)
+		}
+	}
+	if freed != 3 {
+		t.Fatalf("freed %d times, want 3", freed)
+	}
+}
