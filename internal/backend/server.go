@@ -17,6 +17,11 @@ type Health struct {
 	GTIDPos     string        // @@gtid_current_pos (MariaDB): what the server has applied
 	At          time.Time     // when the check finished
 	Err         error         // why the last check failed
+
+	// The backend account was refused reading these: ReadOnly and
+	// Replica, Replicating, Lag are then unknown rather than false.
+	ReadOnlyUnknown    bool
+	ReplicationUnknown bool
 }
 
 // Server is one MySQL server of a cluster: its connection pool, what the
@@ -101,6 +106,13 @@ func (s *Server) MarkReadOnly() {
 	h := *s.health.Load()
 	h.ReadOnly = true
 	s.health.Store(&h)
+}
+
+// until is when an open breaker lets the checker probe again.
+func (b *breaker) until() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.openUntil
 }
 
 // BreakerConfig tunes a server's circuit breaker.
