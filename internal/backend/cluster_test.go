@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -211,5 +212,70 @@ func TestFailedConnectTripsBreaker(t *testing.T) {
 	}
 	if !s.BreakerOpen() || s.Available() || tripped != 1 {
 		t.Fatalf("after a refused connect: breaker open %v, available %v, trips %d", s.BreakerOpen(), s.Available(), tripped)
+	}
+}
+
+// Each server's reason for not taking writes, as error 9001 gives it.
+func TestDescribeUnwritable(t *testing.T) {
+	p, a, b, d := testServer(t, "p:1", 1), testServer(t, "a:1", 1), testServer(t, "b:1", 1), testServer(t, "d:1", 1)
+	c := testCluster(p, a, b, d)
+	p.SetOffline(true)
+	a.health.Store(&Health{Checked: true, Up: true, ReadOnly: true})
+	b.trip(time.Now())
+	b.health.Store(&Health{Checked: true, Err: errors.New("connect b:1: refused")})
+	d.health.Store(&Health{Checked: true, Err: errors.New("read_only: i/o timeout")})
+	c.UpdateTopology()
+	if c.Writer() != nil {
+		t.Fatalf("writer %v, want none", c.Writer().Addr())
+	}
+	got := c.DescribeUnwritable()
+	want := "p:1 offline (drained); a:1 read-only; b:1 taken out (circuit breaker open until " +
+		b.breaker.until().Format("15:04:05.000") + "), last check failed: connect b:1: refused; d:1 down: read_only: i/o timeout"
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// An account that may not read read_only: only the configured primary is
+// assumed writable (as before the first check); one refused SHOW SLAVE
+// STATUS neither stops writes nor makes a read replica.
+func TestWriterWithUnknownState(t *testing.T) {
+	p, a := testServer(t, "p:1", 1), testServer(t, "a:1", 1)
+	c := testCluster(p, a)
+	p.health.Store(&Health{Checked: true, Up: true, ReadOnly: true})
+	a.health.Store(&Health{Checked: true, Up: true, ReadOnlyUnknown: true, Lag: -1})
+	c.UpdateTopology()
+	if c.Writer() != nil {
+		t.Fatal("a replica whose read_only is unknown must not take writes")
+	}
+	if got := c.DescribeUnwritable(); got != "p:1 read-only; a:1 read_only unknown (the backend account may not read @@global.read_only)" {
+		t.Fatalf("got %s", got)
+	}
+	p.health.Store(&Health{Checked: true, Up: true, ReadOnlyUnknown: true, ReplicationUnknown: true, Lag: -1})
+	a.health.Store(&Health{Checked: true, Up: true, ReadOnly: true, ReplicationUnknown: true, Lag: -1})
+	c.UpdateTopology()
+	if c.Writer() != p {
+		t.Fatal("the configured primary with read_only unknown must take writes")
+	}
+	if r := c.Reader(time.Hour, nil); r != nil {
+		t.Fatalf("a replica whose replication state is unknown got a read")
+	}
+}
+
+func TestReplicationPrivilege(t *testing.T) {
+	for v, want := range map[string]string{
+		"10.11.19-MariaDB-0+deb12u1":  "SLAVE MONITOR",
+		"5.5.5-10.6.4-MariaDB-log":    "SLAVE MONITOR",
+		"10.5.9-MariaDB":              "SLAVE MONITOR",
+		"10.5.8-MariaDB":              "REPLICATION SLAVE ADMIN",
+		"5.5.5-10.5.2-MariaDB":        "REPLICATION SLAVE ADMIN",
+		"10.4.32-MariaDB":             "REPLICATION CLIENT",
+		"11.4.2-MariaDB":              "SLAVE MONITOR",
+		"8.0.36":                      "REPLICATION CLIENT",
+		"8.0.36-0ubuntu0.22.04.1-log": "REPLICATION CLIENT",
+	} {
+		if got := replicationPrivilege(v); got != want {
+			t.Errorf("%s: got %s, want %s", v, got, want)
+		}
 	}
 }
