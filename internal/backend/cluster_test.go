@@ -3,9 +3,11 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -277,5 +279,21 @@ func TestReplicationPrivilege(t *testing.T) {
 		if got := replicationPrivilege(v); got != want {
 			t.Errorf("%s: got %s, want %s", v, got, want)
 		}
+	}
+}
+
+// Failed checks that differ only by the local port of their connection
+// fail for the same reason (logged at DEBUG, not WARN, when repeated).
+func TestReasonKey(t *testing.T) {
+	timeout := func(port int) error {
+		return fmt.Errorf("read_only: %w", &net.OpError{Op: "read", Net: "tcp",
+			Source: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port},
+			Addr:   &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 3306}, Err: os.ErrDeadlineExceeded})
+	}
+	if a, b := reasonKey(timeout(50000)), reasonKey(timeout(50001)); a != b || a != "read_only: read i/o timeout" {
+		t.Fatalf("same failure, different reasons: %q, %q", a, b)
+	}
+	if reasonKey(timeout(1)) == reasonKey(errors.New("read_only: ERROR 1227")) {
+		t.Fatal("different failures, one reason")
 	}
 }

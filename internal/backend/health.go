@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -127,7 +128,7 @@ func (k *checker) logResult(err error) {
 		}
 		return
 	}
-	reason := err.Error()
+	reason := reasonKey(err)
 	attrs := []any{"err", err, "breaker_open", k.s.BreakerOpen()}
 	if reason == k.lastErr {
 		k.log.Debug("backend health check failed again", attrs...)
@@ -135,6 +136,18 @@ func (k *checker) logResult(err error) {
 	}
 	k.lastErr = reason
 	k.log.Warn("backend health check failed", attrs...)
+}
+
+// reasonKey is what makes two failed checks fail for the same reason: the
+// error's text without the local port of a network error, which differs
+// on every connection.
+func reasonKey(err error) string {
+	msg := err.Error()
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		msg = strings.Replace(msg, oe.Error(), oe.Op+" "+oe.Err.Error(), 1)
+	}
+	return msg
 }
 
 // probe connects if needed and asks the server for its state.
