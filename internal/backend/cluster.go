@@ -37,7 +37,7 @@ func NewCluster(name string, servers []*Server, hc HealthConfig, log *slog.Logge
 		log: log.With("cluster", name), stop: make(chan struct{})}
 	c.setWriter(servers[0])
 	for _, s := range servers {
-		s.onTrip = c.UpdateTopology
+		s.setOnTrip(c.UpdateTopology)
 	}
 	for _, s := range servers {
 		k := &checker{s: s, cfg: c.health, log: c.log.With("server", s.Addr(), "backend", s.Pool.Name)}
@@ -218,6 +218,8 @@ func (c *Cluster) describeUnwritableLocked() string {
 			fmt.Fprintf(&b, "taken out (circuit breaker open until %s)", s.breaker.until().Format("15:04:05.000"))
 			if h.Err != nil {
 				fmt.Fprintf(&b, ", last check failed: %v", h.Err)
+			} else if err := s.lastConnectErr(); err != nil {
+				fmt.Fprintf(&b, ", last connect failed: %v", err)
 			}
 		case outUnchecked:
 			b.WriteString("not checked yet")

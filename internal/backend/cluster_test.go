@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -32,7 +33,7 @@ func testCluster(servers ...*Server) *Cluster {
 	c := &Cluster{Name: "t", Primary: servers[0].Pool, Servers: servers, log: quietLog, stop: make(chan struct{})}
 	c.setWriter(servers[0])
 	for _, s := range servers {
-		s.onTrip = c.UpdateTopology
+		s.setOnTrip(c.UpdateTopology)
 	}
 	return c
 }
@@ -208,12 +209,17 @@ func TestFailedConnectTripsBreaker(t *testing.T) {
 	ln.Close() // nothing listens there now: connects are refused
 	s := testServer(t, addr, 1)
 	tripped := 0
-	s.onTrip = func() { tripped++ }
+	s.setOnTrip(func() { tripped++ })
 	if _, err := s.Pool.Acquire(context.Background(), false); err == nil {
 		t.Fatal("acquire from a dead server succeeded")
 	}
 	if !s.BreakerOpen() || s.Available() || tripped != 1 {
 		t.Fatalf("after a refused connect: breaker open %v, available %v, trips %d", s.BreakerOpen(), s.Available(), tripped)
+	}
+	// Before any health check failed, the refused connect is the reason.
+	if got := testCluster(s).DescribeUnwritable(); !strings.Contains(got, addr+" taken out (circuit breaker open until ") ||
+		!strings.Contains(got, "last connect failed: ") || !strings.Contains(got, "connection refused") {
+		t.Fatalf("why the server is out: %s", got)
 	}
 }
 

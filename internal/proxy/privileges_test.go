@@ -193,8 +193,9 @@ func TestNoWritableServerSaysWhy(t *testing.T) {
 	db := openDB(t, proxyDSN(p, appUser, appPass, "", ""))
 	mustExec(t, db, "CREATE DATABASE nw", "CREATE TABLE nw.t (id INT)")
 
-	srv.Exec(t, "SET GLOBAL read_only = 1")
 	cl := p.Cluster("main")
+	waitFor(t, "a failed check of the dead replica", 10*time.Second, func() bool { return cl.Servers[1].Health().Err != nil })
+	srv.Exec(t, "SET GLOBAL read_only = 1")
 	waitFor(t, "the writer to go", 10*time.Second, func() bool { return cl.Writer() == nil })
 	_, err = db.Exec("INSERT INTO nw.t VALUES (1)")
 	me, ok := err.(*mysql.MySQLError)
