@@ -1,8 +1,10 @@
 package backend
 
 import (
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,10 +37,10 @@ func NewCluster(name string, servers []*Server, hc HealthConfig, log *slog.Logge
 		log: log.With("cluster", name), stop: make(chan struct{})}
 	c.setWriter(servers[0])
 	for _, s := range servers {
-		s.onTrip = c.UpdateTopology
+		s.setOnTrip(c.UpdateTopology)
 	}
 	for _, s := range servers {
-		k := &checker{s: s, cfg: c.health}
+		k := &checker{s: s, cfg: c.health, log: c.log.With("server", s.Addr(), "backend", s.Pool.Name)}
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
@@ -119,8 +121,9 @@ func (c *Cluster) checked(s *Server, h *Health) {
 // UpdateTopology re-elects the writer from what is known now: the current
 // writer while it stays writable, else the first writable server (the
 // configured primary first). A server is writable when it is available and
-// its last successful check found read_only OFF; before the first check the
-// configured primary is assumed writable.
+// its last successful check found read_only OFF; before the first check, or
+// when the backend account may not read read_only, only the configured
+// primary is assumed writable.
 func (c *Cluster) UpdateTopology() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -139,25 +142,98 @@ func (c *Cluster) UpdateTopology() {
 		return
 	}
 	c.setWriter(next)
-	from, to := "none", "none"
+	if next == nil {
+		c.log.Warn("writes move to another server", "from", cur.Addr(), "to", "none",
+			"why", c.describeUnwritableLocked())
+		return
+	}
+	from := "none"
 	if cur != nil {
 		from = cur.Addr()
 	}
-	if next != nil {
-		to = next.Addr()
-	}
-	c.log.Warn("writes move to another server", "from", from, "to", to)
+	c.log.Warn("writes move to another server", "from", from, "to", next.Addr())
 }
 
-func (c *Cluster) writable(s *Server) bool {
-	if !s.Available() {
-		return false
+// unwritable is why a server may not take writes.
+type unwritable int
+
+const (
+	isWritable unwritable = iota
+	outOffline
+	outBreakerOpen
+	outUnchecked
+	outReadOnly
+	outDown
+	outReadOnlyUnknown
+)
+
+func (c *Cluster) writable(s *Server) bool { return c.whyUnwritable(s, s.Health()) == isWritable }
+
+// whyUnwritable decides whether s may take writes (c.mu held).
+func (c *Cluster) whyUnwritable(s *Server, h *Health) unwritable {
+	switch {
+	case s.Offline():
+		return outOffline
+	case s.BreakerOpen():
+		return outBreakerOpen
+	case !h.Checked:
+		if s == c.Servers[0] {
+			return isWritable
+		}
+		return outUnchecked
+	case h.ReadOnly:
+		return outReadOnly
+	case !h.Up && s != c.writer:
+		// One failed check leaves the writer in place; the breaker
+		// takes it out after enough of them.
+		return outDown
+	case h.ReadOnlyUnknown && s != c.Servers[0]:
+		return outReadOnlyUnknown
 	}
-	h := s.Health()
-	if !h.Checked {
-		return s == c.Servers[0]
+	return isWritable
+}
+
+// DescribeUnwritable tells, for an error message or a log, why each server
+// may not take writes now, e.g. "10.0.0.1:3306 read-only; 10.0.0.2:3306
+// down: connect ...". For error paths: it takes the topology lock.
+func (c *Cluster) DescribeUnwritable() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.describeUnwritableLocked()
+}
+
+func (c *Cluster) describeUnwritableLocked() string {
+	var b strings.Builder
+	for i, s := range c.Servers {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		h := s.Health()
+		b.WriteString(s.Addr())
+		b.WriteByte(' ')
+		switch c.whyUnwritable(s, h) {
+		case outOffline:
+			b.WriteString("offline (drained)")
+		case outBreakerOpen:
+			fmt.Fprintf(&b, "taken out (circuit breaker open until %s)", s.breaker.until().Format("15:04:05.000"))
+			if h.Err != nil {
+				fmt.Fprintf(&b, ", last check failed: %v", h.Err)
+			} else if err := s.lastConnectErr(); err != nil {
+				fmt.Fprintf(&b, ", last connect failed: %v", err)
+			}
+		case outUnchecked:
+			b.WriteString("not checked yet")
+		case outReadOnly:
+			b.WriteString("read-only")
+		case outDown:
+			fmt.Fprintf(&b, "down: %v", h.Err)
+		case outReadOnlyUnknown:
+			b.WriteString("read_only unknown (the backend account may not read @@global.read_only)")
+		default:
+			b.WriteString("writable")
+		}
 	}
-	return !h.ReadOnly && (h.Up || s == c.writer)
+	return b.String()
 }
 
 func (c *Cluster) setWriter(s *Server) {

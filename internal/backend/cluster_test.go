@@ -2,9 +2,13 @@ package backend
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -29,7 +33,7 @@ func testCluster(servers ...*Server) *Cluster {
 	c := &Cluster{Name: "t", Primary: servers[0].Pool, Servers: servers, log: quietLog, stop: make(chan struct{})}
 	c.setWriter(servers[0])
 	for _, s := range servers {
-		s.onTrip = c.UpdateTopology
+		s.setOnTrip(c.UpdateTopology)
 	}
 	return c
 }
@@ -205,11 +209,97 @@ func TestFailedConnectTripsBreaker(t *testing.T) {
 	ln.Close() // nothing listens there now: connects are refused
 	s := testServer(t, addr, 1)
 	tripped := 0
-	s.onTrip = func() { tripped++ }
+	s.setOnTrip(func() { tripped++ })
 	if _, err := s.Pool.Acquire(context.Background(), false); err == nil {
 		t.Fatal("acquire from a dead server succeeded")
 	}
 	if !s.BreakerOpen() || s.Available() || tripped != 1 {
 		t.Fatalf("after a refused connect: breaker open %v, available %v, trips %d", s.BreakerOpen(), s.Available(), tripped)
+	}
+	// Before any health check failed, the refused connect is the reason.
+	if got := testCluster(s).DescribeUnwritable(); !strings.Contains(got, addr+" taken out (circuit breaker open until ") ||
+		!strings.Contains(got, "last connect failed: ") || !strings.Contains(got, "connection refused") {
+		t.Fatalf("why the server is out: %s", got)
+	}
+}
+
+// Each server's reason for not taking writes, as error 9001 gives it.
+func TestDescribeUnwritable(t *testing.T) {
+	p, a, b, d := testServer(t, "p:1", 1), testServer(t, "a:1", 1), testServer(t, "b:1", 1), testServer(t, "d:1", 1)
+	c := testCluster(p, a, b, d)
+	p.SetOffline(true)
+	a.health.Store(&Health{Checked: true, Up: true, ReadOnly: true})
+	b.trip(time.Now())
+	b.health.Store(&Health{Checked: true, Err: errors.New("connect b:1: refused")})
+	d.health.Store(&Health{Checked: true, Err: errors.New("read_only: i/o timeout")})
+	c.UpdateTopology()
+	if c.Writer() != nil {
+		t.Fatalf("writer %v, want none", c.Writer().Addr())
+	}
+	got := c.DescribeUnwritable()
+	want := "p:1 offline (drained); a:1 read-only; b:1 taken out (circuit breaker open until " +
+		b.breaker.until().Format("15:04:05.000") + "), last check failed: connect b:1: refused; d:1 down: read_only: i/o timeout"
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// An account that may not read read_only: only the configured primary is
+// assumed writable (as before the first check); one refused SHOW SLAVE
+// STATUS neither stops writes nor makes a read replica.
+func TestWriterWithUnknownState(t *testing.T) {
+	p, a := testServer(t, "p:1", 1), testServer(t, "a:1", 1)
+	c := testCluster(p, a)
+	p.health.Store(&Health{Checked: true, Up: true, ReadOnly: true})
+	a.health.Store(&Health{Checked: true, Up: true, ReadOnlyUnknown: true, Lag: -1})
+	c.UpdateTopology()
+	if c.Writer() != nil {
+		t.Fatal("a replica whose read_only is unknown must not take writes")
+	}
+	if got := c.DescribeUnwritable(); got != "p:1 read-only; a:1 read_only unknown (the backend account may not read @@global.read_only)" {
+		t.Fatalf("got %s", got)
+	}
+	p.health.Store(&Health{Checked: true, Up: true, ReadOnlyUnknown: true, ReplicationUnknown: true, Lag: -1})
+	a.health.Store(&Health{Checked: true, Up: true, ReadOnly: true, ReplicationUnknown: true, Lag: -1})
+	c.UpdateTopology()
+	if c.Writer() != p {
+		t.Fatal("the configured primary with read_only unknown must take writes")
+	}
+	if r := c.Reader(time.Hour, nil); r != nil {
+		t.Fatalf("a replica whose replication state is unknown got a read")
+	}
+}
+
+func TestReplicationPrivilege(t *testing.T) {
+	for v, want := range map[string]string{
+		"10.11.19-MariaDB-0+deb12u1":  "SLAVE MONITOR",
+		"5.5.5-10.6.4-MariaDB-log":    "SLAVE MONITOR",
+		"10.5.9-MariaDB":              "SLAVE MONITOR",
+		"10.5.8-MariaDB":              "REPLICATION SLAVE ADMIN",
+		"5.5.5-10.5.2-MariaDB":        "REPLICATION SLAVE ADMIN",
+		"10.4.32-MariaDB":             "REPLICATION CLIENT",
+		"11.4.2-MariaDB":              "SLAVE MONITOR",
+		"8.0.36":                      "REPLICATION CLIENT",
+		"8.0.36-0ubuntu0.22.04.1-log": "REPLICATION CLIENT",
+	} {
+		if got := replicationPrivilege(v); got != want {
+			t.Errorf("%s: got %s, want %s", v, got, want)
+		}
+	}
+}
+
+// Failed checks that differ only by the local port of their connection
+// fail for the same reason (logged at DEBUG, not WARN, when repeated).
+func TestReasonKey(t *testing.T) {
+	timeout := func(port int) error {
+		return fmt.Errorf("read_only: %w", &net.OpError{Op: "read", Net: "tcp",
+			Source: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port},
+			Addr:   &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 3306}, Err: os.ErrDeadlineExceeded})
+	}
+	if a, b := reasonKey(timeout(50000)), reasonKey(timeout(50001)); a != b || a != "read_only: read i/o timeout" {
+		t.Fatalf("same failure, different reasons: %q, %q", a, b)
+	}
+	if reasonKey(timeout(1)) == reasonKey(errors.New("read_only: ERROR 1227")) {
+		t.Fatal("different failures, one reason")
 	}
 }

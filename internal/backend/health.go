@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -32,16 +34,50 @@ func (c HealthConfig) withDefaults() HealthConfig {
 type checker struct {
 	s    *Server
 	cfg  HealthConfig
+	log  *slog.Logger
 	conn *Conn
-	// gtidQuery is what reads the applied GTID position; MySQL has no
-	// gtid_current_pos, so it falls back once to an empty one.
-	gtidQuery string
+	// varsQuery reads read_only and the applied GTID position; chosen anew
+	// on every connection, "" when read_only may not be read (see readVars).
+	varsQuery string
+	// checks counts the checks on conn, to renew it while a statement is
+	// denied.
+	checks int
+	// denied holds the health statements the backend account was refused,
+	// so that each is reported once, not at every check.
+	denied [numProbes]bool
+	// lastErr is the reason the previous check failed ("" if it passed).
+	lastErr string
 }
 
 const (
-	mariadbHealthQuery = "SELECT @@global.read_only, @@global.gtid_current_pos"
-	plainHealthQuery   = "SELECT @@global.read_only, ''"
+	mariadbVarsQuery = "SELECT @@global.read_only, @@global.gtid_current_pos"
+	plainVarsQuery   = "SELECT @@global.read_only, ''"
 )
+
+// Error codes a server answers health statements with.
+const (
+	erDBAccessDenied        = 1044 // ER_DBACCESS_DENIED_ERROR
+	erTableAccessDenied     = 1142 // ER_TABLEACCESS_DENIED_ERROR
+	erColumnAccessDenied    = 1143 // ER_COLUMNACCESS_DENIED_ERROR
+	erUnknownSystemVariable = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE (MySQL: gtid_current_pos)
+	erSpecificAccessDenied  = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR: "you need (at least one of) the ... privilege(s)"
+)
+
+// probeItem is a part of the health check the backend account may be
+// denied.
+type probeItem int
+
+const (
+	probeGTID        probeItem = iota // @@global.gtid_current_pos
+	probeReadOnly                     // @@global.read_only
+	probeReplication                  // SHOW SLAVE STATUS
+	numProbes
+)
+
+// renewDeniedEvery is how many checks a connection serves while a health
+// statement is denied: a GRANT of a global privilege reaches only new
+// connections, so the checker reconnects now and then to notice one.
+const renewDeniedEvery = 60
 
 // run checks the server every interval until stop is closed, calling
 // changed after every check.
@@ -71,16 +107,54 @@ func (k *checker) check(now time.Time) (h *Health, ok bool) {
 	if err != nil {
 		k.close()
 		prev := k.s.health.Load()
-		h = &Health{Checked: true, Lag: -1, ReadOnly: prev.ReadOnly, GTIDPos: prev.GTIDPos, Err: err}
+		h = &Health{Checked: true, Lag: -1, ReadOnly: prev.ReadOnly, ReadOnlyUnknown: prev.ReadOnlyUnknown,
+			GTIDPos: prev.GTIDPos, Err: err}
 	}
 	h.At = time.Now()
 	k.s.health.Store(h)
 	k.s.breaker.probed(h.At, err == nil)
+	k.logResult(err)
 	return h, true
+}
+
+// logResult logs every failed check: at WARN when its reason is new, at
+// DEBUG when it repeats the previous one, and a passing check after
+// failures at INFO.
+func (k *checker) logResult(err error) {
+	if err == nil {
+		if k.lastErr != "" {
+			k.log.Info("backend health check passes again")
+			k.lastErr = ""
+		}
+		return
+	}
+	reason := reasonKey(err)
+	attrs := []any{"err", err, "breaker_open", k.s.BreakerOpen()}
+	if reason == k.lastErr {
+		k.log.Debug("backend health check failed again", attrs...)
+		return
+	}
+	k.lastErr = reason
+	k.log.Warn("backend health check failed", attrs...)
+}
+
+// reasonKey is what makes two failed checks fail for the same reason: the
+// error's text without the local port of a network error, which differs
+// on every connection.
+func reasonKey(err error) string {
+	msg := err.Error()
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		msg = strings.Replace(msg, oe.Error(), oe.Op+" "+oe.Err.Error(), 1)
+	}
+	return msg
 }
 
 // probe connects if needed and asks the server for its state.
 func (k *checker) probe() (*Health, error) {
+	if k.conn != nil && k.deniedAny() && k.checks >= renewDeniedEvery {
+		k.close()
+	}
 	if k.conn == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), k.cfg.Timeout)
 		c, err := Dial(ctx, k.s.Pool.dial, false)
@@ -88,35 +162,194 @@ func (k *checker) probe() (*Health, error) {
 		if err != nil {
 			return nil, err
 		}
-		k.conn = c
+		k.conn, k.varsQuery, k.checks = c, mariadbVarsQuery, 0
 	}
+	k.checks++
 	nc := k.conn.NetConn()
 	_ = nc.SetDeadline(time.Now().Add(k.cfg.Timeout))
 	defer nc.SetDeadline(time.Time{})
-	if k.gtidQuery == "" {
-		k.gtidQuery = mariadbHealthQuery
+	h := &Health{Checked: true, Up: true, Lag: -1}
+	if err := k.readVars(h); err != nil {
+		return nil, err
 	}
-	rows, err := k.conn.QueryRows(k.gtidQuery)
-	var se *mysql.SQLError
-	if errors.As(err, &se) && se.Code == 1193 && k.gtidQuery == mariadbHealthQuery { // unknown system variable
-		k.gtidQuery = plainHealthQuery
-		rows, err = k.conn.QueryRows(k.gtidQuery)
+	if err := k.readReplication(h); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read_only: %w", err)
+	return h, nil
+}
+
+// readVars reads read_only and the applied GTID position into h. It falls
+// back, for the connection's lifetime, to reading less: MySQL has no
+// gtid_current_pos (its position stays empty), and an account refused a
+// variable leaves it unknown rather than failing the check.
+func (k *checker) readVars(h *Health) error {
+	for k.varsQuery != "" {
+		rows, err := k.conn.QueryRows(k.varsQuery)
+		if err == nil {
+			if len(rows) != 1 || len(rows[0]) != 2 {
+				return fmt.Errorf("read_only: unexpected result %v", rows)
+			}
+			h.ReadOnly, h.GTIDPos = rows[0][0] == "1", rows[0][1]
+			if k.varsQuery == mariadbVarsQuery {
+				k.allowed(probeGTID)
+			}
+			k.allowed(probeReadOnly)
+			return nil
+		}
+		var se *mysql.SQLError
+		switch {
+		case k.varsQuery == mariadbVarsQuery && errors.As(err, &se) && se.Code == erUnknownSystemVariable:
+			k.varsQuery = plainVarsQuery
+		case k.varsQuery == mariadbVarsQuery && isAccessDenied(err):
+			k.varsQuery = plainVarsQuery
+			k.deny(probeGTID, err)
+		case isAccessDenied(err):
+			k.varsQuery = ""
+			k.deny(probeReadOnly, err)
+		default:
+			return fmt.Errorf("read_only: %w", err)
+		}
 	}
-	if len(rows) != 1 || len(rows[0]) != 2 {
-		return nil, fmt.Errorf("read_only: unexpected result %v", rows)
-	}
-	h := &Health{Checked: true, Up: true, ReadOnly: rows[0][0] == "1", GTIDPos: rows[0][1], Lag: -1}
+	h.ReadOnlyUnknown = true
+	return nil
+}
+
+// readReplication reads SHOW SLAVE STATUS into h. An account refused it
+// leaves the replication state unknown: the server may still take writes,
+// but gets no reads as a replica, since its lag is unknown.
+func (k *checker) readReplication(h *Health) error {
 	cols, rows, err := k.conn.QueryColumns("SHOW SLAVE STATUS")
-	if err != nil {
-		return nil, fmt.Errorf("replication status: %w", err)
+	if isAccessDenied(err) {
+		h.ReplicationUnknown = true
+		k.deny(probeReplication, err)
+		return nil
 	}
+	if err != nil {
+		return fmt.Errorf("replication status: %w", err)
+	}
+	k.allowed(probeReplication)
 	if len(rows) > 0 {
 		applyReplicaStatus(h, cols, rows[0])
 	}
-	return h, nil
+	return nil
+}
+
+// isAccessDenied reports a statement refused for lack of a privilege.
+func isAccessDenied(err error) bool {
+	var se *mysql.SQLError
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code {
+	case erSpecificAccessDenied, erDBAccessDenied, erTableAccessDenied, erColumnAccessDenied:
+		return true
+	}
+	return false
+}
+
+func (k *checker) deniedAny() bool {
+	for _, d := range k.denied {
+		if d {
+			return true
+		}
+	}
+	return false
+}
+
+// deny records that the account was refused item; the first time, it tells
+// the operator what that costs and which GRANT fixes it.
+func (k *checker) deny(item probeItem, err error) {
+	if k.denied[item] {
+		return
+	}
+	k.denied[item] = true
+	account := k.account()
+	switch item {
+	case probeReplication:
+		priv := replicationPrivilege(k.conn.ServerVersion)
+		k.log.Warn("backend account may not run SHOW SLAVE STATUS: replication state unknown, so the server gets no reads as a replica (it still takes writes when not read-only)",
+			"missing_privilege", priv, "fix", "GRANT "+priv+" ON *.* TO "+account, "err", err)
+	case probeGTID:
+		k.log.Warn("backend account may not read @@global.gtid_current_pos: every causal read waits on its replica (MASTER_GTID_WAIT)",
+			"missing_privilege", "read access to @@global.gtid_current_pos", "account", account, "err", err)
+	case probeReadOnly:
+		k.log.Warn("backend account may not read @@global.read_only: only the configured primary takes writes, and a failover is not followed",
+			"missing_privilege", "read access to @@global.read_only", "account", account, "err", err)
+	}
+}
+
+// allowed records that item ran, telling the operator when it had been
+// refused before.
+func (k *checker) allowed(item probeItem) {
+	if !k.denied[item] {
+		return
+	}
+	k.denied[item] = false
+	k.log.Info("backend account may now run the health check it was refused", "statement", probeStatements[item])
+}
+
+var probeStatements = [numProbes]string{
+	probeGTID:        "SELECT @@global.gtid_current_pos",
+	probeReadOnly:    "SELECT @@global.read_only",
+	probeReplication: "SHOW SLAVE STATUS",
+}
+
+// account names the backend account as a GRANT wants it, 'user'@'host', as
+// the server authenticated it.
+func (k *checker) account() string {
+	user, host := k.s.Pool.dial.User, "%"
+	if rows, err := k.conn.QueryRows("SELECT CURRENT_USER()"); err == nil && len(rows) == 1 && len(rows[0]) == 1 {
+		if i := strings.LastIndexByte(rows[0][0], '@'); i >= 0 {
+			user, host = rows[0][0][:i], rows[0][0][i+1:]
+		}
+	}
+	return quoteAccountPart(user) + "@" + quoteAccountPart(host)
+}
+
+func quoteAccountPart(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// replicationPrivilege is the privilege SHOW SLAVE STATUS needs on a server
+// of this version: MariaDB moved it out of REPLICATION CLIENT into
+// REPLICATION SLAVE ADMIN in 10.5.2, then into SLAVE MONITOR in 10.5.9;
+// MySQL and older MariaDB want REPLICATION CLIENT.
+func replicationPrivilege(version string) string {
+	// MariaDB before 11 announces itself as "5.5.5-10.x.y-MariaDB".
+	version = strings.TrimPrefix(version, "5.5.5-")
+	if !strings.Contains(version, "MariaDB") {
+		return "REPLICATION CLIENT"
+	}
+	v := versionNumbers(version)
+	switch {
+	case compareVersion(v, [3]int{10, 5, 9}) >= 0:
+		return "SLAVE MONITOR"
+	case compareVersion(v, [3]int{10, 5, 2}) >= 0:
+		return "REPLICATION SLAVE ADMIN"
+	}
+	return "REPLICATION CLIENT"
+}
+
+// versionNumbers parses the leading major.minor.patch of a version string.
+func versionNumbers(s string) [3]int {
+	var v [3]int
+	for i, part := range strings.SplitN(s, ".", 3) {
+		end := 0
+		for end < len(part) && part[end] >= '0' && part[end] <= '9' {
+			end++
+		}
+		v[i], _ = strconv.Atoi(part[:end])
+	}
+	return v
+}
+
+func compareVersion(a, b [3]int) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] - b[i]
+		}
+	}
+	return 0
 }
 
 // applyReplicaStatus reads SHOW SLAVE STATUS (or SHOW REPLICA STATUS)

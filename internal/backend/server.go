@@ -17,6 +17,11 @@ type Health struct {
 	GTIDPos     string        // @@gtid_current_pos (MariaDB): what the server has applied
 	At          time.Time     // when the check finished
 	Err         error         // why the last check failed
+
+	// The backend account was refused reading these: ReadOnly and
+	// Replica, Replicating, Lag are then unknown rather than false.
+	ReadOnlyUnknown    bool
+	ReplicationUnknown bool
 }
 
 // Server is one MySQL server of a cluster: its connection pool, what the
@@ -30,15 +35,17 @@ type Server struct {
 	offline     atomic.Bool  // drained: no new statements
 	outstanding atomic.Int64 // statements running on it now
 	breaker     breaker
-	onTrip      func() // the cluster re-elects its writer
+	// onTrip lets the cluster re-elect its writer. Atomic: the pool's
+	// goroutine may trip the server while the cluster is being built.
+	onTrip atomic.Pointer[func()]
 }
 
 // NewServer wraps a pool.
 func NewServer(p *Pool, weight int, bc BreakerConfig) *Server {
 	s := &Server{Pool: p, Weight: weight}
-	p.server.Store(s)
 	s.breaker.cfg = bc.withDefaults()
 	s.health.Store(&Health{Lag: -1})
+	p.server.Store(s) // last: the pool's goroutine uses s from here on
 	return s
 }
 
@@ -75,8 +82,8 @@ func (s *Server) Outstanding() int64 { return s.outstanding.Load() }
 // SQL error); enough in a row open the breaker.
 func (s *Server) StatementFailed(now time.Time) bool {
 	opened := s.breaker.failure(now)
-	if opened && s.onTrip != nil {
-		s.onTrip()
+	if opened {
+		s.tripped()
 	}
 	return opened
 }
@@ -84,8 +91,25 @@ func (s *Server) StatementFailed(now time.Time) bool {
 // trip opens the breaker at once: a failed connect is decisive, and waiting
 // for more would make more statements wait for the connect timeout.
 func (s *Server) trip(now time.Time) {
-	if s.breaker.trip(now) && s.onTrip != nil {
-		s.onTrip()
+	if s.breaker.trip(now) {
+		s.tripped()
+	}
+}
+
+// lastConnectErr is the pool's last failed connect, if any: why a connect
+// took the server out before any health check failed.
+func (s *Server) lastConnectErr() error {
+	s.Pool.mu.Lock()
+	defer s.Pool.mu.Unlock()
+	return s.Pool.lastErr
+}
+
+// setOnTrip sets what runs when the breaker opens.
+func (s *Server) setOnTrip(f func()) { s.onTrip.Store(&f) }
+
+func (s *Server) tripped() {
+	if f := s.onTrip.Load(); f != nil {
+		(*f)()
 	}
 }
 
@@ -101,6 +125,13 @@ func (s *Server) MarkReadOnly() {
 	h := *s.health.Load()
 	h.ReadOnly = true
 	s.health.Store(&h)
+}
+
+// until is when an open breaker lets the checker probe again.
+func (b *breaker) until() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.openUntil
 }
 
 // BreakerConfig tunes a server's circuit breaker.

@@ -39,13 +39,14 @@ func (s *Session) autocommit() bool {
 }
 
 // writer returns the server that takes writes, or the error for a cluster
-// with no writable server.
+// with no writable server, which names each server and why it is out.
 func (s *Session) writer() (*backend.Server, *mysql.SQLError) {
-	if w := s.user.Cluster.Writer(); w != nil {
+	cl := s.user.Cluster
+	if w := cl.Writer(); w != nil {
 		return w, nil
 	}
 	return nil, mysql.NewError(backend.ErrCodeBackendUnavailable, mysql.StateGeneral,
-		"shardgate: no writable server in cluster %s (every server is read-only, down or offline)", s.user.Cluster.Name)
+		"shardgate: no writable server in cluster %s: %s", cl.Name, cl.DescribeUnwritable())
 }
 
 // readsOwnWritesOnPrimary reports whether the session's recent write keeps
