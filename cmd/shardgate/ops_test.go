@@ -2,14 +2,18 @@ package main_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/shardgate/shardgate/internal/mysql/auth"
+	"github.com/shardgate/shardgate/internal/testenv"
 )
 
 // run runs the built binary and returns its stdout, stderr and exit code.
@@ -232,6 +236,32 @@ func copySource(t *testing.T, src, dst string) {
 		}
 		if err := os.WriteFile(filepath.Join(dst, name), b, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// serve logs the startup summary: version, listener, and the backend
+// server with its state.
+func TestServeLogsStartupSummary(t *testing.T) {
+	srv := testenv.Shared(t)
+	p, listen := startServe(t, "--backend", fmt.Sprintf("%s:%s@%s", testenv.User, testenv.Password, srv.Addr))
+	// The summary follows the first health check, which takes milliseconds
+	// against a live server; give it ample time, then stop the process so
+	// its log can be read without racing its writer.
+	time.Sleep(1500 * time.Millisecond)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := <-p.done
+	p.done <- err
+	log := p.stderr.String()
+	for _, want := range []string{
+		`msg="shardgate started" version="v0.0.0-dev`,
+		"msg=listener addr=" + listen + " tls=optional",
+		`msg="backend server" cluster=default role=primary addr=` + srv.Addr + " state=up",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
 		}
 	}
 }
