@@ -85,7 +85,9 @@ func errText(err error) string {
 // delaying the log; serving does not wait for it (call it after Start, in a
 // goroutine of its own if need be).
 func (p *Proxy) LogStartup(version string) {
-	p.waitFirstChecks(firstCheckWait(p.cfg))
+	if !p.waitFirstChecks(firstCheckWait(p.cfg)) {
+		return // closed meanwhile: the summary would describe nothing running
+	}
 	p.log.Info("shardgate started", "version", version, "listeners", len(p.lns),
 		"admin", adminText(p.AdminAddr()), "clusters", len(p.clusters), "users", len(p.users))
 	for i, l := range p.cfg.Listeners {
@@ -139,8 +141,8 @@ func (p *Proxy) logCluster(cc *config.Cluster) {
 }
 
 // waitFirstChecks waits until every server has had a health check, at most
-// d, or until the proxy is closed.
-func (p *Proxy) waitFirstChecks(d time.Duration) {
+// d; it returns false if the proxy is closed meanwhile.
+func (p *Proxy) waitFirstChecks(d time.Duration) bool {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -148,12 +150,13 @@ func (p *Proxy) waitFirstChecks(d time.Duration) {
 	for !p.allChecked() {
 		select {
 		case <-deadline.C:
-			return
+			return true
 		case <-p.closed:
-			return
+			return false
 		case <-tick.C:
 		}
 	}
+	return true
 }
 
 func (p *Proxy) allChecked() bool {
