@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the shardgate demo:
-#   1. installs missing dependencies (scripts/install-deps.sh),
+#   1. installs what the demo needs if missing (scripts/install-deps.sh demo:
+#      MariaDB server and client, Go modules),
 #   2. starts a MariaDB for the demo in .local/demo/ (created on first run;
 #      reused if one is already running), with the account
 #      shardgate/shardgate-pw and the sample database `shop`
@@ -45,7 +46,7 @@ export PATH="${PATH}:/usr/local/sbin:/usr/sbin:/sbin"
 [[ "$DB_PORT" =~ ^[0-9]+$ ]] || die "SHARDGATE_DEMO_DB_PORT must be a port number, got '$DB_PORT'"
 
 if [[ "${SHARDGATE_SKIP_DEPS:-0}" != 1 ]]; then
-	./scripts/install-deps.sh
+	./scripts/install-deps.sh demo
 fi
 
 MARIADBD="$(command -v mariadbd)" || die "mariadbd not found: run scripts/install-deps.sh"
@@ -202,6 +203,7 @@ run_proxy() {
   proxy:    $LISTEN -> MariaDB 127.0.0.1:$DB_PORT (database shop)
   connect:  mariadb -h${LISTEN%:*} -P${LISTEN##*:} -u$DB_USER -p$DB_PASSWORD shop
   metrics:  http://$ADMIN/metrics
+  ready:    http://$ADMIN/readyz
   MariaDB log: ${ERRLOG#"$ROOT"/}
 
   Press Ctrl-C to stop.

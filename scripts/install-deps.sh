@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Installs what shardgate's tests, benchmarks and demo need on Debian/Ubuntu:
-#   mariadb-server mariadb-client sysbench haproxy python3-pymysql
-# and downloads the Go modules. Safe to run again: it only installs what is
-# missing and runs `apt-get update` at most once.
+# Installs what shardgate needs on Debian/Ubuntu, by purpose, and downloads
+# the Go modules:
+#   install-deps.sh [all|test]  mariadb-server mariadb-client sysbench haproxy
+#                               python3-pymysql: the test suite (which includes
+#                               the benchmark harness's smoke test), benchmarks
+#                               and demo (the default)
+#   install-deps.sh demo        mariadb-server mariadb-client: what
+#                               scripts/demo.sh needs
+# Safe to run again: it only installs what is missing and runs
+# `apt-get update` at most once.
 #
 # The distro's own MariaDB service is never used (tests and the demo start
 # their own mariadbd), so if installing mariadb-server started it, it is
@@ -51,7 +57,19 @@ have_pkg() {
 	esac
 }
 
-PACKAGES=(mariadb-server mariadb-client sysbench haproxy python3-pymysql)
+SET="${1:-all}"
+case "$SET" in
+all | test) PACKAGES=(mariadb-server mariadb-client sysbench haproxy python3-pymysql) ;;
+demo) PACKAGES=(mariadb-server mariadb-client) ;;
+-h | --help)
+	sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+	exit 0
+	;;
+*) die "unknown set '$SET'; use all, test or demo" ;;
+esac
+if (($# > 1)); then
+	die "one set at a time (got: $*)"
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
@@ -124,7 +142,7 @@ if ((${#missing[@]} > 0)); then
 	fi
 	log "installed: ${missing[*]}"
 else
-	log "system packages already installed: ${PACKAGES[*]}"
+	log "system packages for '$SET' already installed: ${PACKAGES[*]}"
 fi
 
 if [[ "${SHARDGATE_SKIP_GO_DOWNLOAD:-0}" != 1 ]]; then

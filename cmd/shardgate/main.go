@@ -4,12 +4,11 @@
 //	shardgate serve --config FILE
 //	shardgate serve --listen 127.0.0.1:6033 --backend USER:PASSWORD@HOST:PORT[/DB] [--admin-http ADDR]
 //	shardgate check-config FILE
-//	shardgate hash-password [PASSWORD]   (reads stdin when no argument)
+//	shardgate hash-password [PASSWORD]   (prompts on a terminal, else reads stdin, when no argument)
 //	shardgate version
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -42,12 +41,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "serve":
-		return serve(args[1:], stderr)
+		return serve(args[1:], stdout, stderr)
 	case "check-config":
 		return checkConfig(args[1:], stdout, stderr)
 	case "hash-password":
 		return hashPassword(args[1:], stdin, stdout, stderr)
 	case "version", "--version", "-v":
+		fs := newFlagSet("version", "", "Prints the version, the commit it was built from and the Go version.")
+		if code, done := parseFlags(fs, args[1:], stdout, stderr); done {
+			return code
+		}
 		fmt.Fprintln(stdout, "shardgate", buildVersion())
 		return 0
 	case "help", "-h", "--help":
@@ -64,36 +67,130 @@ func usage(w io.Writer) {
   shardgate serve --config FILE
   shardgate serve --listen 127.0.0.1:6033 --backend USER:PASSWORD@HOST:PORT[/DB] [--admin-http ADDR]
   shardgate check-config FILE
-  shardgate hash-password [PASSWORD]    (reads the password from stdin when not given)
+  shardgate hash-password [PASSWORD]    (prompts for it on a terminal, else reads stdin, when not given)
   shardgate version
+
+Run "shardgate COMMAND --help" for a command's flags.
 `)
 }
 
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				return "dev-" + s.Value[:12]
-			}
+// newFlagSet is a subcommand's flag set; its usage names the command, its
+// arguments and what it does. Usage is printed by parseFlags, not by the
+// flag package, so that --help goes to stdout and errors to stderr.
+func newFlagSet(name, synopsis, doc string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: shardgate %s", name)
+		if synopsis != "" {
+			fmt.Fprintf(w, " %s", synopsis)
 		}
-		if bi.Main.Version != "" {
-			return bi.Main.Version
+		fmt.Fprintf(w, "\n\n%s\n", doc)
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprintln(w, "\nflags:")
+			fs.PrintDefaults()
 		}
 	}
-	return "dev"
+	return fs
 }
 
-func serve(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+// parseFlags parses a subcommand's flags. done is true when the command
+// must end with code: 0 after --help or -h (usage on stdout), 2 after a bad
+// flag (the error and usage on stderr).
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, done bool) {
+	usage := fs.Usage
+	fs.Usage = func() {} // printed below, to the right stream
 	fs.SetOutput(stderr)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return 0, true
+	case err != nil:
+		fs.Usage()
+		return 2, true
+	}
+	return 0, false
+}
+
+// buildVersion is the version shardgate reports: the -ldflags version, else
+// the module version (a release tag when built with go install), else
+// v0.0.0-dev; followed by the commit, its time and the Go version when the
+// build recorded them.
+func buildVersion() string {
+	bi, _ := debug.ReadBuildInfo()
+	return formatVersion(version, bi)
+}
+
+func formatVersion(ldflagsVersion string, bi *debug.BuildInfo) string {
+	v := ldflagsVersion
+	if bi == nil {
+		if v == "" {
+			v = "v0.0.0-dev"
+		}
+		return v
+	}
+	var rev, at string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if v == "" {
+		v = moduleVersion(bi.Main.Version, rev)
+	}
+	var details []string
+	if rev != "" {
+		short := rev[:min(len(rev), 7)]
+		if dirty {
+			short += "+dirty"
+		}
+		details = append(details, "rev "+short)
+	}
+	if at != "" {
+		details = append(details, at)
+	}
+	if bi.GoVersion != "" {
+		details = append(details, bi.GoVersion)
+	}
+	if len(details) == 0 {
+		return v
+	}
+	return v + " (" + strings.Join(details, ", ") + ")"
+}
+
+// moduleVersion keeps a release version of the main module; a build from a
+// checkout has "(devel)" or a pseudo-version made of the commit, which the
+// details already say better.
+func moduleVersion(mod, rev string) string {
+	if mod == "" || mod == "(devel)" || (len(rev) >= 12 && strings.Contains(mod, rev[:12])) {
+		return "v0.0.0-dev"
+	}
+	return mod
+}
+
+func serve(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("serve", "--config FILE | --backend USER:PASSWORD@HOST:PORT[/DB] [flags]",
+		"Runs the proxy until SIGTERM or SIGINT; SIGHUP reloads --config.")
 	cfgFile := fs.String("config", "", "YAML configuration file")
 	listen := fs.String("listen", "", "quick start: address to listen on (default "+config.DefaultListenAddress+")")
 	backendDSN := fs.String("backend", "", "quick start: USER:PASSWORD@HOST:PORT[/DB] of the one backend server")
-	adminHTTP := fs.String("admin-http", "", "address for /metrics and /debug/pprof (overrides admin.http)")
-	if err := fs.Parse(args); err != nil {
+	adminHTTP := fs.String("admin-http", "", "address of the admin HTTP server: /metrics, /healthz, /readyz, /debug/pprof (overrides admin.http)")
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "shardgate serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
 	cfg, err := loadServeConfig(*cfgFile, *listen, *backendDSN, *adminHTTP)
@@ -112,6 +209,7 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	p.Start()
+	go p.LogStartup(buildVersion())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	hup := make(chan os.Signal, 1)
@@ -192,11 +290,18 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 }
 
 func checkConfig(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
-		fmt.Fprintln(stderr, "usage: shardgate check-config FILE")
+	fs := newFlagSet("check-config", "FILE",
+		"Loads and validates FILE and reports every problem as FILE:LINE: KEY: REASON (exit status 1).")
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.SetOutput(stderr)
+		fs.Usage()
 		return 2
 	}
-	cfg, err := config.Load(args[0])
+	file := fs.Arg(0)
+	cfg, err := config.Load(file)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -205,25 +310,36 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	fmt.Fprintf(stdout, "%s: OK (%d listener(s), %d user(s), %d cluster(s))\n",
-		args[0], len(cfg.Listeners), len(cfg.Users), len(cfg.Clusters))
+		file, len(cfg.Listeners), len(cfg.Users), len(cfg.Clusters))
 	return 0
 }
 
 func hashPassword(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("hash-password", "[PASSWORD]",
+		"Prints the stored form of a password for users[].password_hash. Without PASSWORD it asks\n"+
+			"twice on a terminal (without echo), else reads one line from stdin. A password\n"+
+			"starting with - goes after --.")
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
+	}
 	var pw string
-	switch len(args) {
+	switch fs.NArg() {
 	case 0:
-		line, err := bufio.NewReader(stdin).ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			fmt.Fprintln(stderr, "hash-password: read stdin:", err)
+		var err error
+		if pw, err = readPassword(stdin, stderr); err != nil {
+			fmt.Fprintln(stderr, "hash-password:", err)
 			return 1
 		}
-		pw = strings.TrimRight(line, "\r\n")
 	case 1:
-		pw = args[0]
+		pw = fs.Arg(0)
 	default:
-		fmt.Fprintln(stderr, "usage: shardgate hash-password [PASSWORD]")
+		fs.SetOutput(stderr)
+		fs.Usage()
 		return 2
+	}
+	if pw == "" {
+		fmt.Fprintln(stderr, "hash-password: the password is empty; refusing to hash it (an empty password lets anyone who knows the user name log in)")
+		return 1
 	}
 	fmt.Fprintln(stdout, auth.HashPassword(pw))
 	return 0

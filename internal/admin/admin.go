@@ -1,6 +1,6 @@
-// Package admin serves the operator's HTTP endpoint: Prometheus /metrics and
-// /debug/pprof. It runs on its own listener so neither it nor query traffic
-// waits on the other.
+// Package admin serves the operator's HTTP endpoint: Prometheus /metrics,
+// /debug/pprof, and the /healthz and /readyz probes. It runs on its own
+// listener so neither it nor query traffic waits on the other.
 package admin
 
 import (
@@ -24,8 +24,14 @@ type Server struct {
 	srv *http.Server
 }
 
-// Listen opens the admin listener at addr.
-func Listen(addr string, reg *prometheus.Registry, log *slog.Logger) (*Server, error) {
+// ReadyFunc reports whether the proxy can serve writes now and, when it
+// cannot, why (plain text, one line per problem). It is called per /readyz
+// request, so it must be cheap and safe to call concurrently.
+type ReadyFunc func() (ready bool, why string)
+
+// Listen opens the admin listener at addr. ready answers /readyz; nil means
+// always ready.
+func Listen(addr string, reg *prometheus.Registry, ready ReadyFunc, log *slog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin listen on %s: %w", addr, err)
@@ -38,16 +44,49 @@ func Listen(addr string, reg *prometheus.Registry, log *slog.Logger) (*Server, e
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/healthz", healthz)
+	mux.HandleFunc("/readyz", readyz(ready))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
 			return
 		}
-		fmt.Fprintln(w, "shardgate admin: /metrics /debug/pprof/")
+		fmt.Fprintln(w, "shardgate admin: /metrics /debug/pprof/ /healthz /readyz")
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	return &Server{ln: ln, srv: srv}, nil
+}
+
+// healthz answers 200 while the process serves HTTP at all: a liveness
+// probe, which says nothing about the backends (restarting the proxy would
+// not bring a database back).
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	fmt.Fprintln(w, "ok")
+}
+
+// readyz answers 200 "ready" when ready says so, else 503 with the reasons,
+// so a load balancer or orchestrator sends clients elsewhere while no server
+// takes writes.
+func readyz(ready ReadyFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if ready == nil {
+			fmt.Fprintln(w, "ready")
+			return
+		}
+		ok, why := ready()
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "not ready")
+			fmt.Fprint(w, why)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	}
 }
 
 // Addr returns the listening address.

@@ -40,15 +40,18 @@ type Proxy struct {
 	admin    *admin.Server
 	registry *prometheus.Registry
 
-	wg      sync.WaitGroup
-	errOnce sync.Once
-	err     chan error
+	wg        sync.WaitGroup
+	errOnce   sync.Once
+	err       chan error
+	closeOnce sync.Once
+	closed    chan struct{} // closed by Close
 }
 
 // New builds the proxy and opens its listeners; Start begins serving.
 func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
 	p := &Proxy{cfg: cfg, log: log, clusters: map[string]*backend.Cluster{},
-		users: map[string]*frontend.User{}, registry: prometheus.NewRegistry(), err: make(chan error, 1)}
+		users: map[string]*frontend.User{}, registry: prometheus.NewRegistry(), err: make(chan error, 1),
+		closed: make(chan struct{})}
 	if err := p.buildClusters(); err != nil {
 		p.closeClusters()
 		return nil, err
@@ -243,7 +246,7 @@ func (p *Proxy) buildServers() error {
 		p.lns = append(p.lns, ln)
 	}
 	if p.cfg.Admin.HTTP != "" {
-		a, err := admin.Listen(p.cfg.Admin.HTTP, p.registry, p.log)
+		a, err := admin.Listen(p.cfg.Admin.HTTP, p.registry, p.Ready, p.log)
 		if err != nil {
 			return err
 		}
@@ -402,6 +405,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 
 // Close releases everything at once.
 func (p *Proxy) Close() {
+	p.closeOnce.Do(func() { close(p.closed) })
 	for _, ln := range p.lns {
 		_ = ln.Close()
 	}
