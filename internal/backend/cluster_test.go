@@ -26,10 +26,11 @@ func replicaHealth(lag time.Duration) *Health {
 
 // testCluster builds a cluster without starting health checkers.
 func testCluster(servers ...*Server) *Cluster {
-	c := &Cluster{Name: "t", Primary: servers[0].Pool, Servers: servers, log: quietLog, stop: make(chan struct{})}
+	c := &Cluster{Name: "t", Primary: servers[0].Pool, log: quietLog}
+	c.servers.Store(&servers)
 	c.setWriter(servers[0])
 	for _, s := range servers {
-		s.onTrip = c.UpdateTopology
+		s.setOnTrip(c.UpdateTopology)
 	}
 	return c
 }
@@ -141,7 +142,8 @@ func TestWriterFollowsReadOnly(t *testing.T) {
 }
 
 func TestBreaker(t *testing.T) {
-	b := breaker{cfg: BreakerConfig{Failures: 3, Backoff: time.Second, MaxBackoff: 3 * time.Second}}
+	var b breaker
+	b.cfg.Store(&BreakerConfig{Failures: 3, Backoff: time.Second, MaxBackoff: 3 * time.Second})
 	now := time.Unix(1000, 0)
 	b.failure(now)
 	b.failure(now)
@@ -205,7 +207,7 @@ func TestFailedConnectTripsBreaker(t *testing.T) {
 	ln.Close() // nothing listens there now: connects are refused
 	s := testServer(t, addr, 1)
 	tripped := 0
-	s.onTrip = func() { tripped++ }
+	s.setOnTrip(func() { tripped++ })
 	if _, err := s.Pool.Acquire(context.Background(), false); err == nil {
 		t.Fatal("acquire from a dead server succeeded")
 	}

@@ -23,27 +23,41 @@ type Health struct {
 // health checks know about it, its circuit breaker, and how busy it is.
 // Everything read per statement is an atomic.
 type Server struct {
-	Pool   *Pool
-	Weight int // share of reads among replicas (0: no reads)
+	Pool *Pool
 
+	weight      atomic.Int32 // share of reads among replicas (0: no reads); a reload may change it
 	health      atomic.Pointer[Health]
 	offline     atomic.Bool  // drained: no new statements
 	outstanding atomic.Int64 // statements running on it now
 	breaker     breaker
-	onTrip      func() // the cluster re-elects its writer
+	onTrip      atomic.Pointer[func()] // the cluster re-elects its writer; set once the server joins one
 }
 
 // NewServer wraps a pool.
 func NewServer(p *Pool, weight int, bc BreakerConfig) *Server {
-	s := &Server{Pool: p, Weight: weight}
+	s := &Server{Pool: p}
+	s.weight.Store(int32(weight))
 	p.server.Store(s)
-	s.breaker.cfg = bc.withDefaults()
+	s.SetBreakerConfig(bc)
 	s.health.Store(&Health{Lag: -1})
 	return s
 }
 
 // Addr is the server's address.
 func (s *Server) Addr() string { return s.Pool.Addr() }
+
+// Weight is the server's share of reads among replicas (0: no reads).
+func (s *Server) Weight() int { return int(s.weight.Load()) }
+
+// SetWeight changes the server's share of reads; the next read sees it.
+func (s *Server) SetWeight(w int) { s.weight.Store(int32(w)) }
+
+// SetBreakerConfig retunes the circuit breaker; an open breaker keeps its
+// current period, the next one uses the new settings.
+func (s *Server) SetBreakerConfig(bc BreakerConfig) {
+	c := bc.withDefaults()
+	s.breaker.cfg.Store(&c)
+}
 
 // Health returns the last health check's findings.
 func (s *Server) Health() *Health { return s.health.Load() }
@@ -75,8 +89,8 @@ func (s *Server) Outstanding() int64 { return s.outstanding.Load() }
 // SQL error); enough in a row open the breaker.
 func (s *Server) StatementFailed(now time.Time) bool {
 	opened := s.breaker.failure(now)
-	if opened && s.onTrip != nil {
-		s.onTrip()
+	if opened {
+		s.tripped()
 	}
 	return opened
 }
@@ -84,8 +98,18 @@ func (s *Server) StatementFailed(now time.Time) bool {
 // trip opens the breaker at once: a failed connect is decisive, and waiting
 // for more would make more statements wait for the connect timeout.
 func (s *Server) trip(now time.Time) {
-	if s.breaker.trip(now) && s.onTrip != nil {
-		s.onTrip()
+	if s.breaker.trip(now) {
+		s.tripped()
+	}
+}
+
+// setOnTrip sets what runs when the breaker opens. Atomic: the pool may
+// already be dialing (and failing) when the server joins a cluster.
+func (s *Server) setOnTrip(f func()) { s.onTrip.Store(&f) }
+
+func (s *Server) tripped() {
+	if f := s.onTrip.Load(); f != nil {
+		(*f)()
 	}
 }
 
@@ -131,7 +155,7 @@ func (c BreakerConfig) withDefaults() BreakerConfig {
 // checker probes, no sooner than the backoff period), closed again by a
 // successful probe. The per-statement path reads one atomic.
 type breaker struct {
-	cfg      BreakerConfig
+	cfg      atomic.Pointer[BreakerConfig] // swapped whole by a reload
 	open     atomic.Bool
 	failures atomic.Int32
 
@@ -145,7 +169,7 @@ func (b *breaker) isOpen() bool { return b.open.Load() }
 // failure counts a failure; it reports true when it opened the breaker.
 func (b *breaker) failure(now time.Time) bool {
 	n := b.failures.Add(1)
-	if b.open.Load() || int(n) < b.cfg.Failures {
+	if b.open.Load() || int(n) < b.cfg.Load().Failures {
 		return false
 	}
 	b.mu.Lock()
@@ -159,7 +183,7 @@ func (b *breaker) failure(now time.Time) bool {
 
 // openLocked opens the breaker for its first backoff period (b.mu held).
 func (b *breaker) openLocked(now time.Time) {
-	b.backoff = b.cfg.Backoff
+	b.backoff = b.cfg.Load().Backoff
 	b.openUntil = now.Add(b.backoff)
 	b.open.Store(true)
 }
@@ -171,7 +195,7 @@ func (b *breaker) trip(now time.Time) bool {
 	if b.open.Load() {
 		return false
 	}
-	b.failures.Store(int32(b.cfg.Failures))
+	b.failures.Store(int32(b.cfg.Load().Failures))
 	b.openLocked(now)
 	return true
 }
@@ -207,7 +231,7 @@ func (b *breaker) probed(now time.Time, ok bool) (closed bool) {
 	}
 	b.failures.Add(1)
 	if !b.open.Load() {
-		if int(b.failures.Load()) >= b.cfg.Failures {
+		if int(b.failures.Load()) >= b.cfg.Load().Failures {
 			b.mu.Lock()
 			b.openLocked(now)
 			b.mu.Unlock()
@@ -216,8 +240,8 @@ func (b *breaker) probed(now time.Time, ok bool) (closed bool) {
 	}
 	b.mu.Lock()
 	b.backoff *= 2
-	if b.backoff > b.cfg.MaxBackoff {
-		b.backoff = b.cfg.MaxBackoff
+	if limit := b.cfg.Load().MaxBackoff; b.backoff > limit {
+		b.backoff = limit
 	}
 	b.openUntil = now.Add(b.backoff)
 	b.mu.Unlock()
