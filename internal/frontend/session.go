@@ -199,7 +199,7 @@ const parkIdleAfter = 2 * time.Second
 // or the session is parked. When the command is already there (a busy
 // client) this is one read syscall: no clock, no deadline.
 func (s *Session) waitCommand() error {
-	limit := s.srv.opt.ClientIdleTimeout
+	limit := time.Duration(s.srv.idleTimeout.Load())
 	left := limit // idle time left; the whole limit unless resumed from parking
 	if limit > 0 && !s.idleSince.IsZero() {
 		if left = limit - time.Since(s.idleSince); left <= 0 {
