@@ -157,6 +157,7 @@ func reload(p *proxy.Proxy, src reloadSource, log *slog.Logger, level *slog.Leve
 		log.Warn("SIGHUP ignored: started without --config, nothing to reload")
 		return nil
 	}
+	log.Debug("SIGHUP: reading the configuration", "file", src.file)
 	cfg, err := loadServeConfig(src.file, src.listen, "", src.adminHTTP)
 	if err == nil {
 		var changes []config.Change

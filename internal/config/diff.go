@@ -58,7 +58,6 @@ func parseFieldTag(f reflect.StructField, parent fieldTag) fieldTag {
 
 type differ struct{ out []Change }
 
-
 func (d *differ) value(key string, a, b reflect.Value, tag fieldTag) {
 	switch {
 	case a.Kind() == reflect.Struct:
@@ -126,17 +125,11 @@ func itemKey(v reflect.Value, i int) string {
 }
 
 func format(v reflect.Value, tag fieldTag) string {
-	if tag.secret {
-		if v.IsZero() {
-			return `""`
-		}
-		return "***"
-	}
 	switch {
+	case tag.secret && !v.IsZero():
+		return "***"
 	case v.Type() == durationType:
 		return time.Duration(v.Int()).String()
-	case v.Kind() == reflect.String:
-		return strconv.Quote(v.String())
 	}
 	return fmt.Sprint(v.Interface())
 }
