@@ -340,3 +340,61 @@ func TestReloadReplicaAddedRemoved(t *testing.T) {
 		t.Errorf("metrics still list the removed replica %s", r.Replicas[0].Addr)
 	}
 }
+
+// Reloads while sessions run statements: under -race this checks that
+// what a reload swaps is read safely on the statement path.
+func TestReloadUnderLoad(t *testing.T) {
+	r := testenv.StartReplicated(t, 2)
+	r.Primary.Exec(t, "CREATE DATABASE rl", "CREATE TABLE rl.t (id INT PRIMARY KEY AUTO_INCREMENT)")
+	r.WaitCaughtUp(t)
+	variant := func(i int) *config.Config {
+		replicas := "    replicas:\n      - address: " + r.Replicas[0].Addr + "\n"
+		if i%2 == 1 {
+			replicas += "      - address: " + r.Replicas[1].Addr + "\n        weight: 3\n"
+		}
+		readFrom := []string{"replica", "primary"}[i%2]
+		cfg := asApp(proxyConfig(t, r.Primary, replicas+"    routing:\n      read_from: "+readFrom+"\n"))
+		cfg.Clusters[0].Pool.MaxOpen = 2 + i%3
+		cfg.Clusters[0].Pool.MaxIdle, cfg.Clusters[0].Pool.MinIdle = cfg.Clusters[0].Pool.MaxOpen, 1
+		cfg.Clusters[0].Health.Interval = time.Duration(200+100*(i%2)) * time.Millisecond
+		cfg.Server.ClientIdleTimeout = time.Duration(60+i) * time.Second
+		return cfg
+	}
+	p := startProxy(t, variant(0))
+	db := openDB(t, proxyDSN(p, appUser, appPass, "rl", ""))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var n int
+				if err := db.QueryRow("SELECT COUNT(*) FROM t").Scan(&n); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := db.Exec("INSERT INTO t VALUES ()"); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 1; i <= 12; i++ {
+		mustReload(t, p, variant(i))
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("statement during reloads: %v", err)
+	}
+}
