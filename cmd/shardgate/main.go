@@ -198,7 +198,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	log := newLogger(cfg, stderr)
+	log, level := newLogger(cfg, stderr)
 	for _, w := range cfg.Warnings() {
 		log.Warn(w)
 	}
@@ -214,21 +214,24 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	shutdownTimeout := cfg.Server.ShutdownTimeout
 wait:
 	for {
 		select {
 		case s := <-sig:
-			log.Info("shutting down", "signal", s.String(), "deadline", cfg.Server.ShutdownTimeout.String())
+			log.Info("shutting down", "signal", s.String(), "deadline", shutdownTimeout.String())
 			break wait
 		case <-hup:
-			reload(p, *cfgFile, log)
+			if c := reload(p, reloadSource{*cfgFile, *listen, *adminHTTP}, log, level); c != nil {
+				shutdownTimeout = c.Server.ShutdownTimeout
+			}
 		case err := <-p.Err():
 			log.Error("serving failed", "err", err)
 			p.Close()
 			return 1
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := p.Shutdown(ctx); err != nil {
 		log.Warn("shutdown deadline reached; remaining clients were disconnected", "err", err)
@@ -237,23 +240,56 @@ wait:
 	return 0
 }
 
+// reloadSource is where serve's configuration came from: the file and the
+// flags that override it, applied again on every reload.
+type reloadSource struct {
+	file, listen, adminHTTP string
+}
+
 // reload re-reads the configuration file on SIGHUP and applies what can
-// change while serving (backend states: draining); a file with errors
-// changes nothing.
-func reload(p *proxy.Proxy, file string, log *slog.Logger) {
-	if file == "" {
+// change while serving (proxy.Reload; the log level here), logging one
+// line per change and a summary. A file with errors changes nothing. It
+// returns the configuration read, or nil when nothing was applied.
+func reload(p *proxy.Proxy, src reloadSource, log *slog.Logger, level *slog.LevelVar) *config.Config {
+	if src.file == "" {
 		log.Warn("SIGHUP ignored: started without --config, nothing to reload")
-		return
+		return nil
 	}
-	cfg, err := config.Load(file)
-	if err != nil {
-		log.Error("configuration not reloaded", "err", err)
-		return
+	log.Debug("SIGHUP: reading the configuration", "file", src.file)
+	cfg, err := loadServeConfig(src.file, src.listen, "", src.adminHTTP)
+	if err == nil {
+		var changes []config.Change
+		if changes, err = p.Reload(cfg); err == nil {
+			logReload(log, src.file, cfg, changes)
+			level.Set(logLevel(cfg.Log.Level))
+			return cfg
+		}
 	}
-	for _, w := range p.Reload(cfg) {
-		log.Warn("configuration change needs a restart", "change", w)
+	var ve *config.ValidationError
+	if errors.As(err, &ve) {
+		for _, pr := range ve.Problems {
+			log.Error("configuration problem", "problem", pr.String())
+		}
 	}
-	log.Info("configuration reloaded", "file", file)
+	log.Error("configuration not reloaded: nothing changed; fix the file and send SIGHUP again", "file", src.file, "err", err)
+	return nil
+}
+
+func logReload(log *slog.Logger, file string, cfg *config.Config, changes []config.Change) {
+	for _, w := range cfg.Warnings() {
+		log.Warn(w)
+	}
+	applied, restart := 0, 0
+	for _, c := range changes {
+		if c.Restart {
+			restart++
+			log.Warn("configuration change needs a restart; the old value stays in effect", "key", c.Key, "old", c.Old, "new", c.New)
+			continue
+		}
+		applied++
+		log.Info("configuration change applied", "key", c.Key, "old", c.Old, "new", c.New)
+	}
+	log.Info("configuration reloaded", "file", file, "applied", applied, "need_restart", restart)
 }
 
 func loadServeConfig(file, listen, backendDSN, adminHTTP string) (*config.Config, error) {
@@ -279,14 +315,22 @@ func loadServeConfig(file, listen, backendDSN, adminHTTP string) (*config.Config
 	return nil, errors.New("shardgate serve: need --config FILE or --backend USER:PASSWORD@HOST:PORT[/DB]")
 }
 
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.Log.Level))
+// newLogger returns the proxy's logger and its level, which a reload sets.
+func newLogger(cfg *config.Config, w io.Writer) (*slog.Logger, *slog.LevelVar) {
+	level := new(slog.LevelVar)
+	level.Set(logLevel(cfg.Log.Level))
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.Log.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(slog.NewJSONHandler(w, opts)), level
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(slog.NewTextHandler(w, opts)), level
+}
+
+// logLevel maps log.level (validated) to a slog level.
+func logLevel(name string) slog.Level {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(name))
+	return level
 }
 
 func checkConfig(args []string, stdout, stderr io.Writer) int {

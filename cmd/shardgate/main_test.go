@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,8 +56,27 @@ func freeAddr(t *testing.T) string {
 
 type proc struct {
 	cmd    *exec.Cmd
-	stderr *bytes.Buffer
+	stderr *syncBuffer
 	done   chan error
+}
+
+// syncBuffer is the binary's stderr, read by the test while exec's copier
+// writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // startServe runs `shardgate serve` and waits until it accepts clients.
@@ -64,7 +84,7 @@ func startServe(t *testing.T, args ...string) (*proc, string) {
 	t.Helper()
 	listen := freeAddr(t)
 	cmd := exec.Command(binary, append([]string{"serve", "--listen", listen}, args...)...)
-	p := &proc{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	p := &proc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -349,4 +369,87 @@ func TestSIGHUPReload(t *testing.T) {
 	write("online")
 	hup()
 	waitErr("back online by SIGHUP", func(err error) bool { return err == nil })
+}
+
+// SIGHUP applies users and the log level, logs one line per change (a
+// restart-only key by name, as needing a restart) and a summary.
+func TestSIGHUPReloadAppliesAndLogs(t *testing.T) {
+	srv := testenv.Shared(t)
+	file := filepath.Join(t.TempDir(), "shardgate.yaml")
+	write := func(level, extra string) {
+		t.Helper()
+		cfg := fmt.Sprintf("log:\n  level: %s\n%susers:\n  - name: %s\n    password: %s\n%sclusters:\n  - name: main\n    user: %s\n    password: %s\n    primary:\n      address: %s\n",
+			level, extra, testenv.User, testenv.Password, map[bool]string{true: "  - name: newbie\n    password: n-pw\n"}[level == "debug"],
+			testenv.User, testenv.Password, srv.Addr)
+		if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("info", "")
+	p, listen := startServe(t, "--config", file)
+	const debugLine = `msg="SIGHUP: reading the configuration"`
+	reloads := 0
+	hup := func() {
+		t.Helper()
+		reloads++
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for strings.Count(p.stderr.String(), `msg="configuration reloaded"`) < reloads {
+			if time.Now().After(deadline) {
+				t.Fatalf("reload %d not logged", reloads)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	login := func(user, pass string) error {
+		db, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s)/", user, pass, listen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		return db.Ping()
+	}
+	if err := login("newbie", "n-pw"); err == nil {
+		t.Fatal("newbie logs in before the reload")
+	}
+
+	write("debug", "")
+	hup()
+	log := p.stderr.String()
+	for _, want := range []string{
+		`msg="configuration change applied" key=log.level old=info new=debug`,
+		`msg="configuration change applied" key=users[newbie] old=(none) new=(added)`,
+		`msg="configuration reloaded"`, "applied=2 need_restart=0",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	if err := login("newbie", "n-pw"); err != nil {
+		t.Errorf("user added by SIGHUP: %v", err)
+	}
+	if n := strings.Count(log, debugLine); n != 0 {
+		t.Errorf("debug line logged at level info: %d", n)
+	}
+	hup()
+	if n := strings.Count(p.stderr.String(), debugLine); n != 1 {
+		t.Errorf("after log.level debug: %d debug lines, want 1", n)
+	}
+
+	admin := freeAddr(t)
+	write("info", "admin:\n  http: "+admin+"\n")
+	hup()
+	want := fmt.Sprintf(`msg="configuration change needs a restart; the old value stays in effect" key=admin.http old="" new=%s`, admin)
+	if !strings.Contains(p.stderr.String(), want) {
+		t.Errorf("log lacks %q:\n%s", want, p.stderr.String())
+	}
+	if err := login("newbie", "n-pw"); err == nil {
+		t.Error("user removed by SIGHUP still logs in")
+	}
+	hup()
+	if n := strings.Count(p.stderr.String(), debugLine); n != 2 {
+		t.Errorf("after log.level info: %d debug lines, want still 2", n)
+	}
 }

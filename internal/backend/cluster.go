@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,38 +17,108 @@ import (
 // an external failover.
 type Cluster struct {
 	Name    string
-	Primary *Pool     // the configured primary's pool
-	Servers []*Server // Servers[0] is the configured primary
+	Primary *Pool // the configured primary's pool
 
-	health HealthConfig
-	log    *slog.Logger
+	// servers are the servers statements choose from, the configured
+	// primary first. A reload publishes a new slice (copy-on-write), so
+	// the per-statement path reads it with one atomic load and no lock.
+	servers atomic.Pointer[[]*Server]
 
-	mu     sync.Mutex // serialises topology updates
-	writer *Server    // guarded by mu; readers use wp
-	wp     atomic.Pointer[Server]
+	log *slog.Logger
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	mu       sync.Mutex // serialises topology updates and server changes
+	writer   *Server    // guarded by mu; readers use wp
+	wp       atomic.Pointer[Server]
+	health   HealthConfig              // guarded by mu
+	checkers map[*Server]chan struct{} // guarded by mu: closing one stops that server's checker
+
+	wg sync.WaitGroup
 }
 
 // NewCluster builds a cluster over servers (the configured primary first)
 // and starts one health checker per server.
 func NewCluster(name string, servers []*Server, hc HealthConfig, log *slog.Logger) *Cluster {
-	c := &Cluster{Name: name, Primary: servers[0].Pool, Servers: servers, health: hc.withDefaults(),
-		log: log.With("cluster", name), stop: make(chan struct{})}
+	c := &Cluster{Name: name, Primary: servers[0].Pool, health: hc.withDefaults(),
+		log: log.With("cluster", name), checkers: map[*Server]chan struct{}{}}
+	list := slices.Clone(servers)
+	c.servers.Store(&list)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.setWriter(servers[0])
 	for _, s := range servers {
 		s.setOnTrip(c.UpdateTopology)
-	}
-	for _, s := range servers {
-		k := &checker{s: s, cfg: c.health, log: c.log.With("server", s.Addr(), "backend", s.Pool.Name)}
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			k.run(c.stop, c.checked)
-		}()
+		c.startCheckerLocked(s)
 	}
 	return c
+}
+
+// Servers returns the cluster's servers, the configured primary first. The
+// slice is shared: callers must not modify it.
+func (c *Cluster) Servers() []*Server { return *c.servers.Load() }
+
+// startCheckerLocked starts s's health checker (c.mu held).
+func (c *Cluster) startCheckerLocked(s *Server) {
+	stop := make(chan struct{})
+	c.checkers[s] = stop
+	k := &checker{s: s, cfg: c.health, log: c.log.With("server", s.Addr(), "backend", s.Pool.Name)}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		k.run(stop, c.checked)
+	}()
+}
+
+// SetServers replaces the cluster's servers after a reload added or
+// removed replicas; servers[0] must stay the configured primary. Added
+// servers get a health checker. Removed ones are drained at once (no new
+// statements), their checker stops and their pool closes, which closes
+// each connection still in use as it comes back.
+func (c *Cluster) SetServers(servers []*Server) {
+	list := slices.Clone(servers)
+	c.mu.Lock()
+	var removed []*Server
+	for _, s := range c.Servers() {
+		if !slices.Contains(list, s) {
+			s.SetOffline(true)
+			removed = append(removed, s)
+		}
+	}
+	for _, s := range list {
+		if _, running := c.checkers[s]; !running {
+			s.setOnTrip(c.UpdateTopology)
+			c.startCheckerLocked(s)
+		}
+	}
+	c.servers.Store(&list)
+	for _, s := range removed {
+		if stop, ok := c.checkers[s]; ok {
+			close(stop)
+			delete(c.checkers, s)
+		}
+	}
+	c.updateTopologyLocked()
+	c.mu.Unlock()
+	for _, s := range removed {
+		s.Pool.Close()
+	}
+}
+
+// SetHealth retunes the health checks and every server's circuit breaker.
+// Changed check timings restart the checkers (each dials a new connection).
+func (c *Cluster) SetHealth(hc HealthConfig, bc BreakerConfig) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.Servers() {
+		s.SetBreakerConfig(bc)
+	}
+	if hc = hc.withDefaults(); hc == c.health {
+		return
+	}
+	c.health = hc
+	for s, stop := range c.checkers {
+		close(stop)
+		c.startCheckerLocked(s)
+	}
 }
 
 // Writer returns the server that takes writes now, or nil when no server is
@@ -61,11 +132,12 @@ func (c *Cluster) Writer() *Server { return c.wp.Load() }
 // qualifies (the caller reads from the writer). avoid, if not nil, is left
 // out (it just failed this statement).
 func (c *Cluster) Reader(maxLag time.Duration, avoid *Server) *Server {
-	if len(c.Servers) < 2 {
+	servers := c.Servers()
+	if len(servers) < 2 {
 		return nil
 	}
 	var buf [16]*Server
-	cands, total := c.readCandidates(buf[:0], maxLag, avoid)
+	cands, total := readCandidates(buf[:0], servers, c.Writer(), maxLag, avoid)
 	switch len(cands) {
 	case 0:
 		return nil
@@ -76,19 +148,18 @@ func (c *Cluster) Reader(maxLag time.Duration, avoid *Server) *Server {
 	// Less busy per weight (outstanding/weight, compared without division);
 	// on a tie, such as two idle replicas, the first draw, so that at low
 	// load reads split by weight.
-	if b.Outstanding()*int64(a.Weight) < a.Outstanding()*int64(b.Weight) {
+	if b.Outstanding()*int64(a.Weight()) < a.Outstanding()*int64(b.Weight()) {
 		return b
 	}
 	return a
 }
 
-// readCandidates appends the replicas that may take a read and returns
-// their total weight.
-func (c *Cluster) readCandidates(out []*Server, maxLag time.Duration, avoid *Server) ([]*Server, int) {
-	w := c.Writer()
+// readCandidates appends the servers other than the writer w that may take
+// a read and returns their total weight.
+func readCandidates(out, servers []*Server, w *Server, maxLag time.Duration, avoid *Server) ([]*Server, int) {
 	total := 0
-	for _, s := range c.Servers {
-		if s == w || s == avoid || s.Weight <= 0 || !s.Available() {
+	for _, s := range servers {
+		if s == w || s == avoid || s.Weight() <= 0 || !s.Available() {
 			continue
 		}
 		h := s.Health()
@@ -96,18 +167,21 @@ func (c *Cluster) readCandidates(out []*Server, maxLag time.Duration, avoid *Ser
 			continue
 		}
 		out = append(out, s)
-		total += s.Weight
+		total += s.Weight()
 	}
 	return out, total
 }
 
+// pickWeighted draws a candidate by weight. A weight changed by a reload
+// since readCandidates summed them only skews this one draw.
 func pickWeighted(cands []*Server, total int) *Server {
 	r := rand.IntN(total)
 	for _, s := range cands {
-		if r < s.Weight {
+		w := s.Weight()
+		if r < w {
 			return s
 		}
-		r -= s.Weight
+		r -= w
 	}
 	return cands[len(cands)-1]
 }
@@ -127,12 +201,16 @@ func (c *Cluster) checked(s *Server, h *Health) {
 func (c *Cluster) UpdateTopology() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.updateTopologyLocked()
+}
+
+func (c *Cluster) updateTopologyLocked() {
 	cur := c.writer
 	if cur != nil && c.writable(cur) {
 		return
 	}
 	var next *Server
-	for _, s := range c.Servers {
+	for _, s := range c.Servers() {
 		if c.writable(s) {
 			next = s
 			break
@@ -177,7 +255,7 @@ func (c *Cluster) whyUnwritable(s *Server, h *Health) unwritable {
 	case s.BreakerOpen():
 		return outBreakerOpen
 	case !h.Checked:
-		if s == c.Servers[0] {
+		if s == c.Servers()[0] {
 			return isWritable
 		}
 		return outUnchecked
@@ -187,7 +265,7 @@ func (c *Cluster) whyUnwritable(s *Server, h *Health) unwritable {
 		// One failed check leaves the writer in place; the breaker
 		// takes it out after enough of them.
 		return outDown
-	case h.ReadOnlyUnknown && s != c.Servers[0]:
+	case h.ReadOnlyUnknown && s != c.Servers()[0]:
 		return outReadOnlyUnknown
 	}
 	return isWritable
@@ -204,7 +282,7 @@ func (c *Cluster) DescribeUnwritable() string {
 
 func (c *Cluster) describeUnwritableLocked() string {
 	var b strings.Builder
-	for i, s := range c.Servers {
+	for i, s := range c.Servers() {
 		if i > 0 {
 			b.WriteString("; ")
 		}
@@ -243,13 +321,14 @@ func (c *Cluster) setWriter(s *Server) {
 
 // Close stops the health checks and closes the pools.
 func (c *Cluster) Close() {
-	select {
-	case <-c.stop:
-	default:
-		close(c.stop)
+	c.mu.Lock()
+	for s, stop := range c.checkers {
+		close(stop)
+		delete(c.checkers, s)
 	}
+	c.mu.Unlock()
 	c.wg.Wait()
-	for _, s := range c.Servers {
+	for _, s := range c.Servers() {
 		s.Pool.Close()
 	}
 }

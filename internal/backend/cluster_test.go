@@ -30,7 +30,8 @@ func replicaHealth(lag time.Duration) *Health {
 
 // testCluster builds a cluster without starting health checkers.
 func testCluster(servers ...*Server) *Cluster {
-	c := &Cluster{Name: "t", Primary: servers[0].Pool, Servers: servers, log: quietLog, stop: make(chan struct{})}
+	c := &Cluster{Name: "t", Primary: servers[0].Pool, log: quietLog}
+	c.servers.Store(&servers)
 	c.setWriter(servers[0])
 	for _, s := range servers {
 		s.setOnTrip(c.UpdateTopology)
@@ -145,7 +146,8 @@ func TestWriterFollowsReadOnly(t *testing.T) {
 }
 
 func TestBreaker(t *testing.T) {
-	b := breaker{cfg: BreakerConfig{Failures: 3, Backoff: time.Second, MaxBackoff: 3 * time.Second}}
+	var b breaker
+	b.cfg.Store(&BreakerConfig{Failures: 3, Backoff: time.Second, MaxBackoff: 3 * time.Second})
 	now := time.Unix(1000, 0)
 	b.failure(now)
 	b.failure(now)

@@ -91,7 +91,10 @@ type DialConfig struct {
 
 // Dial connects and authenticates.
 func Dial(ctx context.Context, dc *DialConfig, foundRows bool) (*Conn, error) {
-	d := net.Dialer{Timeout: dc.ConnectTimeout, KeepAlive: 30 * time.Second}
+	d := net.Dialer{KeepAlive: 30 * time.Second}
+	if _, ok := ctx.Deadline(); !ok {
+		d.Timeout = dc.ConnectTimeout // else ctx's: a pool's connect timeout may be changed by a reload
+	}
 	nc, err := d.DialContext(ctx, "tcp", dc.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", dc.Addr, err)

@@ -11,7 +11,8 @@ import (
 // interval so a dead one is found here rather than by a client.
 func (p *Pool) maintain() {
 	defer close(p.done)
-	tick := time.NewTicker(p.tickEvery())
+	every := tickEvery(p.config())
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	p.warm()
 	for {
@@ -19,16 +20,21 @@ func (p *Pool) maintain() {
 		case <-p.stop:
 			return
 		case <-tick.C:
+			cfg := p.config() // SetConfig may have changed it
+			if d := tickEvery(cfg); d != every {
+				every = d
+				tick.Reset(every)
+			}
 			p.noteUses(time.Now())
-			p.expire()
-			p.healthCheck()
+			p.expire(cfg)
+			p.healthCheck(cfg)
 			p.warm()
 		}
 	}
 }
 
-func (p *Pool) tickEvery() time.Duration {
-	d := p.cfg.HealthCheckInterval / 2
+func tickEvery(cfg PoolConfig) time.Duration {
+	d := cfg.HealthCheckInterval / 2
 	if d > time.Second {
 		d = time.Second
 	}
@@ -52,8 +58,9 @@ func (p *Pool) warm() {
 			return
 		}
 		p.open++
+		connectTimeout := p.cfg.ConnectTimeout
 		p.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), p.dial.ConnectTimeout+time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), connectTimeout+time.Second)
 		c, err := p.dialReserved(ctx, false)
 		cancel()
 		if err != nil {
@@ -104,13 +111,13 @@ func (p *Pool) noteUses(now time.Time) {
 	}
 }
 
-func (p *Pool) expire() {
+func (p *Pool) expire(cfg PoolConfig) {
 	now := time.Now()
 	old := p.takeIdle(func(c *Conn, idleCount int) bool {
-		if p.cfg.MaxLifetime > 0 && now.Sub(c.createdAt) > p.cfg.MaxLifetime {
+		if cfg.MaxLifetime > 0 && now.Sub(c.createdAt) > cfg.MaxLifetime {
 			return true
 		}
-		return p.cfg.IdleTimeout > 0 && idleCount > p.cfg.MinIdle && now.Sub(c.lastUsed) > p.cfg.IdleTimeout
+		return cfg.IdleTimeout > 0 && idleCount > cfg.MinIdle && now.Sub(c.lastUsed) > cfg.IdleTimeout
 	})
 	for _, c := range old {
 		p.closeConn(c)
@@ -118,13 +125,13 @@ func (p *Pool) expire() {
 	}
 }
 
-func (p *Pool) healthCheck() {
+func (p *Pool) healthCheck(cfg PoolConfig) {
 	now := time.Now()
 	stale := p.takeIdle(func(c *Conn, _ int) bool {
-		return now.Sub(c.lastUsed) > p.cfg.HealthCheckInterval && now.Sub(c.lastChecked) > p.cfg.HealthCheckInterval
+		return now.Sub(c.lastUsed) > cfg.HealthCheckInterval && now.Sub(c.lastChecked) > cfg.HealthCheckInterval
 	})
 	for _, c := range stale {
-		_ = c.NetConn().SetDeadline(now.Add(p.dial.ConnectTimeout + time.Second))
+		_ = c.NetConn().SetDeadline(now.Add(cfg.ConnectTimeout + time.Second))
 		err := c.Ping()
 		_ = c.NetConn().SetDeadline(time.Time{})
 		if err != nil {

@@ -88,7 +88,7 @@ func (c *ServerCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, addr string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, addr)
 	}
-	for _, s := range c.cluster.Servers {
+	for _, s := range c.cluster.Servers() {
 		h, a := s.Health(), s.Addr()
 		lag := -1.0
 		if h.Lag >= 0 {

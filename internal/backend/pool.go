@@ -21,6 +21,25 @@ type PoolConfig struct {
 	WaitTimeout               time.Duration
 	MaxWaiters                int
 	HealthCheckInterval       time.Duration
+	// ConnectTimeout bounds a dial for the pool; 0: the DialConfig's.
+	ConnectTimeout time.Duration
+}
+
+// withDefaults resolves the zero values NewPool and SetConfig accept.
+func (cfg PoolConfig) withDefaults(dc *DialConfig) PoolConfig {
+	if cfg.MaxIdle <= 0 || cfg.MaxIdle > cfg.MaxOpen {
+		cfg.MaxIdle = cfg.MaxOpen
+	}
+	if cfg.MinIdle > cfg.MaxIdle {
+		cfg.MinIdle = cfg.MaxIdle
+	}
+	if cfg.HealthCheckInterval <= 0 {
+		cfg.HealthCheckInterval = 10 * time.Second
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = dc.ConnectTimeout
+	}
+	return cfg
 }
 
 // Error codes of the proxy's own backend errors. 9001 is what ProxySQL uses
@@ -32,10 +51,10 @@ const ErrCodeBackendUnavailable uint16 = 9001
 type Pool struct {
 	Name string // for errors and metrics, e.g. "main/primary"
 	dial *DialConfig
-	cfg  PoolConfig
 	log  *slog.Logger
 
 	mu      sync.Mutex
+	cfg     PoolConfig // SetConfig may change it: read under mu (or a copy, config)
 	idle    [2][]*Conn // by FoundRows flag; LIFO keeps hot connections hot
 	open    int
 	waiters []*waiter // FIFO, so also in deadline order
@@ -85,16 +104,7 @@ var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan *Conn,
 // NewPool creates a pool and starts its maintenance goroutine, which warms
 // up MinIdle connections in the background.
 func NewPool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger) *Pool {
-	if cfg.MaxIdle <= 0 || cfg.MaxIdle > cfg.MaxOpen {
-		cfg.MaxIdle = cfg.MaxOpen
-	}
-	if cfg.MinIdle > cfg.MaxIdle {
-		cfg.MinIdle = cfg.MaxIdle
-	}
-	if cfg.HealthCheckInterval <= 0 {
-		cfg.HealthCheckInterval = 10 * time.Second
-	}
-	p := &Pool{Name: name, dial: dc, cfg: cfg, log: log.With("pool", name, "addr", dc.Addr),
+	p := &Pool{Name: name, dial: dc, cfg: cfg.withDefaults(dc), log: log.With("pool", name, "addr", dc.Addr),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go p.maintain()
 	return p
@@ -142,11 +152,11 @@ func (p *Pool) Acquire(ctx context.Context, foundRows bool) (*Conn, error) {
 		p.closeConn(c)
 		return p.dialReserved(ctx, foundRows)
 	}
-	if len(p.waiters) >= p.cfg.MaxWaiters {
+	if maxWaiters := p.cfg.MaxWaiters; len(p.waiters) >= maxWaiters {
 		p.mu.Unlock()
 		return nil, mysql.NewError(ErrCodeBackendUnavailable, mysql.StateGeneral,
 			"shardgate: too many statements waiting for a connection to backend %s (%s): max_waiters=%d",
-			p.Name, p.dial.Addr, p.cfg.MaxWaiters)
+			p.Name, p.dial.Addr, maxWaiters)
 	}
 	w := waiterPool.Get().(*waiter)
 	w.foundRows, w.deadline = foundRows, time.Now().Add(p.cfg.WaitTimeout)
@@ -176,9 +186,10 @@ func (p *Pool) wait(ctx context.Context, w *waiter) (*Conn, error) {
 	waiterPool.Put(w) // its channel is empty again
 	if c == waitExpired {
 		p.Stats.Timeouts.Add(1)
+		cfg := p.config()
 		return nil, mysql.NewError(ErrCodeBackendUnavailable, mysql.StateGeneral,
 			"shardgate: timed out after %s waiting for a connection to backend %s (%s); pool max_open=%d",
-			p.cfg.WaitTimeout, p.Name, p.dial.Addr, p.cfg.MaxOpen)
+			cfg.WaitTimeout, p.Name, p.dial.Addr, cfg.MaxOpen)
 	}
 	return p.granted(ctx, foundRows, c)
 }
@@ -248,9 +259,12 @@ func (p *Pool) removeWaiter(w *waiter) bool {
 func (p *Pool) dialReserved(ctx context.Context, foundRows bool) (*Conn, error) {
 	p.mu.Lock()
 	epoch := p.epoch
+	timeout := p.cfg.ConnectTimeout
 	p.mu.Unlock()
 	p.Stats.Dials.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	c, err := Dial(ctx, p.dial, foundRows)
+	cancel()
 	if err != nil {
 		p.Stats.DialErrors.Add(1)
 		p.mu.Lock()
@@ -274,10 +288,11 @@ func (p *Pool) unavailable(err error) error {
 		"shardgate: backend %s (%s) unavailable: %v", p.Name, p.dial.Addr, err)
 }
 
-// releaseSlot gives up an open slot: a waiter, if any, inherits it and dials.
+// releaseSlot gives up an open slot: a waiter, if any, inherits it and
+// dials, unless a reload lowered max_open below the open count.
 func (p *Pool) releaseSlot() {
 	p.mu.Lock()
-	if len(p.waiters) > 0 {
+	if len(p.waiters) > 0 && p.open <= p.cfg.MaxOpen {
 		w := p.popWaiter()
 		p.mu.Unlock()
 		w.ch <- nil
@@ -307,7 +322,8 @@ func (p *Pool) Release(c *Conn) {
 	}
 	fr := b2i(c.FoundRows)
 	p.mu.Lock()
-	if p.closed || c.epoch != p.epoch {
+	if p.closed || c.epoch != p.epoch || p.open > p.cfg.MaxOpen {
+		// (open above MaxOpen: a reload lowered it; shrink as conns return)
 		p.open--
 		p.mu.Unlock()
 		p.closeConn(c)
@@ -388,6 +404,57 @@ func (p *Pool) closeConn(c *Conn) {
 		_ = c.Flush() // a queued COM_STMT_CLOSE, harmless either way
 	}
 	_ = c.Close()
+}
+
+// config returns a copy of the pool's current limits.
+func (p *Pool) config() PoolConfig {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cfg
+}
+
+// SetConfig applies new limits at once (a configuration reload). Idle
+// connections beyond a lowered max_open or max_idle close now, connections
+// in use beyond max_open as they are released; a raised max_open lets
+// queued statements dial. Waiters already queued keep their deadline.
+func (p *Pool) SetConfig(cfg PoolConfig) {
+	cfg = cfg.withDefaults(p.dial)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.cfg = cfg
+	var surplus []*Conn
+	for {
+		idle := len(p.idle[0]) + len(p.idle[1])
+		if idle == 0 || (p.open <= cfg.MaxOpen && idle <= cfg.MaxIdle) {
+			break
+		}
+		fr := 0
+		if len(p.idle[1]) > 0 {
+			fr = 1
+		}
+		st := p.idle[fr]
+		c := st[len(st)-1]
+		st[len(st)-1] = nil
+		p.idle[fr] = st[:len(st)-1]
+		c.idleIdx = -1
+		p.open--
+		surplus = append(surplus, c)
+	}
+	var grants []*waiter
+	for p.open < cfg.MaxOpen && len(p.waiters) > 0 {
+		grants = append(grants, p.popWaiter())
+		p.open++
+	}
+	p.mu.Unlock()
+	for _, c := range surplus {
+		p.closeConn(c)
+	}
+	for _, w := range grants {
+		w.ch <- nil // permission to dial: the slot is counted
+	}
 }
 
 // Open reports the number of open connections and idle ones.

@@ -28,9 +28,9 @@ type Health struct {
 // health checks know about it, its circuit breaker, and how busy it is.
 // Everything read per statement is an atomic.
 type Server struct {
-	Pool   *Pool
-	Weight int // share of reads among replicas (0: no reads)
+	Pool *Pool
 
+	weight      atomic.Int32 // share of reads among replicas (0: no reads); a reload may change it
 	health      atomic.Pointer[Health]
 	offline     atomic.Bool  // drained: no new statements
 	outstanding atomic.Int64 // statements running on it now
@@ -42,8 +42,9 @@ type Server struct {
 
 // NewServer wraps a pool.
 func NewServer(p *Pool, weight int, bc BreakerConfig) *Server {
-	s := &Server{Pool: p, Weight: weight}
-	s.breaker.cfg = bc.withDefaults()
+	s := &Server{Pool: p}
+	s.weight.Store(int32(weight))
+	s.SetBreakerConfig(bc)
 	s.health.Store(&Health{Lag: -1})
 	p.server.Store(s) // last: the pool's goroutine uses s from here on
 	return s
@@ -51,6 +52,19 @@ func NewServer(p *Pool, weight int, bc BreakerConfig) *Server {
 
 // Addr is the server's address.
 func (s *Server) Addr() string { return s.Pool.Addr() }
+
+// Weight is the server's share of reads among replicas (0: no reads).
+func (s *Server) Weight() int { return int(s.weight.Load()) }
+
+// SetWeight changes the server's share of reads; the next read sees it.
+func (s *Server) SetWeight(w int) { s.weight.Store(int32(w)) }
+
+// SetBreakerConfig retunes the circuit breaker; an open breaker keeps its
+// current period, the next one uses the new settings.
+func (s *Server) SetBreakerConfig(bc BreakerConfig) {
+	c := bc.withDefaults()
+	s.breaker.cfg.Store(&c)
+}
 
 // Health returns the last health check's findings.
 func (s *Server) Health() *Health { return s.health.Load() }
@@ -104,7 +118,8 @@ func (s *Server) lastConnectErr() error {
 	return s.Pool.lastErr
 }
 
-// setOnTrip sets what runs when the breaker opens.
+// setOnTrip sets what runs when the breaker opens. Atomic: the pool may
+// already be dialing (and failing) when the server joins a cluster.
 func (s *Server) setOnTrip(f func()) { s.onTrip.Store(&f) }
 
 func (s *Server) tripped() {
@@ -162,7 +177,7 @@ func (c BreakerConfig) withDefaults() BreakerConfig {
 // checker probes, no sooner than the backoff period), closed again by a
 // successful probe. The per-statement path reads one atomic.
 type breaker struct {
-	cfg      BreakerConfig
+	cfg      atomic.Pointer[BreakerConfig] // swapped whole by a reload
 	open     atomic.Bool
 	failures atomic.Int32
 
@@ -176,7 +191,7 @@ func (b *breaker) isOpen() bool { return b.open.Load() }
 // failure counts a failure; it reports true when it opened the breaker.
 func (b *breaker) failure(now time.Time) bool {
 	n := b.failures.Add(1)
-	if b.open.Load() || int(n) < b.cfg.Failures {
+	if b.open.Load() || int(n) < b.cfg.Load().Failures {
 		return false
 	}
 	b.mu.Lock()
@@ -190,7 +205,7 @@ func (b *breaker) failure(now time.Time) bool {
 
 // openLocked opens the breaker for its first backoff period (b.mu held).
 func (b *breaker) openLocked(now time.Time) {
-	b.backoff = b.cfg.Backoff
+	b.backoff = b.cfg.Load().Backoff
 	b.openUntil = now.Add(b.backoff)
 	b.open.Store(true)
 }
@@ -202,7 +217,7 @@ func (b *breaker) trip(now time.Time) bool {
 	if b.open.Load() {
 		return false
 	}
-	b.failures.Store(int32(b.cfg.Failures))
+	b.failures.Store(int32(b.cfg.Load().Failures))
 	b.openLocked(now)
 	return true
 }
@@ -238,7 +253,7 @@ func (b *breaker) probed(now time.Time, ok bool) (closed bool) {
 	}
 	b.failures.Add(1)
 	if !b.open.Load() {
-		if int(b.failures.Load()) >= b.cfg.Failures {
+		if int(b.failures.Load()) >= b.cfg.Load().Failures {
 			b.mu.Lock()
 			b.openLocked(now)
 			b.mu.Unlock()
@@ -247,8 +262,8 @@ func (b *breaker) probed(now time.Time, ok bool) (closed bool) {
 	}
 	b.mu.Lock()
 	b.backoff *= 2
-	if b.backoff > b.cfg.MaxBackoff {
-		b.backoff = b.cfg.MaxBackoff
+	if limit := b.cfg.Load().MaxBackoff; b.backoff > limit {
+		b.backoff = limit
 	}
 	b.openUntil = now.Add(b.backoff)
 	b.mu.Unlock()

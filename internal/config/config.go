@@ -15,13 +15,16 @@ import (
 )
 
 // Config is a parsed, validated configuration with all defaults applied.
+//
+// The reload tags say what a running proxy cannot apply on SIGHUP (see
+// Diff): "restart" keys need a restart.
 type Config struct {
-	Listeners []Listener `yaml:"listeners"`
-	Admin     Admin      `yaml:"admin"`
+	Listeners []Listener `yaml:"listeners" reload:"restart,byposition"`
+	Admin     Admin      `yaml:"admin" reload:"restart"`
 	Server    Server     `yaml:"server"`
 	Log       Log        `yaml:"log"`
 	Users     []User     `yaml:"users"`
-	Clusters  []Cluster  `yaml:"clusters"`
+	Clusters  []Cluster  `yaml:"clusters" reload:"addonly"`
 
 	// File is the file name the configuration was parsed from, as given to
 	// Load or Parse ("" for QuickStart). It is used in messages only.
@@ -51,33 +54,33 @@ type Admin struct {
 
 // Server holds settings of the MySQL server the proxy presents to clients.
 type Server struct {
-	Version                         string        `yaml:"version"`
-	DefaultAuthPlugin               string        `yaml:"default_auth_plugin"`
-	CachingSHA2FullAuth             string        `yaml:"caching_sha2_full_auth"`
-	RSAPrivateKeyFile               string        `yaml:"rsa_private_key_file"`
-	RSAPublicKeyFile                string        `yaml:"rsa_public_key_file"`
+	Version                         string        `yaml:"version" reload:"restart"`
+	DefaultAuthPlugin               string        `yaml:"default_auth_plugin" reload:"restart"`
+	CachingSHA2FullAuth             string        `yaml:"caching_sha2_full_auth" reload:"restart"`
+	RSAPrivateKeyFile               string        `yaml:"rsa_private_key_file" reload:"restart"`
+	RSAPublicKeyFile                string        `yaml:"rsa_public_key_file" reload:"restart"`
 	ShutdownTimeout                 time.Duration `yaml:"shutdown_timeout"`
 	ClientIdleTimeout               time.Duration `yaml:"client_idle_timeout"`
-	MaxPreparedStatementsPerSession int           `yaml:"max_prepared_statements_per_session"`
+	MaxPreparedStatementsPerSession int           `yaml:"max_prepared_statements_per_session" reload:"restart"`
 	// GOMAXPROCS is how many goroutines run at once; 0 picks
 	// ProcsPerCPU per CPU (see cmd/shardgate).
-	GOMAXPROCS int `yaml:"gomaxprocs"`
+	GOMAXPROCS int `yaml:"gomaxprocs" reload:"restart"`
 	// BusyPoll is how long a wait for input polls its socket before it
 	// parks while the proxy is nearly idle (mysql.Poller); 0 turns it off.
-	BusyPoll time.Duration `yaml:"busy_poll"`
+	BusyPoll time.Duration `yaml:"busy_poll" reload:"restart"`
 }
 
 // Log configures the proxy's own log output.
 type Log struct {
-	Level  string `yaml:"level"`  // debug | info | warn | error
-	Format string `yaml:"format"` // text | json
+	Level  string `yaml:"level"`                   // debug | info | warn | error
+	Format string `yaml:"format" reload:"restart"` // text | json
 }
 
 // User is an account clients use to log in to the proxy.
 type User struct {
 	Name            string `yaml:"name"`
-	Password        string `yaml:"password"`
-	PasswordHash    string `yaml:"password_hash"`
+	Password        string `yaml:"password" reload:"secret"`
+	PasswordHash    string `yaml:"password_hash" reload:"secret"`
 	Cluster         string `yaml:"cluster"`
 	DefaultDatabase string `yaml:"default_database"`
 	// ReadFrom overrides the cluster's routing.read_from for this user
@@ -88,9 +91,9 @@ type User struct {
 // Cluster is a set of backend MySQL servers and how the proxy connects to them.
 type Cluster struct {
 	Name     string     `yaml:"name"`
-	User     string     `yaml:"user"`
-	Password string     `yaml:"password"`
-	TLS      BackendTLS `yaml:"tls"`
+	User     string     `yaml:"user" reload:"restart"`
+	Password string     `yaml:"password" reload:"restart,secret"`
+	TLS      BackendTLS `yaml:"tls" reload:"restart"`
 	Pool     Pool       `yaml:"pool"`
 	Primary  Backend    `yaml:"primary"`
 	Replicas []Backend  `yaml:"replicas"`
@@ -149,14 +152,16 @@ type Pool struct {
 	MaxLifetime               time.Duration `yaml:"max_lifetime"`
 	WaitTimeout               time.Duration `yaml:"wait_timeout"`
 	MaxWaiters                int           `yaml:"max_waiters"`
-	PreparedStatementsPerConn int           `yaml:"prepared_statements_per_conn"`
+	PreparedStatementsPerConn int           `yaml:"prepared_statements_per_conn" reload:"restart"`
 	HealthCheckInterval       time.Duration `yaml:"health_check_interval"`
 }
 
 // Backend is one MySQL server. Weight is meaningful for replicas only; the
 // primary always has weight 1.
 type Backend struct {
-	Address string `yaml:"address"`
+	// Address identifies a replica, so only the primary's can change (it
+	// needs a restart); replicas are added and removed.
+	Address string `yaml:"address" reload:"restart"`
 	Weight  int    `yaml:"weight"`
 	// State "offline" drains the server: no new statements, running ones
 	// finish. Default "online". Applied on config reload (SIGHUP).

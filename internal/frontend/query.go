@@ -378,10 +378,10 @@ func serverErrorOr(c *backend.Conn, err error) error {
 // replica-eligible read on a connection that held no session state (not
 // pinned, so no transaction either).
 func (s *Session) retryable(c *backend.Conn, st router.Stmt) bool {
-	if s.pins&^pinHeld != 0 || len(s.user.Cluster.Servers) < 2 || s.exec.cursor {
+	if s.pins&^pinHeld != 0 || len(s.user.Cluster.Servers()) < 2 || s.exec.cursor {
 		return false
 	}
-	return router.IsReadOnly(st) || (st.Flags&router.FlagHintReplica != 0 && s.user.Policy.ReplicaEligible(st, s.db))
+	return router.IsReadOnly(st) || (st.Flags&router.FlagHintReplica != 0 && s.user.Policy().ReplicaEligible(st, s.db))
 }
 
 // reroute picks the server for a retry, avoiding the one that failed.

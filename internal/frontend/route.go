@@ -17,8 +17,8 @@ import (
 func (s *Session) route(st router.Stmt) (*backend.Server, *mysql.SQLError) {
 	cl := s.user.Cluster
 	s.waitGTID = ""
-	if len(cl.Servers) > 1 && s.user.Policy.ReplicaEligible(st, s.db) && s.autocommit() && !s.readsOwnWritesOnPrimary() {
-		if r := cl.Reader(s.user.Policy.MaxReplicaLag, s.avoid); r != nil {
+	if len(cl.Servers()) > 1 && s.user.Policy().ReplicaEligible(st, s.db) && s.autocommit() && !s.readsOwnWritesOnPrimary() {
+		if r := cl.Reader(s.user.Policy().MaxReplicaLag, s.avoid); r != nil {
 			if s.needsCausalWait(r) {
 				s.waitGTID = s.lastGTID
 			}
@@ -56,7 +56,7 @@ func (s *Session) readsOwnWritesOnPrimary() bool {
 	if s.lastWrite.IsZero() {
 		return false
 	}
-	p := s.user.Policy
+	p := s.user.Policy()
 	switch p.Consistency {
 	case router.ConsistencyNone:
 		return false
@@ -75,7 +75,7 @@ func (s *Session) readsOwnWritesOnPrimary() bool {
 // needsCausalWait reports whether a causal read on r must first wait for
 // the session's last write: r's last health check did not yet see it.
 func (s *Session) needsCausalWait(r *backend.Server) bool {
-	if s.lastGTID == "" || s.user.Policy.Consistency != router.ConsistencyCausal {
+	if s.lastGTID == "" || s.user.Policy().Consistency != router.ConsistencyCausal {
 		return false
 	}
 	return !backend.GTIDCovered(r.Health().GTIDPos, s.lastGTID)
@@ -86,7 +86,7 @@ func (s *Session) needsCausalWait(r *backend.Server) bool {
 // did not get there in time (or the wait failed): the connection has been
 // given back and the read goes to the writer instead.
 func (s *Session) causalWait(c *backend.Conn, gtid string) bool {
-	timeout := s.user.Policy.CausalWaitTimeout.Seconds()
+	timeout := s.user.Policy().CausalWaitTimeout.Seconds()
 	rows, err := c.QueryRows("SELECT MASTER_GTID_WAIT('" + gtid + "', " +
 		strconv.FormatFloat(timeout, 'f', 3, 64) + ")")
 	// The wait replaced the previous statement's diagnostics on c.
@@ -104,7 +104,7 @@ func (s *Session) causalWait(c *backend.Conn, gtid string) bool {
 
 // wrote records a statement that may have written, for read-your-writes.
 func (s *Session) wrote() {
-	if s.user.Policy.Consistency != router.ConsistencyNone && len(s.user.Cluster.Servers) > 1 {
+	if s.user.Policy().Consistency != router.ConsistencyNone && len(s.user.Cluster.Servers()) > 1 {
 		s.lastWrite = time.Now()
 	}
 }

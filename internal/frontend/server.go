@@ -22,14 +22,41 @@ import (
 	"github.com/shardgate/shardgate/internal/router"
 )
 
-// User is an account clients log in with.
+// User is an account clients log in with. A session keeps the User it
+// logged in as: a reload that changes a user's password or default
+// database makes a new User for later logins, and one that moves the user
+// to another cluster leaves sessions logged in before on the old cluster.
+// The routing policy is shared by the generations of a user on one cluster
+// and swapped atomically, so a reload reaches live sessions with it at
+// their next statement.
 type User struct {
 	Name      string
 	Stored    auth.Stored
 	Cluster   *backend.Cluster
 	DefaultDB string
-	Policy    *router.Policy // read/write splitting for this user on Cluster
+	policy    *atomic.Pointer[router.Policy]
 }
+
+// NewUser makes a user with its read/write splitting policy on cl.
+func NewUser(name string, stored auth.Stored, cl *backend.Cluster, defaultDB string, pol *router.Policy) *User {
+	u := &User{Name: name, Stored: stored, Cluster: cl, DefaultDB: defaultDB, policy: new(atomic.Pointer[router.Policy])}
+	u.policy.Store(pol)
+	return u
+}
+
+// Renewed returns a User for later logins with new credentials or default
+// database, sharing u's cluster and policy.
+func (u *User) Renewed(stored auth.Stored, defaultDB string) *User {
+	return &User{Name: u.Name, Stored: stored, Cluster: u.Cluster, DefaultDB: defaultDB, policy: u.policy}
+}
+
+// Policy returns the user's read/write splitting policy now (one atomic
+// load: statements read it each time).
+func (u *User) Policy() *router.Policy { return u.policy.Load() }
+
+// SetPolicy changes the policy of u and of the users it was renewed from
+// or to.
+func (u *User) SetPolicy(p *router.Policy) { u.policy.Store(p) }
 
 // Full-authentication policies for caching_sha2_password.
 const (
@@ -61,6 +88,9 @@ type Options struct {
 type Server struct {
 	opt    Options
 	pubPEM []byte
+
+	// idleTimeout is opt.ClientIdleTimeout, which a reload may change.
+	idleTimeout atomic.Int64
 
 	lnMu     sync.Mutex // Serve sets ln while Shutdown may read it
 	ln       net.Listener
@@ -98,6 +128,7 @@ func NewServer(opt Options) (*Server, error) {
 		opt.Collations = &Collations{}
 	}
 	s := &Server{opt: opt}
+	s.idleTimeout.Store(int64(opt.ClientIdleTimeout))
 	if parkingSupported {
 		p, err := newParker(opt.Log)
 		if err != nil {
@@ -213,6 +244,15 @@ func (s *Server) Session(id uint32) *Session {
 	}
 	return v.(*Session)
 }
+
+// SetClientIdleTimeout changes how long a client may stay idle: sessions
+// apply it from their next wait for a command (a session parked already
+// keeps the deadline it parked with).
+func (s *Server) SetClientIdleTimeout(d time.Duration) { s.idleTimeout.Store(int64(d)) }
+
+// ForgetFastAuth drops a user from the caching_sha2_password fast-auth
+// cache (its password changed), as ALTER USER does on MySQL.
+func (s *Server) ForgetFastAuth(user string) { s.sha2Cache.Delete(user) }
 
 // Clients reports the number of connected clients.
 func (s *Server) Clients() int64 { return s.count.Load() }

@@ -265,7 +265,7 @@ func (s *Session) waitCommand() error {
 // client's own wait_timeout when it set one, else (or when shorter)
 // server.client_idle_timeout; 0 is no limit.
 func (s *Session) idleLimit() time.Duration {
-	limit := s.srv.opt.ClientIdleTimeout
+	limit := time.Duration(s.srv.idleTimeout.Load())
 	if w := s.waitTimeout; w > 0 && (limit == 0 || w < limit) {
 		return w
 	}

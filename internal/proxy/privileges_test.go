@@ -115,7 +115,7 @@ func TestLeastPrivilegeBackendAccount(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	s := p.Cluster("main").Servers[0]
+	s := p.Cluster("main").Servers()[0]
 	if h := s.Health(); !h.Up || !h.ReplicationUnknown || h.Replica || p.Cluster("main").Writer() != s {
 		t.Fatalf("after %d rounds: health %+v, writer %v", n, h, p.Cluster("main").Writer())
 	}
@@ -165,7 +165,7 @@ func TestLeastPrivilegeAccountReplicated(t *testing.T) {
 	}
 	mustExec(t, db, "INSERT INTO t VALUES (2)")
 	cl := p.Cluster("main")
-	if cl.Writer() != cl.Servers[0] {
+	if cl.Writer() != cl.Servers()[0] {
 		t.Fatalf("writer %v, want the primary", cl.Writer())
 	}
 	warned := map[any]int{}
@@ -194,7 +194,7 @@ func TestNoWritableServerSaysWhy(t *testing.T) {
 	mustExec(t, db, "CREATE DATABASE nw", "CREATE TABLE nw.t (id INT)")
 
 	cl := p.Cluster("main")
-	waitFor(t, "a failed check of the dead replica", 10*time.Second, func() bool { return cl.Servers[1].Health().Err != nil })
+	waitFor(t, "a failed check of the dead replica", 10*time.Second, func() bool { return cl.Servers()[1].Health().Err != nil })
 	srv.Exec(t, "SET GLOBAL read_only = 1")
 	waitFor(t, "the writer to go", 10*time.Second, func() bool { return cl.Writer() == nil })
 	_, err = db.Exec("INSERT INTO nw.t VALUES (1)")

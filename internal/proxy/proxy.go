@@ -11,11 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,14 +33,22 @@ import (
 
 // Proxy is a running shardgate.
 type Proxy struct {
-	cfg      *config.Config
+	cfg      *config.Config // what runs now; Reload replaces it (under reloadMu)
 	log      *slog.Logger
-	clusters map[string]*backend.Cluster
-	users    map[string]*frontend.User
 	servers  []*frontend.Server
 	lns      []net.Listener
 	admin    *admin.Server
 	registry *prometheus.Registry
+
+	// users is swapped whole by Reload; a login looks a user up in it.
+	users atomic.Pointer[map[string]*frontend.User]
+
+	reloadMu sync.Mutex // one Reload at a time
+	mu       sync.Mutex // guards clusters and poolCollectors, which Reload extends
+	clusters map[string]*backend.Cluster
+	// poolCollectors are the pools' metrics, unregistered when a reload
+	// removes a server.
+	poolCollectors map[*backend.Pool]prometheus.Collector
 
 	wg        sync.WaitGroup
 	errOnce   sync.Once
@@ -50,7 +60,7 @@ type Proxy struct {
 // New builds the proxy and opens its listeners; Start begins serving.
 func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
 	p := &Proxy{cfg: cfg, log: log, clusters: map[string]*backend.Cluster{},
-		users: map[string]*frontend.User{}, registry: prometheus.NewRegistry(), err: make(chan error, 1),
+		poolCollectors: map[*backend.Pool]prometheus.Collector{}, registry: prometheus.NewRegistry(), err: make(chan error, 1),
 		closed: make(chan struct{})}
 	if err := p.buildClusters(); err != nil {
 		p.closeClusters()
@@ -70,42 +80,85 @@ func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
 func (p *Proxy) buildClusters() error {
 	for i := range p.cfg.Clusters {
 		cc := &p.cfg.Clusters[i]
-		pc := backend.PoolConfig{
-			MaxOpen: cc.Pool.MaxOpen, MaxIdle: cc.Pool.MaxIdle, MinIdle: cc.Pool.MinIdle,
-			IdleTimeout: cc.Pool.IdleTimeout, MaxLifetime: cc.Pool.MaxLifetime,
-			WaitTimeout: cc.Pool.WaitTimeout, MaxWaiters: cc.Pool.MaxWaiters,
-			HealthCheckInterval: cc.Pool.HealthCheckInterval,
+		dcs, err := clusterDialConfigs(cc)
+		if err != nil {
+			return err
 		}
-		bc := backend.BreakerConfig{Failures: cc.Health.Failures, Backoff: cc.Health.Backoff, MaxBackoff: cc.Health.MaxBackoff}
-		var servers []*backend.Server
-		for j, b := range append([]config.Backend{cc.Primary}, cc.Replicas...) {
-			dc, err := dialConfig(cc, b.Address)
-			if err != nil {
-				closeServers(servers)
-				return fmt.Errorf("cluster %s: %w", cc.Name, err)
-			}
-			name := cc.Name + "/primary"
-			if j > 0 {
-				name = fmt.Sprintf("%s/replica%d", cc.Name, j)
-			}
-			pool := backend.NewPool(name, dc, pc, p.log)
-			p.registry.MustRegister(backend.NewPoolCollector(pool))
-			s := backend.NewServer(pool, b.Weight, bc)
-			s.SetOffline(b.State == "offline")
-			servers = append(servers, s)
-		}
-		hc := backend.HealthConfig{Interval: cc.Health.Interval, Timeout: cc.Health.Timeout}
-		cl := backend.NewCluster(cc.Name, servers, hc, p.log)
-		p.clusters[cc.Name] = cl
-		p.registry.MustRegister(backend.NewServerCollector(cl))
+		p.clusters[cc.Name] = p.newCluster(cc, dcs)
 	}
 	return nil
 }
 
-func closeServers(servers []*backend.Server) {
-	for _, s := range servers {
-		s.Pool.Close()
+// clusterDialConfigs resolves the dial configurations of a cluster's
+// servers, the primary first.
+func clusterDialConfigs(cc *config.Cluster) ([]*backend.DialConfig, error) {
+	var dcs []*backend.DialConfig
+	for _, b := range append([]config.Backend{cc.Primary}, cc.Replicas...) {
+		dc, err := dialConfig(cc, b.Address)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", cc.Name, err)
+		}
+		dcs = append(dcs, dc)
 	}
+	return dcs, nil
+}
+
+// newCluster starts a cluster over servers dialed with dcs (the primary's
+// first, then the replicas' in configuration order) and exports its
+// metrics.
+func (p *Proxy) newCluster(cc *config.Cluster, dcs []*backend.DialConfig) *backend.Cluster {
+	var servers []*backend.Server
+	for j, b := range append([]config.Backend{cc.Primary}, cc.Replicas...) {
+		name := cc.Name + "/primary"
+		if j > 0 {
+			name = fmt.Sprintf("%s/replica%d", cc.Name, j)
+		}
+		servers = append(servers, p.newServer(cc, name, dcs[j], b))
+	}
+	cl := backend.NewCluster(cc.Name, servers, healthConfig(cc), p.log)
+	p.register(backend.NewServerCollector(cl))
+	return cl
+}
+
+// newServer starts a server's pool and exports its metrics.
+func (p *Proxy) newServer(cc *config.Cluster, name string, dc *backend.DialConfig, b config.Backend) *backend.Server {
+	pool := backend.NewPool(name, dc, poolConfig(cc), p.log)
+	pc := backend.NewPoolCollector(pool)
+	if p.register(pc) {
+		p.mu.Lock()
+		p.poolCollectors[pool] = pc
+		p.mu.Unlock()
+	}
+	s := backend.NewServer(pool, b.Weight, breakerConfig(cc))
+	s.SetOffline(b.State == "offline")
+	return s
+}
+
+// register exports a collector; a clash (a bug) costs the metrics, not the
+// proxy.
+func (p *Proxy) register(c prometheus.Collector) bool {
+	if err := p.registry.Register(c); err != nil {
+		p.log.Error("metrics not exported", "err", err)
+		return false
+	}
+	return true
+}
+
+func poolConfig(cc *config.Cluster) backend.PoolConfig {
+	return backend.PoolConfig{
+		MaxOpen: cc.Pool.MaxOpen, MaxIdle: cc.Pool.MaxIdle, MinIdle: cc.Pool.MinIdle,
+		IdleTimeout: cc.Pool.IdleTimeout, MaxLifetime: cc.Pool.MaxLifetime,
+		WaitTimeout: cc.Pool.WaitTimeout, MaxWaiters: cc.Pool.MaxWaiters,
+		HealthCheckInterval: cc.Pool.HealthCheckInterval, ConnectTimeout: cc.Pool.ConnectTimeout,
+	}
+}
+
+func breakerConfig(cc *config.Cluster) backend.BreakerConfig {
+	return backend.BreakerConfig{Failures: cc.Health.Failures, Backoff: cc.Health.Backoff, MaxBackoff: cc.Health.MaxBackoff}
+}
+
+func healthConfig(cc *config.Cluster) backend.HealthConfig {
+	return backend.HealthConfig{Interval: cc.Health.Interval, Timeout: cc.Health.Timeout}
 }
 
 // dialConfig resolves the server address once, so no connect waits on DNS.
@@ -172,30 +225,37 @@ func backendTLS(t *config.BackendTLS, host string) (*tls.Config, bool, error) {
 }
 
 func (p *Proxy) buildUsers() error {
+	users := map[string]*frontend.User{}
 	for _, u := range p.cfg.Users {
-		var stored auth.Stored
-		if u.PasswordHash != "" {
-			var err error
-			if stored, err = auth.ParseStored(u.PasswordHash); err != nil {
-				return fmt.Errorf("user %s: %w", u.Name, err)
-			}
-		} else {
-			stored = auth.StoredFromPlain(u.Password)
+		stored, err := storedPassword(u)
+		if err != nil {
+			return err
 		}
-		p.users[u.Name] = &frontend.User{Name: u.Name, Stored: stored, Cluster: p.clusters[u.Cluster],
-			DefaultDB: u.DefaultDatabase, Policy: p.policy(u)}
+		users[u.Name] = frontend.NewUser(u.Name, stored, p.clusters[u.Cluster], u.DefaultDatabase, policy(p.cfg, u))
 	}
+	p.users.Store(&users)
 	return nil
+}
+
+// storedPassword is the form of a user's password logins are checked
+// against.
+func storedPassword(u config.User) (auth.Stored, error) {
+	if u.PasswordHash == "" {
+		return auth.StoredFromPlain(u.Password), nil
+	}
+	stored, err := auth.ParseStored(u.PasswordHash)
+	if err != nil {
+		return stored, fmt.Errorf("user %s: %w", u.Name, err)
+	}
+	return stored, nil
 }
 
 // policy builds a user's read/write splitting policy: its cluster's
 // routing, with the user's read_from when set.
-func (p *Proxy) policy(u config.User) *router.Policy {
+func policy(cfg *config.Config, u config.User) *router.Policy {
 	var r config.Routing
-	for _, c := range p.cfg.Clusters {
-		if c.Name == u.Cluster {
-			r = c.Routing
-		}
+	if c := cfg.Cluster(u.Cluster); c != nil {
+		r = c.Routing
 	}
 	cons, _ := router.ParseConsistency(r.Consistency)
 	pol := &router.Policy{
@@ -255,7 +315,7 @@ func (p *Proxy) buildServers() error {
 	return nil
 }
 
-func (p *Proxy) lookupUser(name string) *frontend.User { return p.users[name] }
+func (p *Proxy) lookupUser(name string) *frontend.User { return (*p.users.Load())[name] }
 
 // learnBackend asks the first cluster's primary for its version string and
 // collation table. A server that is down at start does not stop the proxy:
@@ -379,7 +439,11 @@ func (p *Proxy) AdminAddr() string {
 }
 
 // Cluster returns a cluster by name (for tests and admin).
-func (p *Proxy) Cluster(name string) *backend.Cluster { return p.clusters[name] }
+func (p *Proxy) Cluster(name string) *backend.Cluster {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.clusters[name]
+}
 
 // Shutdown stops accepting clients, lets running statements finish until
 // ctx ends, closes idle clients with an error, then closes the pools.
@@ -416,7 +480,10 @@ func (p *Proxy) Close() {
 }
 
 func (p *Proxy) closeClusters() {
-	for _, c := range p.clusters {
+	p.mu.Lock()
+	clusters := maps.Values(p.clusters)
+	p.mu.Unlock()
+	for c := range clusters {
 		c.Close()
 	}
 }
@@ -437,41 +504,6 @@ func (p *Proxy) Clients() int64 {
 		n += s.Clients()
 	}
 	return n
-}
-
-// Reload applies a new configuration's backend states without a restart:
-// a backend marked offline is drained (no new statements; running ones
-// finish, and pinned sessions move on once they unpin, at their next
-// transaction boundary), one marked online takes statements again. It
-// returns what differs but needs a restart to apply.
-func (p *Proxy) Reload(cfg *config.Config) []string {
-	var needRestart []string
-	for _, cc := range cfg.Clusters {
-		cl := p.clusters[cc.Name]
-		if cl == nil {
-			needRestart = append(needRestart, fmt.Sprintf("cluster %s is new", cc.Name))
-			continue
-		}
-		backends := append([]config.Backend{cc.Primary}, cc.Replicas...)
-		if len(backends) != len(cl.Servers) {
-			needRestart = append(needRestart, fmt.Sprintf("cluster %s: servers added or removed", cc.Name))
-			continue
-		}
-		for i, b := range backends {
-			s := cl.Servers[i]
-			if addr, err := dialConfig(&cc, b.Address); err != nil || addr.Addr != s.Addr() {
-				needRestart = append(needRestart, fmt.Sprintf("cluster %s: server %d address changed", cc.Name, i))
-				continue
-			}
-			offline := b.State == "offline"
-			if offline != s.Offline() {
-				p.log.Info("backend state changed", "cluster", cc.Name, "backend", s.Addr(), "state", b.State)
-				s.SetOffline(offline)
-			}
-		}
-		cl.UpdateTopology()
-	}
-	return needRestart
 }
 
 // registerPollerMetrics exports how busy polling fares (server.busy_poll).

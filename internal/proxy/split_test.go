@@ -51,7 +51,7 @@ func serverIDs(t testing.TB, r *testenv.Replicated) map[string]int {
 func waitChecked(t testing.TB, p *proxy.Proxy) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for _, s := range p.Cluster("main").Servers {
+	for _, s := range p.Cluster("main").Servers() {
 		for !s.Health().Checked || !s.Health().Up {
 			if time.Now().After(deadline) {
 				t.Fatalf("server %s not checked: %+v", s.Addr(), s.Health())
@@ -251,7 +251,7 @@ func TestStoppedReplicaGetsNoReads(t *testing.T) {
 
 	r.StopReplication(t, 0)
 	waitFor(t, "replica 0 seen as not replicating", 20*time.Second, func() bool {
-		return !p.Cluster("main").Servers[1].Health().Replicating
+		return !p.Cluster("main").Servers()[1].Health().Replicating
 	})
 	if got := whoAnswers(t, db, ids, 100, "SELECT @@server_id"); got[1] != 0 || got[2] != 100 {
 		t.Errorf("with replica 0 stopped: %v, want all on replica 1", got)
@@ -269,7 +269,7 @@ func TestStoppedReplicaGetsNoReads(t *testing.T) {
 	}
 	r.StartReplication(t, 0)
 	waitFor(t, "replica 0 replicating again", 20*time.Second, func() bool {
-		h := p.Cluster("main").Servers[1].Health()
+		h := p.Cluster("main").Servers()[1].Health()
 		return h.Replicating && h.Lag == 0
 	})
 	if got := whoAnswers(t, db, ids, 200, "SELECT @@server_id"); got[1] < 50 || got[2] < 50 {
@@ -344,9 +344,7 @@ func TestDrainByReload(t *testing.T) {
 
 	// Replica 0 offline: reads only on replica 1.
 	cfg2 := asApp(proxyConfig(t, r.Primary, strings.Replace(extra, "weight: 1\n", "weight: 1\n        state: offline\n", 1)))
-	if msgs := p.Reload(cfg2); len(msgs) != 0 {
-		t.Fatalf("reload: %v", msgs)
-	}
+	mustReload(t, p, cfg2)
 	if got := whoAnswers(t, db, ids, 50, "SELECT @@server_id"); got[1] != 0 || got[2] != 50 {
 		t.Errorf("replica 0 drained: %v, want all on replica 1", got)
 	}
@@ -361,9 +359,7 @@ func TestDrainByReload(t *testing.T) {
 	}
 	cfg3 := asApp(proxyConfig(t, r.Primary, extra))
 	cfg3.Clusters[0].Primary.State = "offline"
-	if msgs := p.Reload(cfg3); len(msgs) != 0 {
-		t.Fatalf("reload: %v", msgs)
-	}
+	mustReload(t, p, cfg3)
 	if _, err := tx.Exec("INSERT INTO t VALUES (2)"); err != nil {
 		t.Fatalf("statement of a transaction running on the drained primary: %v", err)
 	}

@@ -17,21 +17,36 @@ import (
 // /readyz probe.
 func (p *Proxy) Ready() (ready bool, why string) {
 	var b strings.Builder
-	for _, name := range p.clusterNames() {
-		if problem := writerProblem(p.clusters[name]); problem != "" {
-			fmt.Fprintf(&b, "cluster %s: %s\n", name, problem)
+	for _, nc := range p.clusterList() {
+		if problem := writerProblem(nc.cluster); problem != "" {
+			fmt.Fprintf(&b, "cluster %s: %s\n", nc.name, problem)
 		}
 	}
 	return b.Len() == 0, b.String()
 }
 
-func (p *Proxy) clusterNames() []string {
-	names := make([]string, 0, len(p.clusters))
-	for name := range p.clusters {
-		names = append(names, name)
+type namedCluster struct {
+	name    string
+	cluster *backend.Cluster
+}
+
+// clusterList returns the clusters by name; a reload may add some.
+func (p *Proxy) clusterList() []namedCluster {
+	p.mu.Lock()
+	out := make([]namedCluster, 0, len(p.clusters))
+	for name, cl := range p.clusters {
+		out = append(out, namedCluster{name, cl})
 	}
-	slices.Sort(names)
-	return names
+	p.mu.Unlock()
+	slices.SortFunc(out, func(a, b namedCluster) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// runningConfig is the configuration in force (a reload replaces it).
+func (p *Proxy) runningConfig() *config.Config {
+	p.reloadMu.Lock()
+	defer p.reloadMu.Unlock()
+	return p.cfg
 }
 
 // writerProblem says why the cluster has no usable writer, or "" when it
@@ -39,11 +54,7 @@ func (p *Proxy) clusterNames() []string {
 func writerProblem(cl *backend.Cluster) string {
 	w := cl.Writer()
 	if w == nil {
-		states := make([]string, len(cl.Servers))
-		for i, s := range cl.Servers {
-			states[i] = s.Addr() + " " + serverState(s)
-		}
-		return "no writable server (" + strings.Join(states, "; ") + ")"
+		return "no writable server (" + cl.DescribeUnwritable() + ")"
 	}
 	if state := serverState(w); state != "up" {
 		return "writer " + w.Addr() + " " + state
@@ -85,27 +96,29 @@ func errText(err error) string {
 // delaying the log; serving does not wait for it (call it after Start, in a
 // goroutine of its own if need be).
 func (p *Proxy) LogStartup(version string) {
-	if !p.waitFirstChecks(firstCheckWait(p.cfg)) {
+	cfg := p.runningConfig()
+	if !p.waitFirstChecks(firstCheckWait(cfg)) {
 		return // closed meanwhile: the summary would describe nothing running
 	}
+	clusters := p.clusterList()
 	p.log.Info("shardgate started", "version", version, "listeners", len(p.lns),
-		"admin", adminText(p.AdminAddr()), "clusters", len(p.clusters), "users", len(p.users))
-	for i, l := range p.cfg.Listeners {
+		"admin", adminText(p.AdminAddr()), "clusters", len(clusters), "users", len(*p.users.Load()))
+	for i, l := range cfg.Listeners {
 		if i >= len(p.lns) {
 			break
 		}
 		p.log.Info("listener", "addr", p.lns[i].Addr().String(), "tls", l.TLS.Mode,
 			"certificate", certificateText(l.TLS), "max_connections", l.MaxConnections)
 	}
-	for i := range p.cfg.Clusters {
-		p.logCluster(&p.cfg.Clusters[i])
+	for i := range cfg.Clusters {
+		p.logCluster(&cfg.Clusters[i])
 	}
 }
 
 // logCluster logs one cluster's writer and servers; a cluster without a
 // usable writer is a warning, since writes fail until one appears.
 func (p *Proxy) logCluster(cc *config.Cluster) {
-	cl := p.clusters[cc.Name]
+	cl := p.Cluster(cc.Name)
 	if cl == nil {
 		return
 	}
@@ -115,13 +128,13 @@ func (p *Proxy) logCluster(cc *config.Cluster) {
 	}
 	if problem := writerProblem(cl); problem != "" {
 		p.log.Warn("cluster has no usable writer; writes fail until one is", "cluster", cc.Name,
-			"writer", writer, "servers", len(cl.Servers), "why", problem)
+			"writer", writer, "servers", len(cl.Servers()), "why", problem)
 	} else {
-		p.log.Info("cluster", "cluster", cc.Name, "writer", writer, "servers", len(cl.Servers),
+		p.log.Info("cluster", "cluster", cc.Name, "writer", writer, "servers", len(cl.Servers()),
 			"read_from", cc.Routing.ReadFrom, "consistency", cc.Routing.Consistency)
 	}
 	backends := append([]config.Backend{cc.Primary}, cc.Replicas...)
-	for i, s := range cl.Servers {
+	for i, s := range cl.Servers() {
 		if i >= len(backends) {
 			break
 		}
@@ -132,7 +145,7 @@ func (p *Proxy) logCluster(cc *config.Cluster) {
 		h := s.Health()
 		attrs := []any{"cluster", cc.Name, "role", role, "addr", backends[i].Address,
 			"state", serverState(s), "read_only", h.ReadOnly, "writer", s == cl.Writer(),
-			"weight", s.Weight, "offline", s.Offline()}
+			"weight", s.Weight(), "offline", s.Offline()}
 		if h.Replica {
 			attrs = append(attrs, "replicating", h.Replicating, "lag", lagText(h.Lag))
 		}
@@ -160,8 +173,8 @@ func (p *Proxy) waitFirstChecks(d time.Duration) bool {
 }
 
 func (p *Proxy) allChecked() bool {
-	for _, cl := range p.clusters {
-		for _, s := range cl.Servers {
+	for _, nc := range p.clusterList() {
+		for _, s := range nc.cluster.Servers() {
 			if !s.Health().Checked {
 				return false
 			}

@@ -1,0 +1,96 @@
+package config
+
+import (
+	"reflect"
+	"testing"
+)
+
+const diffBase = `
+listeners:
+  - address: 127.0.0.1:6033
+users:
+  - name: app
+    password: pw1
+  - name: gone
+    password: x
+clusters:
+  - name: main
+    user: sg
+    password: secret1
+    pool:
+      max_open: 8
+    primary:
+      address: 10.0.0.1:3306
+    replicas:
+      - address: 10.0.0.2:3306
+      - address: 10.0.0.3:3306
+`
+
+const diffNext = `
+listeners:
+  - address: 127.0.0.1:7033
+log:
+  level: debug
+users:
+  - name: app
+    password: pw2
+    cluster: main
+  - name: new
+    password: y
+    cluster: main
+clusters:
+  - name: main
+    user: sg
+    password: secret2
+    pool:
+      max_open: 4
+    primary:
+      address: 10.0.0.1:3306
+    replicas:
+      - address: 10.0.0.3:3306
+        weight: 2
+      - address: 10.0.0.4:3306
+  - name: other
+    user: sg
+    primary:
+      address: 10.0.1.1:3306
+`
+
+func TestDiff(t *testing.T) {
+	old, err := Parse([]byte(diffBase), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := Parse([]byte(diffNext), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Change{
+		{Key: "listeners[0].address", Old: "127.0.0.1:6033", New: "127.0.0.1:7033", Restart: true},
+		{Key: "log.level", Old: "info", New: "debug"},
+		{Key: "users[app].password", Old: "***", New: "***"},
+		{Key: "users[new]", Old: "(none)", New: "(added)"},
+		{Key: "users[gone]", Old: "(present)", New: "(removed)"},
+		{Key: "clusters[main].password", Old: "***", New: "***", Restart: true},
+		{Key: "clusters[main].pool.max_open", Old: "8", New: "4"},
+		{Key: "clusters[main].pool.max_idle", Old: "8", New: "4"},
+		{Key: "clusters[main].pool.min_idle", Old: "8", New: "4"},
+		{Key: "clusters[main].replicas[10.0.0.3:3306].weight", Old: "1", New: "2"},
+		{Key: "clusters[main].replicas[10.0.0.4:3306]", Old: "(none)", New: "(added)"},
+		{Key: "clusters[main].replicas[10.0.0.2:3306]", Old: "(present)", New: "(removed)"},
+		{Key: "clusters[other]", Old: "(none)", New: "(added)"},
+	}
+	if got := Diff(old, next); !reflect.DeepEqual(got, want) {
+		t.Errorf("Diff:\n got %+v\nwant %+v", got, want)
+	}
+	// Removing a cluster needs a restart; adding one does not.
+	back := Diff(next, old)
+	for _, c := range back {
+		if c.Key == "clusters[other]" && (!c.Restart || c.New != "(removed)") {
+			t.Errorf("removed cluster: %+v", c)
+		}
+	}
+	if got := Diff(old, old); len(got) != 0 {
+		t.Errorf("Diff of a configuration with itself: %+v", got)
+	}
+}
