@@ -1,13 +1,16 @@
 package proxy_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,7 +91,12 @@ func startProxy(t testing.TB, cfg *config.Config) *proxy.Proxy {
 	if os.Getenv("SHARDGATE_TEST_LOG") != "" {
 		w = os.Stderr
 	}
-	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return startProxyWithLog(t, cfg, slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})))
+}
+
+// startProxyWithLog is startProxy logging to log.
+func startProxyWithLog(t testing.TB, cfg *config.Config, log *slog.Logger) *proxy.Proxy {
+	t.Helper()
 	p, err := proxy.New(cfg, log)
 	if err != nil {
 		t.Fatalf("start proxy: %v", err)
@@ -100,6 +108,55 @@ func startProxy(t testing.TB, cfg *config.Config) *proxy.Proxy {
 		_ = p.Shutdown(ctx)
 	})
 	return p
+}
+
+// logCapture collects the proxy's log records (JSON lines) for a test to
+// inspect.
+type logCapture struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logCapture) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// String returns everything logged so far.
+func (l *logCapture) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// records returns the records logged so far at level (all levels if "").
+func (l *logCapture) records(t testing.TB, level string) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range bytes.Split(l.buf.Bytes(), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var r map[string]any
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if level == "" || r["level"] == level {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// startProxyLogged is startProxy with the proxy's log, down to DEBUG,
+// captured as JSON lines.
+func startProxyLogged(t testing.TB, cfg *config.Config) (*proxy.Proxy, *logCapture) {
+	t.Helper()
+	lc := &logCapture{}
+	return startProxyWithLog(t, cfg, slog.New(slog.NewJSONHandler(lc, &slog.HandlerOptions{Level: slog.LevelDebug}))), lc
 }
 
 // proxyDSN is a go-sql-driver DSN for the proxy's first listener.

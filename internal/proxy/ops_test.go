@@ -1,13 +1,11 @@
 package proxy_test
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -84,24 +82,6 @@ func TestHealthzReadyz(t *testing.T) {
 	waitReadyz(t, p, 200, "server restarted")
 }
 
-// syncBuffer is a log destination safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // closedAddr is a local address nothing listens on.
 func closedAddr(t *testing.T) string {
 	t.Helper()
@@ -121,7 +101,7 @@ func TestStartupSummary(t *testing.T) {
 	down, drained := closedAddr(t), closedAddr(t)
 	cfg := proxyConfig(t, srv, "    replicas:\n      - address: "+down+"\n        weight: 3\n"+
 		"      - address: "+drained+"\n        state: offline\n"+fastHealth)
-	var logBuf syncBuffer
+	var logBuf logCapture
 	log := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	p, err := proxy.New(cfg, log)
 	if err != nil {

@@ -1,75 +1,17 @@
 package proxy_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"log/slog"
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/shardgate/shardgate/internal/config"
-	"github.com/shardgate/shardgate/internal/proxy"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
-
-// logCapture collects the proxy's log records (JSON lines) for a test to
-// inspect.
-type logCapture struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logCapture) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// records returns the records logged so far at level (all levels if "").
-func (l *logCapture) records(t testing.TB, level string) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range bytes.Split(l.buf.Bytes(), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		var r map[string]any
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		if level == "" || r["level"] == level {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// startProxyLogged is startProxy with the proxy's log, down to DEBUG,
-// captured.
-func startProxyLogged(t testing.TB, cfg *config.Config) (*proxy.Proxy, *logCapture) {
-	t.Helper()
-	lc := &logCapture{}
-	p, err := proxy.New(cfg, slog.New(slog.NewJSONHandler(lc, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	if err != nil {
-		t.Fatalf("start proxy: %v", err)
-	}
-	p.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = p.Shutdown(ctx)
-	})
-	return p, lc
-}
 
 // Least-privilege backend account: granted only its database, it may not
 // run SHOW SLAVE STATUS.
