@@ -32,6 +32,9 @@ const (
 	ERParse             uint16 = 1064
 	ERNetPacketTooLarge uint16 = 1153
 	ERNetReadError      uint16 = 1158
+	// ERNetPacketsOutOfOrder is what the server answers (and closes after)
+	// a frame with the wrong sequence id, or bytes that are not MySQL.
+	ERNetPacketsOutOfOrder uint16 = 1156
 	// ERConnectionKilled (MariaDB's "Connection was killed") is what the
 	// proxy answers when the backend connection died under a statement.
 	// Not 2013 (CR_SERVER_LOST): codes 2000-2999 belong to client
