@@ -158,13 +158,23 @@ func (s *Session) reclaimPrevious() bool {
 // there is none the previous statement left no warnings or errors.
 func (s *Session) substitute(p []byte, st router.Stmt) ([]byte, router.Stmt) {
 	var sub router.Substitutions
-	if st.Flags&router.FlagConnectionID != 0 {
-		sub.ConnectionID = strconv.FormatUint(uint64(s.id), 10)
+	switch {
+	case st.Flags&router.FlagConnectionID == 0:
+	case st.Kind == router.KindKill:
+		sub.ConnectionID = strconv.FormatUint(uint64(s.id), 10) // the proxy's KILL takes a number
+	default:
+		sub.ConnectionID = router.ConnectionIDValue(s.id)
 	}
 	if s.pinned == nil {
-		sub.FoundRows = strconv.FormatUint(s.lastFoundRows, 10)
-		sub.RowCount = strconv.FormatInt(s.lastRowCount, 10)
-		sub.Diagnostics = "0"
+		if st.Flags&router.FlagFoundRows != 0 {
+			sub.FoundRows = router.FoundRowsValue(s.lastFoundRows)
+		}
+		if st.Flags&router.FlagRowCount != 0 {
+			sub.RowCount = router.RowCountValue(s.lastRowCount)
+		}
+		if st.Flags&router.FlagWarnings != 0 {
+			sub.Diagnostics = router.NoDiagnosticsValue
+		}
 	}
 	if sub == (router.Substitutions{}) {
 		return p, st
