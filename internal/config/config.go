@@ -119,6 +119,12 @@ type Routing struct {
 	// CausalWaitTimeout: how long a causal read waits on a replica before
 	// it goes to the primary instead.
 	CausalWaitTimeout time.Duration `yaml:"causal_wait_timeout"`
+	// AutocommitOffReads is where a session with autocommit off sends a
+	// read that would start its implicit transaction: "primary" (the
+	// default: the whole transaction runs there) or "replica" (the read
+	// runs outside any transaction on a replica; the transaction starts on
+	// the primary with its first statement that is not such a read).
+	AutocommitOffReads string `yaml:"autocommit_off_reads"`
 }
 
 // Health configures the health checks and circuit breaker of each server.

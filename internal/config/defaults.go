@@ -77,11 +77,12 @@ func (c *Cluster) setDefaults() {
 		},
 		Primary: Backend{Weight: 1, State: "online"},
 		Routing: Routing{
-			ReadFrom:          "replica",
-			MaxReplicaLag:     10 * time.Second,
-			Consistency:       "causal",
-			WriteWindow:       2 * time.Second,
-			CausalWaitTimeout: time.Second,
+			ReadFrom:           "replica",
+			MaxReplicaLag:      10 * time.Second,
+			Consistency:        "causal",
+			WriteWindow:        2 * time.Second,
+			CausalWaitTimeout:  time.Second,
+			AutocommitOffReads: "primary",
 		},
 		Health: Health{
 			Interval:   time.Second,

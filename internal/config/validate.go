@@ -200,6 +200,7 @@ func (v *validator) routing(p string, r *Routing) {
 		v.fail(p+".write_window", "must be >= 0 (got %s)", r.WriteWindow)
 	}
 	v.positiveDuration(p+".causal_wait_timeout", r.CausalWaitTimeout)
+	v.oneOf(p+".autocommit_off_reads", r.AutocommitOffReads, "primary", "replica")
 	for i, db := range r.PrimaryDatabases {
 		v.required(fmt.Sprintf("%s.primary_databases[%d]", p, i), db)
 	}

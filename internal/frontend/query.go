@@ -282,10 +282,16 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 				srv.MarkReadOnly()
 				s.user.Cluster.UpdateTopology()
 			}
-			if rk == relayQuery && !router.IsReadOnly(st) {
-				s.wrote()
+			inTrx := s.pins&pinTrx != 0
+			if info.Status&mysql.StatusInTrans != 0 && !inTrx && srv != s.user.Cluster.Writer() {
+				s.endReplicaTrx(c, info)
 			}
 			s.after(c, info, st)
+			if rk == relayQuery && (router.IsWrite(st) || (inTrx && s.pins&pinTrx == 0)) {
+				// A write, or the end of a transaction (by a statement that
+				// commits implicitly, such as SET autocommit = 1, too).
+				s.wrote()
+			}
 			if s.exec.ps != nil {
 				s.afterExecute(c, info)
 			}

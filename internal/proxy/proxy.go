@@ -198,6 +198,7 @@ func (p *Proxy) policy(u config.User) *router.Policy {
 	pol := &router.Policy{
 		ReadFromPrimary: r.ReadFrom == "primary", MaxReplicaLag: r.MaxReplicaLag, Consistency: cons,
 		WriteWindow: r.WriteWindow, CausalWaitTimeout: r.CausalWaitTimeout,
+		AutocommitOffReplicaReads: r.AutocommitOffReads == "replica",
 	}
 	if u.ReadFrom != "" {
 		pol.ReadFromPrimary = u.ReadFrom == "primary"
