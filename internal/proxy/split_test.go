@@ -438,7 +438,7 @@ func TestSessionSetupAndAutocommitOff(t *testing.T) {
 		waitChecked(t, p)
 		conn := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, "ac", "")))
 		mustExec(t, conn, "SET autocommit = 0", "INSERT INTO t VALUES (2)")
-		time.Sleep(1500 * time.Millisecond) // past the window of the INSERT
+		time.Sleep(1500 * time.Millisecond)     // past the window of the INSERT
 		mustExec(t, conn, "SET autocommit = 1") // commits
 		if got := who(t, conn, read); got != 0 {
 			t.Errorf("a read right after an implicit commit went to server %d, want the primary", got)
