@@ -51,8 +51,8 @@ type Admin struct {
 
 // Server holds settings of the MySQL server the proxy presents to clients.
 type Server struct {
-	Version                         string        `yaml:"version"`
-	DefaultAuthPlugin               string        `yaml:"default_auth_plugin"`
+	Version                         string        `yaml:"version"`             // "": the primary's
+	DefaultAuthPlugin               string        `yaml:"default_auth_plugin"` // "": the primary's default
 	CachingSHA2FullAuth             string        `yaml:"caching_sha2_full_auth"`
 	RSAPrivateKeyFile               string        `yaml:"rsa_private_key_file"`
 	RSAPublicKeyFile                string        `yaml:"rsa_public_key_file"`

@@ -217,7 +217,7 @@ func TestDefaults(t *testing.T) {
 		File:      "shardgate.yaml",
 		Listeners: []Listener{{Address: "127.0.0.1:6033", MaxConnections: 10000, TLS: ListenerTLS{Mode: "optional"}}},
 		Server: Server{
-			Version: "", DefaultAuthPlugin: "caching_sha2_password", CachingSHA2FullAuth: "first_login",
+			Version: "", DefaultAuthPlugin: "", CachingSHA2FullAuth: "first_login",
 			ShutdownTimeout: 30 * time.Second, ClientIdleTimeout: 8 * time.Hour, MaxPreparedStatementsPerSession: 16382,
 			BusyPoll: DefaultBusyPoll,
 		},

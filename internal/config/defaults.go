@@ -35,7 +35,6 @@ func defaultConfig() *Config {
 	return &Config{
 		Listeners: []Listener{newListener(DefaultListenAddress)},
 		Server: Server{
-			DefaultAuthPlugin:               "caching_sha2_password",
 			CachingSHA2FullAuth:             "first_login",
 			ShutdownTimeout:                 30 * time.Second,
 			ClientIdleTimeout:               8 * time.Hour,

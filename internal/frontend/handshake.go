@@ -61,10 +61,11 @@ func (s *Session) handshake() error {
 	if s.srv.opt.TLS != nil {
 		caps |= mysql.ClientSSL
 	}
+	id := s.srv.identity()
 	g := &mysql.Greeting{
-		ServerVersion: s.srv.opt.ServerVersion, ConnectionID: s.id, AuthData: s.salt,
-		Capabilities: caps, Charset: s.srv.opt.Collations.ServerDefault(),
-		Status: mysql.StatusAutocommit, AuthPlugin: s.srv.opt.DefaultAuthPlugin,
+		ServerVersion: id.Version, ConnectionID: s.id, AuthData: s.salt,
+		Capabilities: caps, Charset: id.Collations.ServerDefault(),
+		Status: mysql.StatusAutocommit, AuthPlugin: id.AuthPlugin,
 	}
 	if err := s.client.EndPacket(mysql.AppendGreeting(s.client.BeginPacket(), g)); err != nil {
 		return err
@@ -123,7 +124,7 @@ func (s *Session) authenticate(user, plugin string, resp []byte) error {
 	if plugin == "" || !u.Stored.Supports(plugin) || !knownPlugin(plugin) {
 		// Ask for the server default if the user's stored form allows it,
 		// else for the one it allows.
-		plugin = s.srv.opt.DefaultAuthPlugin
+		plugin = s.srv.identity().AuthPlugin
 		if !u.Stored.Supports(plugin) {
 			plugin = auth.PluginNative
 		}
