@@ -54,8 +54,8 @@ type Admin struct {
 
 // Server holds settings of the MySQL server the proxy presents to clients.
 type Server struct {
-	Version                         string        `yaml:"version" reload:"restart"`
-	DefaultAuthPlugin               string        `yaml:"default_auth_plugin" reload:"restart"`
+	Version                         string        `yaml:"version" reload:"restart"`             // "": the primary's
+	DefaultAuthPlugin               string        `yaml:"default_auth_plugin" reload:"restart"` // "": the primary's default
 	CachingSHA2FullAuth             string        `yaml:"caching_sha2_full_auth" reload:"restart"`
 	RSAPrivateKeyFile               string        `yaml:"rsa_private_key_file" reload:"restart"`
 	RSAPublicKeyFile                string        `yaml:"rsa_public_key_file" reload:"restart"`
@@ -122,6 +122,12 @@ type Routing struct {
 	// CausalWaitTimeout: how long a causal read waits on a replica before
 	// it goes to the primary instead.
 	CausalWaitTimeout time.Duration `yaml:"causal_wait_timeout"`
+	// AutocommitOffReads is where a session with autocommit off sends a
+	// read that would start its implicit transaction: "primary" (the
+	// default: the whole transaction runs there) or "replica" (the read
+	// runs outside any transaction on a replica; the transaction starts on
+	// the primary with its first statement that is not such a read).
+	AutocommitOffReads string `yaml:"autocommit_off_reads"`
 }
 
 // Health configures the health checks and circuit breaker of each server.

@@ -217,7 +217,7 @@ func TestDefaults(t *testing.T) {
 		File:      "shardgate.yaml",
 		Listeners: []Listener{{Address: "127.0.0.1:6033", MaxConnections: 10000, TLS: ListenerTLS{Mode: "optional"}}},
 		Server: Server{
-			Version: "", DefaultAuthPlugin: "caching_sha2_password", CachingSHA2FullAuth: "first_login",
+			Version: "", DefaultAuthPlugin: "", CachingSHA2FullAuth: "first_login",
 			ShutdownTimeout: 30 * time.Second, ClientIdleTimeout: 8 * time.Hour, MaxPreparedStatementsPerSession: 16382,
 			BusyPoll: DefaultBusyPoll,
 		},
@@ -397,6 +397,8 @@ func TestProblems(t *testing.T) {
 			f + `:6: clusters[0].primary.address: invalid address ":3306": missing host; want host:port`,
 			f + ":9: clusters[0].replicas[0].weight: must be >= 1 (got 0)",
 			f + ":10: clusters[0].replicas[1].address: required"}},
+		{"routing enums", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary: {address: \"h:1\"}\n    routing:\n      autocommit_off_reads: sometimes\n", []string{
+			f + `:7: clusters[0].routing.autocommit_off_reads: must be one of primary, replica (got "sometimes")`}},
 		{"primary weight", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary:\n      address: h:1\n      weight: 2\n", []string{
 			f + ":7: clusters[0].primary.weight: only replicas have a weight"}},
 		{"missing cluster fields", "users: [{name: a, password: x}]\nclusters:\n  - password: p\n  - name: \"\"\n    user: \"\"\n    primary: {}\n", []string{
@@ -794,7 +796,8 @@ func defaultHealth() Health {
 func TestRoutingAndHealthDefaults(t *testing.T) {
 	r, h := defaultRouting(), defaultHealth()
 	if r.ReadFrom != "replica" || r.MaxReplicaLag != 10*time.Second || r.Consistency != "causal" ||
-		r.WriteWindow != 2*time.Second || r.CausalWaitTimeout != time.Second || len(r.PrimaryDatabases) != 0 {
+		r.WriteWindow != 2*time.Second || r.CausalWaitTimeout != time.Second || len(r.PrimaryDatabases) != 0 ||
+		r.AutocommitOffReads != "primary" {
 		t.Errorf("routing defaults: %+v", r)
 	}
 	if h.Interval != time.Second || h.Timeout != time.Second || h.Failures != 3 ||

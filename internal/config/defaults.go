@@ -35,7 +35,6 @@ func defaultConfig() *Config {
 	return &Config{
 		Listeners: []Listener{newListener(DefaultListenAddress)},
 		Server: Server{
-			DefaultAuthPlugin:               "caching_sha2_password",
 			CachingSHA2FullAuth:             "first_login",
 			ShutdownTimeout:                 30 * time.Second,
 			ClientIdleTimeout:               8 * time.Hour,
@@ -77,11 +76,12 @@ func (c *Cluster) setDefaults() {
 		},
 		Primary: Backend{Weight: 1, State: "online"},
 		Routing: Routing{
-			ReadFrom:          "replica",
-			MaxReplicaLag:     10 * time.Second,
-			Consistency:       "causal",
-			WriteWindow:       2 * time.Second,
-			CausalWaitTimeout: time.Second,
+			ReadFrom:           "replica",
+			MaxReplicaLag:      10 * time.Second,
+			Consistency:        "causal",
+			WriteWindow:        2 * time.Second,
+			CausalWaitTimeout:  time.Second,
+			AutocommitOffReads: "primary",
 		},
 		Health: Health{
 			Interval:   time.Second,

@@ -136,7 +136,9 @@ func (v *validator) server(s *Server) {
 		// The handshake carries the version as a NUL-terminated string.
 		v.fail("server.version", "must not contain a NUL character")
 	}
-	v.oneOf("server.default_auth_plugin", s.DefaultAuthPlugin, "caching_sha2_password", "mysql_native_password")
+	if s.DefaultAuthPlugin != "" { // empty: the primary's (see proxy.authPluginOf)
+		v.oneOf("server.default_auth_plugin", s.DefaultAuthPlugin, "caching_sha2_password", "mysql_native_password")
+	}
 	v.oneOf("server.caching_sha2_full_auth", s.CachingSHA2FullAuth, "first_login", "always", "never")
 	v.filePair("server", "rsa_private_key_file", &s.RSAPrivateKeyFile, "rsa_public_key_file", &s.RSAPublicKeyFile)
 	v.positiveDuration("server.shutdown_timeout", s.ShutdownTimeout)
@@ -200,6 +202,7 @@ func (v *validator) routing(p string, r *Routing) {
 		v.fail(p+".write_window", "must be >= 0 (got %s)", r.WriteWindow)
 	}
 	v.positiveDuration(p+".causal_wait_timeout", r.CausalWaitTimeout)
+	v.oneOf(p+".autocommit_off_reads", r.AutocommitOffReads, "primary", "replica")
 	for i, db := range r.PrimaryDatabases {
 		v.required(fmt.Sprintf("%s.primary_databases[%d]", p, i), db)
 	}

@@ -61,10 +61,11 @@ func (s *Session) handshake() error {
 	if s.srv.opt.TLS != nil {
 		caps |= mysql.ClientSSL
 	}
+	id := s.srv.identity()
 	g := &mysql.Greeting{
-		ServerVersion: s.srv.opt.ServerVersion, ConnectionID: s.id, AuthData: s.salt,
-		Capabilities: caps, Charset: s.srv.opt.Collations.ServerDefault(),
-		Status: mysql.StatusAutocommit, AuthPlugin: s.srv.opt.DefaultAuthPlugin,
+		ServerVersion: id.Version, ConnectionID: s.id, AuthData: s.salt,
+		Capabilities: caps, Charset: id.Collations.ServerDefault(),
+		Status: mysql.StatusAutocommit, AuthPlugin: id.AuthPlugin,
 	}
 	if err := s.client.EndPacket(mysql.AppendGreeting(s.client.BeginPacket(), g)); err != nil {
 		return err
@@ -72,9 +73,12 @@ func (s *Session) handshake() error {
 	if err := s.client.Flush(); err != nil {
 		return err
 	}
+	// A server checks its clients' sequence ids; so does the proxy, from
+	// the first packet on: garbage and non-MySQL clients are told so.
+	s.client.CheckSeq = true
 	p, err := s.client.ReadPacket()
 	if err != nil {
-		return fmt.Errorf("read handshake response: %w", err)
+		return s.readFailedEarly("read handshake response", err)
 	}
 	if mysql.IsSSLRequest(p) {
 		if s.srv.opt.TLS == nil {
@@ -90,11 +94,13 @@ func (s *Session) handshake() error {
 		}
 		s.tls = true
 		if p, err = s.client.ReadPacket(); err != nil {
-			return fmt.Errorf("read handshake response after TLS: %w", err)
+			return s.readFailedEarly("read handshake response after TLS", err)
 		}
 	}
 	hr, err := mysql.ParseHandshakeResponse(p)
 	if err != nil {
+		s.logger().Info("refusing a malformed handshake response", "err", err,
+			"hint", "the client is not a MySQL client or sent a corrupt packet")
 		return s.fail(mysql.NewError(mysql.ERHandshake, mysql.StateConnFailure, "Bad handshake"))
 	}
 	if s.srv.opt.TLSRequired && !s.tls {
@@ -118,7 +124,7 @@ func (s *Session) authenticate(user, plugin string, resp []byte) error {
 	if plugin == "" || !u.Stored.Supports(plugin) || !knownPlugin(plugin) {
 		// Ask for the server default if the user's stored form allows it,
 		// else for the one it allows.
-		plugin = s.srv.opt.DefaultAuthPlugin
+		plugin = s.srv.identity().AuthPlugin
 		if !u.Stored.Supports(plugin) {
 			plugin = auth.PluginNative
 		}
@@ -131,7 +137,7 @@ func (s *Session) authenticate(user, plugin string, resp []byte) error {
 		}
 		p, err := s.client.ReadPacket()
 		if err != nil {
-			return fmt.Errorf("read auth switch response: %w", err)
+			return s.readFailedEarly("read auth switch response", err)
 		}
 		resp = append([]byte(nil), p...)
 	}
@@ -179,7 +185,7 @@ func (s *Session) cachingSHA2(u *User, resp []byte) (bool, error) {
 	}
 	p, err := s.client.ReadPacket()
 	if err != nil {
-		return false, fmt.Errorf("read full auth: %w", err)
+		return false, s.readFailedEarly("read full auth", err)
 	}
 	var password []byte
 	switch {
@@ -197,7 +203,7 @@ func (s *Session) cachingSHA2(u *User, resp []byte) (bool, error) {
 		}
 		enc, err := s.client.ReadPacket()
 		if err != nil {
-			return false, fmt.Errorf("read encrypted password: %w", err)
+			return false, s.readFailedEarly("read encrypted password", err)
 		}
 		if password, err = auth.DecryptPassword(enc, s.salt, s.srv.opt.RSAKey); err != nil {
 			return false, nil
@@ -223,6 +229,24 @@ func (s *Session) fastAuthAllowed(u *User) bool {
 	}
 	_, cached := s.srv.sha2Cache.Load(u.Name)
 	return cached
+}
+
+// readFailedEarly handles a failed read before login. A frame out of
+// sequence (garbage, an HTTP request, a port scanner) gets the error the
+// server sends, ER_NET_PACKETS_OUT_OF_ORDER, before the close; a client that
+// left gets nothing.
+func (s *Session) readFailedEarly(what string, err error) error {
+	if !errors.Is(err, mysql.ErrPacketsOutOfOrder) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	s.logger().Info("refusing a client that does not speak the MySQL protocol", "err", err,
+		"hint", "something other than a MySQL client (an HTTP client, a port scanner) connected to the MySQL port")
+	return s.fail(errOutOfOrder())
+}
+
+// errOutOfOrder is the server's answer to a frame out of sequence.
+func errOutOfOrder() *mysql.SQLError {
+	return mysql.NewError(mysql.ERNetPacketsOutOfOrder, mysql.StateConnFailure, "Got packets out of order")
 }
 
 // denied sends ERR 1045 and logs the attempt with the client address.

@@ -37,7 +37,7 @@ func (s *Session) login(user, db string, charset byte) error {
 // given handshake character set.
 func (s *Session) resetState(charset byte) {
 	s.vars = s.vars[:0]
-	if coll, ok := s.srv.opt.Collations.Lookup(charset); ok && charset != mysql.CollationUTF8MB4GeneralCI {
+	if coll, ok := s.srv.identity().Collations.Lookup(charset); ok && charset != mysql.CollationUTF8MB4GeneralCI {
 		s.vars.Set("character_set_client", coll.Charset)
 		s.vars.Set("character_set_connection", coll.Charset)
 		s.vars.Set("character_set_results", coll.Charset)
@@ -92,7 +92,7 @@ func (s *Session) comResetConnection() bool {
 // charsetID is the collation id the session logged in with.
 func (s *Session) charsetID() byte {
 	if v, ok := s.vars.Get("collation_connection"); ok {
-		if id, ok := s.srv.opt.Collations.ID(v); ok {
+		if id, ok := s.srv.identity().Collations.ID(v); ok {
 			return id
 		}
 	}

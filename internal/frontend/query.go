@@ -158,13 +158,23 @@ func (s *Session) reclaimPrevious() bool {
 // there is none the previous statement left no warnings or errors.
 func (s *Session) substitute(p []byte, st router.Stmt) ([]byte, router.Stmt) {
 	var sub router.Substitutions
-	if st.Flags&router.FlagConnectionID != 0 {
-		sub.ConnectionID = strconv.FormatUint(uint64(s.id), 10)
+	switch {
+	case st.Flags&router.FlagConnectionID == 0:
+	case st.Kind == router.KindKill:
+		sub.ConnectionID = strconv.FormatUint(uint64(s.id), 10) // the proxy's KILL takes a number
+	default:
+		sub.ConnectionID = router.ConnectionIDValue(s.id)
 	}
 	if s.pinned == nil {
-		sub.FoundRows = strconv.FormatUint(s.lastFoundRows, 10)
-		sub.RowCount = strconv.FormatInt(s.lastRowCount, 10)
-		sub.Diagnostics = "0"
+		if st.Flags&router.FlagFoundRows != 0 {
+			sub.FoundRows = router.FoundRowsValue(s.lastFoundRows)
+		}
+		if st.Flags&router.FlagRowCount != 0 {
+			sub.RowCount = router.RowCountValue(s.lastRowCount)
+		}
+		if st.Flags&router.FlagWarnings != 0 {
+			sub.Diagnostics = router.NoDiagnosticsValue
+		}
 	}
 	if sub == (router.Substitutions{}) {
 		return p, st
@@ -276,10 +286,16 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 				srv.MarkReadOnly()
 				s.user.Cluster.UpdateTopology()
 			}
-			if rk == relayQuery && !router.IsReadOnly(st) {
-				s.wrote()
+			inTrx := s.pins&pinTrx != 0
+			if info.Status&mysql.StatusInTrans != 0 && !inTrx && srv != s.user.Cluster.Writer() {
+				s.endReplicaTrx(c, info)
 			}
 			s.after(c, info, st)
+			if rk == relayQuery && (router.IsWrite(st) || (inTrx && s.pins&pinTrx == 0)) {
+				// A write, or the end of a transaction (by a statement that
+				// commits implicitly, such as SET autocommit = 1, too).
+				s.wrote()
+			}
 			if s.exec.ps != nil {
 				s.afterExecute(c, info)
 			}

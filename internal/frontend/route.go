@@ -17,7 +17,7 @@ import (
 func (s *Session) route(st router.Stmt) (*backend.Server, *mysql.SQLError) {
 	cl := s.user.Cluster
 	s.waitGTID = ""
-	if len(cl.Servers()) > 1 && s.user.Policy().ReplicaEligible(st, s.db) && s.autocommit() && !s.readsOwnWritesOnPrimary() {
+	if len(cl.Servers()) > 1 && s.user.Policy().ReplicaEligible(st, s.db) && s.replicaReadsAllowed() && !s.readsOwnWritesOnPrimary() {
 		if r := cl.Reader(s.user.Policy().MaxReplicaLag, s.avoid); r != nil {
 			if s.needsCausalWait(r) {
 				s.waitGTID = s.lastGTID
@@ -36,6 +36,34 @@ func (s *Session) autocommit() bool {
 	}
 	v, ok := s.vars.Get("autocommit")
 	return !ok || v == "ON" || v == "1"
+}
+
+// replicaReadsAllowed reports whether the session's mode lets an unpinned
+// read (no transaction open) go to a replica: in autocommit mode, or with
+// autocommit off when the policy lets a read that would start the implicit
+// transaction run outside it (see endReplicaTrx).
+func (s *Session) replicaReadsAllowed() bool {
+	return s.autocommit() || s.user.Policy().AutocommitOffReplicaReads
+}
+
+// endReplicaTrx ends the transaction a read opened on a replica, with
+// autocommit off: the session must not stay there, where its next write
+// would fail, and the read was routed as one outside any transaction. A
+// read-only transaction, so it is rolled back at once, unless the read
+// left diagnostics for the next statement to read: then the connection is
+// reset when the session lets it go. The client saw the server's status
+// (in a transaction), as it would on the primary; the proxy does not pin.
+func (s *Session) endReplicaTrx(c *backend.Conn, info *mysql.ResponseInfo) {
+	info.Status &^= mysql.StatusInTrans
+	if info.Warnings > 0 || info.Err != nil {
+		c.Dirty = true
+		return
+	}
+	if err := c.Exec("ROLLBACK"); err != nil {
+		c.Dirty = true
+	}
+	// The rollback replaced the read's diagnostics on c.
+	s.skipAffinity = true
 }
 
 // writer returns the server that takes writes, or the error for a cluster

@@ -65,10 +65,20 @@ const (
 	FullAuthNever      = "never"
 )
 
+// Identity is what the proxy presents itself as: the version string and
+// the authentication plugin of its greeting, and the collation table that
+// maps handshake character sets. The proxy learns them from the primary,
+// which may be down at start, so they can change while the server runs
+// (SetIdentity); each login reads them once.
+type Identity struct {
+	Version    string
+	AuthPlugin string // default plugin; "" is mysql_native_password
+	Collations *Collations
+}
+
 // Options configure a Server.
 type Options struct {
-	ServerVersion     string
-	DefaultAuthPlugin string
+	Identity          Identity // the initial one
 	FullAuth          string
 	TLS               *tls.Config // nil: TLS not offered
 	TLSRequired       bool
@@ -77,7 +87,6 @@ type Options struct {
 	ClientIdleTimeout time.Duration
 	MaxConnections    int
 	MaxStmtsPerSess   int
-	Collations        *Collations
 	Log               *slog.Logger
 	Metrics           *Metrics
 	// Poller rations busy polling of client and backend sockets; nil: none.
@@ -105,6 +114,8 @@ type Server struct {
 	stopOnce     sync.Once
 
 	sha2Cache sync.Map // user name -> struct{}: users that passed full auth
+
+	ident atomic.Pointer[Identity]
 }
 
 // NewServer prepares a server; Serve starts accepting.
@@ -115,20 +126,15 @@ func NewServer(opt Options) (*Server, error) {
 	if opt.Metrics == nil {
 		opt.Metrics = NewMetrics(nil)
 	}
-	if opt.DefaultAuthPlugin == "" {
-		opt.DefaultAuthPlugin = auth.PluginCachingSHA2
-	}
 	if opt.FullAuth == "" {
 		opt.FullAuth = FullAuthFirstLogin
 	}
 	if opt.MaxStmtsPerSess <= 0 {
 		opt.MaxStmtsPerSess = 16382
 	}
-	if opt.Collations == nil {
-		opt.Collations = &Collations{}
-	}
 	s := &Server{opt: opt}
 	s.idleTimeout.Store(int64(opt.ClientIdleTimeout))
+	s.SetIdentity(opt.Identity)
 	if parkingSupported {
 		p, err := newParker(opt.Log)
 		if err != nil {
@@ -175,6 +181,20 @@ func (s *Server) Serve(ln net.Listener) error {
 		go s.handle(nc)
 	}
 }
+
+// SetIdentity changes what new logins see of the server.
+func (s *Server) SetIdentity(id Identity) {
+	if id.AuthPlugin == "" {
+		id.AuthPlugin = auth.PluginNative
+	}
+	if id.Collations == nil {
+		id.Collations = &Collations{}
+	}
+	s.ident.Store(&id)
+}
+
+// identity returns what the server presents itself as now.
+func (s *Server) identity() *Identity { return s.ident.Load() }
 
 // Addr returns the listening address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }

@@ -339,6 +339,12 @@ func (s *Session) readFailed(err error) {
 			"The client was disconnected by the server because of inactivity."))
 		_ = s.client.Flush()
 	case isDisconnect(err):
+	case errors.Is(err, mysql.ErrPacketsOutOfOrder):
+		s.logger().Warn("closing client after a packet out of sequence", "err", err,
+			"hint", "the client is not a MySQL client, or its protocol state went wrong")
+		s.client.ResetSeq()
+		_ = s.client.WriteErr(errOutOfOrder())
+		_ = s.client.Flush()
 	case errors.Is(err, mysql.ErrMalformed) || errors.Is(err, mysql.ErrPacketTooLarge):
 		s.logger().Warn("closing client after a malformed packet", "err", err)
 		s.client.ResetSeq()

@@ -32,32 +32,34 @@ const (
 	ERParse             uint16 = 1064
 	ERNetPacketTooLarge uint16 = 1153
 	ERNetReadError      uint16 = 1158
+	// ERNetPacketsOutOfOrder is what the server answers (and closes after)
+	// a frame with the wrong sequence id, or bytes that are not MySQL.
+	ERNetPacketsOutOfOrder uint16 = 1156
 	// ERConnectionKilled (MariaDB's "Connection was killed") is what the
 	// proxy answers when the backend connection died under a statement.
 	// Not 2013 (CR_SERVER_LOST): codes 2000-2999 belong to client
 	// libraries, and libmariadb turns an ERR packet carrying one into
 	// 2027 "Received malformed packet".
-	ERConnectionKilled     uint16 = 1927
-	ERNetReadInterrupted   uint16 = 1159
-	ERNetErrorOnWrite      uint16 = 1160
-	ERNotAllowedCommand    uint16 = 1148
-	ERUnknownError         uint16 = 1105
-	ERNoSuchThread         uint16 = 1094
-	ERKillDenied           uint16 = 1095
-	ERQueryInterrupted     uint16 = 1317
-	ERUnknownStmtHandler   uint16 = 1243
-	ERMaxPreparedStmt      uint16 = 1461
-	ERNotSupportedYet      uint16 = 1235
-	ERWrongArguments       uint16 = 1210
-	ERNewAbortingConn      uint16 = 1184
-	ERAbortingConnection   uint16 = 1152
-	ERSecureTransport      uint16 = 3159 // connections using insecure transport are prohibited
-	ERMalformedPacket      uint16 = 1835
-	ERLockWaitTimeout      uint16 = 1205
-	ERClientInteractionTO  uint16 = 4031 // idle client disconnected (MySQL 8.0.24+)
-	ERNetPacketsOutOfOrder uint16 = 1156
-	ERNetUncompressError   uint16 = 1157
-	ERNetWriteInterrupted  uint16 = 1161
+	ERConnectionKilled    uint16 = 1927
+	ERNetReadInterrupted  uint16 = 1159
+	ERNetErrorOnWrite     uint16 = 1160
+	ERNotAllowedCommand   uint16 = 1148
+	ERUnknownError        uint16 = 1105
+	ERNoSuchThread        uint16 = 1094
+	ERKillDenied          uint16 = 1095
+	ERQueryInterrupted    uint16 = 1317
+	ERUnknownStmtHandler  uint16 = 1243
+	ERMaxPreparedStmt     uint16 = 1461
+	ERNotSupportedYet     uint16 = 1235
+	ERWrongArguments      uint16 = 1210
+	ERNewAbortingConn     uint16 = 1184
+	ERAbortingConnection  uint16 = 1152
+	ERSecureTransport     uint16 = 3159 // connections using insecure transport are prohibited
+	ERMalformedPacket     uint16 = 1835
+	ERLockWaitTimeout     uint16 = 1205
+	ERClientInteractionTO uint16 = 4031 // idle client disconnected (MySQL 8.0.24+)
+	ERNetUncompressError  uint16 = 1157
+	ERNetWriteInterrupted uint16 = 1161
 )
 
 // ClosesConnection reports the server errors after which the server closes

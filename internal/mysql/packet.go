@@ -28,6 +28,11 @@ var ErrPacketTooLarge = errors.New("mysql: packet exceeds max_allowed_packet")
 // ErrMalformed marks a packet that does not follow the protocol.
 var ErrMalformed = errors.New("mysql: malformed packet")
 
+// ErrPacketsOutOfOrder is returned, with CheckSeq set, for a frame whose
+// sequence id is not the one expected: garbage, or not a MySQL client at
+// all (an HTTP request's "GET " reads as a header with sequence id 0x20).
+var ErrPacketsOutOfOrder = errors.New("mysql: packets out of order")
+
 // Conn frames MySQL packets over a net.Conn. It is not safe for concurrent
 // use; one goroutine owns it (the session or the borrower of a backend
 // connection).
@@ -61,6 +66,11 @@ type Conn struct {
 
 	// ReadTimeout, when non-zero, is applied before each blocking read.
 	ReadTimeout time.Duration
+
+	// CheckSeq makes reads refuse a frame whose sequence id is not Seq(),
+	// as a server does with its clients (ErrPacketsOutOfOrder; Seq() is
+	// left as it was, for the error packet). Off, reads adopt the peer's.
+	CheckSeq bool
 }
 
 // NewConn wraps c. Buffers are taken from shared pools on first use and can
@@ -258,6 +268,9 @@ func (c *Conn) ReadFrame() (payload []byte, more bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
+	if c.CheckSeq && seq != c.seq {
+		return nil, false, ErrPacketsOutOfOrder
+	}
 	c.seq = seq + 1
 	if n > c.MaxPacket {
 		return nil, false, ErrPacketTooLarge
@@ -279,6 +292,9 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 		var seq uint8
 		if n, seq, err = c.readHeader(); err != nil {
 			return nil, err
+		}
+		if c.CheckSeq && seq != c.seq {
+			return nil, ErrPacketsOutOfOrder
 		}
 		if len(joined)+n > c.MaxPacket {
 			return nil, ErrPacketTooLarge

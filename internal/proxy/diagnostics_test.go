@@ -73,7 +73,15 @@ func resultString(conn *sql.Conn, q string) string {
 	}
 	defer rows.Close()
 	cols, _ := rows.Columns()
-	var lines []string
+	// Column names and types too: the proxy may answer with values of its
+	// own (substituted for FOUND_ROWS() and the like), in the server's
+	// columns.
+	types, _ := rows.ColumnTypes()
+	var heads []string
+	for _, ct := range types {
+		heads = append(heads, ct.Name()+" "+ct.DatabaseTypeName())
+	}
+	lines := []string{strings.Join(heads, ",")}
 	for rows.Next() {
 		vals := make([]sql.NullString, len(cols))
 		ptrs := make([]any, len(cols))

@@ -342,6 +342,87 @@ func TestMalformedClientsCloseOnlyThemselves(t *testing.T) {
 	cl.close()
 }
 
+// TestMalformedAnswersLikeServer sends the same bad input to MariaDB and to
+// the proxy: bytes that are not MySQL (an HTTP request), handshake responses
+// that are cut short, packets out of sequence before and after login. The
+// proxy must answer with the server's error packet (code, SQLSTATE, message
+// and sequence id) and close, as the server does: a client library shows
+// the reason instead of "lost connection".
+func TestMalformedAnswersLikeServer(t *testing.T) {
+	srv := testenv.Shared(t)
+	p := startProxy(t, proxyConfig(t, srv, ""))
+	handshake := func(seq byte, payload []byte) func(*mfClient) {
+		return func(cl *mfClient) {
+			cl.mustGreeting(t)
+			cl.writePacket(seq, payload)
+		}
+	}
+	goodResponse := func(cl *mfClient) []byte {
+		return cl.handshakeResponse(testenv.User, testenv.Password, auth.PluginNative)
+	}
+	cases := []struct {
+		name string
+		send func(*mfClient)
+	}{
+		{"HTTP request after the greeting", func(cl *mfClient) {
+			cl.mustGreeting(t)
+			cl.write([]byte("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"))
+		}},
+		{"HTTP request before the greeting is read", func(cl *mfClient) {
+			cl.write([]byte("GET / HTTP/1.1\r\n\r\n"))
+			cl.mustGreeting(t)
+		}},
+		{"empty handshake response", handshake(1, nil)},
+		{"handshake response too short for its flags", handshake(1, []byte{0x05, 0xa2})},
+		{"handshake response cut after its flags", handshake(1,
+			append(binary.LittleEndian.AppendUint32(nil, mysql.ClientProtocol41|mysql.ClientSecureConnection), 0, 0, 0))},
+		{"handshake response with sequence id 0", func(cl *mfClient) {
+			cl.mustGreeting(t)
+			cl.writePacket(0, goodResponse(cl))
+		}},
+		{"handshake response with sequence id 2", func(cl *mfClient) {
+			cl.mustGreeting(t)
+			cl.writePacket(2, goodResponse(cl))
+		}},
+		{"command with sequence id 5 after login", func(cl *mfClient) {
+			cl.mustLogin(t)
+			cl.writePacket(5, append([]byte{mysql.ComQuery}, "SELECT 1"...))
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want, wantSeq := mfAnswerThenClose(t, srv.Addr, c.send)
+			got, gotSeq := mfAnswerThenClose(t, p.Addrs()[0], c.send)
+			if want == nil {
+				t.Fatalf("the server sent no error: the case tests nothing")
+			}
+			if got == nil || *got != *want || gotSeq != wantSeq {
+				t.Errorf("proxy answered %v (sequence id %d), server %v (sequence id %d)", got, gotSeq, want, wantSeq)
+			}
+		})
+	}
+}
+
+// mfAnswerThenClose connects to addr, runs send and returns the ERR packet
+// the peer answers with (nil for none) and its sequence id, checking that
+// the peer then closes the connection.
+func mfAnswerThenClose(t *testing.T, addr string, send func(*mfClient)) (*mysql.SQLError, byte) {
+	t.Helper()
+	cl := mfDial(t, addr)
+	send(cl)
+	p, err := cl.c.ReadPacket()
+	if err != nil {
+		cl.expectClosedAfter(t, err)
+		return nil, 0
+	}
+	if !mysql.IsErr(p) {
+		t.Fatalf("%s: got %x, want an ERR packet", addr, p)
+	}
+	e, seq := mysql.ParseErr(p), cl.c.Seq()-1
+	cl.expectClosed(t, false)
+	return e, seq
+}
+
 // TestMalformedPreAuthHeaderMemory: a client that has not logged in sends
 // four bytes announcing a 16 MB packet and then nothing. The proxy allocates
 // the whole frame up front and, with no timeout during the handshake, keeps

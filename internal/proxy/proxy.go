@@ -15,10 +15,8 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -55,6 +53,12 @@ type Proxy struct {
 	err       chan error
 	closeOnce sync.Once
 	closed    chan struct{} // closed by Close
+
+	// The primary's identity, when it could not be learnt at start, is
+	// learnt later (identity.go).
+	learnPending bool
+	learnCancel  context.CancelFunc
+	learnDone    chan struct{}
 }
 
 // New builds the proxy and opens its listeners; Start begins serving.
@@ -261,6 +265,7 @@ func policy(cfg *config.Config, u config.User) *router.Policy {
 	pol := &router.Policy{
 		ReadFromPrimary: r.ReadFrom == "primary", MaxReplicaLag: r.MaxReplicaLag, Consistency: cons,
 		WriteWindow: r.WriteWindow, CausalWaitTimeout: r.CausalWaitTimeout,
+		AutocommitOffReplicaReads: r.AutocommitOffReads == "replica",
 	}
 	if u.ReadFrom != "" {
 		pol.ReadFromPrimary = u.ReadFrom == "primary"
@@ -275,11 +280,11 @@ func policy(cfg *config.Config, u config.User) *router.Policy {
 }
 
 func (p *Proxy) buildServers() error {
-	version, colls := p.learnBackend()
 	rsaKey, err := p.rsaKey()
 	if err != nil {
 		return err
 	}
+	ident := p.startIdentity()
 	metrics := frontend.NewMetrics(p.registry)
 	poller := mysql.NewPoller(p.cfg.Server.BusyPoll, runtime.NumCPU())
 	registerPollerMetrics(p.registry, poller)
@@ -289,11 +294,10 @@ func (p *Proxy) buildServers() error {
 			return fmt.Errorf("listener %s: %w", l.Address, err)
 		}
 		srv, err := frontend.NewServer(frontend.Options{
-			ServerVersion: version, DefaultAuthPlugin: p.cfg.Server.DefaultAuthPlugin,
-			FullAuth: p.cfg.Server.CachingSHA2FullAuth, TLS: tc, TLSRequired: l.TLS.Mode == "required",
+			Identity: ident, FullAuth: p.cfg.Server.CachingSHA2FullAuth, TLS: tc, TLSRequired: l.TLS.Mode == "required",
 			RSAKey: rsaKey, Users: p.lookupUser, ClientIdleTimeout: p.cfg.Server.ClientIdleTimeout,
 			MaxConnections: l.MaxConnections, MaxStmtsPerSess: p.cfg.Server.MaxPreparedStatementsPerSession,
-			Collations: colls, Log: p.log, Metrics: metrics, Poller: poller,
+			Log: p.log, Metrics: metrics, Poller: poller,
 		})
 		if err != nil {
 			return err
@@ -312,56 +316,11 @@ func (p *Proxy) buildServers() error {
 		}
 		p.admin = a
 	}
+	p.startLearning()
 	return nil
 }
 
 func (p *Proxy) lookupUser(name string) *frontend.User { return (*p.users.Load())[name] }
-
-// learnBackend asks the first cluster's primary for its version string and
-// collation table. A server that is down at start does not stop the proxy:
-// it starts with a built-in table and a generic version.
-func (p *Proxy) learnBackend() (string, *frontend.Collations) {
-	version := p.cfg.Server.Version
-	if len(p.cfg.Clusters) == 0 {
-		return version, frontend.NewCollations(builtinCollations)
-	}
-	pool := p.clusters[p.cfg.Clusters[0].Name].Primary
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	rows, serverVersion, err := pool.QueryVersion(ctx,
-		"SELECT ID, COLLATION_NAME, CHARACTER_SET_NAME FROM information_schema.COLLATIONS WHERE ID IS NOT NULL AND ID < 256")
-	if err != nil {
-		p.log.Warn("could not reach the primary at start; using built-in collations", "backend", pool.Addr(), "err", err)
-		if version == "" {
-			version = fallbackVersion
-		}
-		return version, frontend.NewCollations(builtinCollations)
-	}
-	if version == "" {
-		version = serverVersion
-	}
-	colls := make([]frontend.Collation, 0, len(rows))
-	for _, r := range rows {
-		id, err := strconv.Atoi(r[0])
-		if err != nil || id <= 0 || id > 255 {
-			continue
-		}
-		colls = append(colls, frontend.Collation{ID: byte(id), Name: r[1], Charset: r[2]})
-	}
-	return version, frontend.NewCollations(colls)
-}
-
-const fallbackVersion = "8.0.36-shardgate"
-
-var builtinCollations = []frontend.Collation{
-	{ID: 8, Name: "latin1_swedish_ci", Charset: "latin1"},
-	{ID: 33, Name: "utf8mb3_general_ci", Charset: "utf8mb3"},
-	{ID: 45, Name: "utf8mb4_general_ci", Charset: "utf8mb4"},
-	{ID: 46, Name: "utf8mb4_bin", Charset: "utf8mb4"},
-	{ID: 63, Name: "binary", Charset: "binary"},
-	{ID: 83, Name: "utf8mb3_bin", Charset: "utf8mb3"},
-	{ID: 224, Name: "utf8mb4_unicode_ci", Charset: "utf8mb4"},
-}
 
 func (p *Proxy) rsaKey() (*rsa.PrivateKey, error) {
 	if p.cfg.Server.RSAPrivateKeyFile != "" {
@@ -470,6 +429,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 // Close releases everything at once.
 func (p *Proxy) Close() {
 	p.closeOnce.Do(func() { close(p.closed) })
+	p.stopLearning()
 	for _, ln := range p.lns {
 		_ = ln.Close()
 	}

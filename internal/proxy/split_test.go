@@ -378,3 +378,101 @@ func TestDrainByReload(t *testing.T) {
 		t.Errorf("primary has %s rows, want the transaction's 2", got)
 	}
 }
+
+// TestSessionSetupAndAutocommitOff: statements that only set up a session
+// (SET NAMES, SET autocommit, SET SESSION ...) are not writes, so they do
+// not keep the session's reads on the primary; a statement that commits
+// implicitly (SET autocommit = 1) counts as the end of a transaction. With
+// routing.autocommit_off_reads: replica, a session with autocommit off
+// reads from a replica until it writes, and no transaction stays open
+// there.
+func TestSessionSetupAndAutocommitOff(t *testing.T) {
+	r := testenv.StartReplicated(t, 1)
+	r.Primary.Exec(t, "CREATE DATABASE ac", "CREATE TABLE ac.t (id INT PRIMARY KEY) ENGINE=InnoDB")
+	r.WaitCaughtUp(t)
+	ids := serverIDs(t, r)
+	ctx := context.Background()
+	// who runs q on conn and returns the index of the server that answered.
+	who := func(t *testing.T, conn *sql.Conn, q string) int {
+		t.Helper()
+		var id string
+		var n int
+		if err := conn.QueryRowContext(ctx, q).Scan(&id, &n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return ids[id]
+	}
+	const read = "SELECT @@server_id, COUNT(*) FROM t"
+
+	t.Run("SET is not a write", func(t *testing.T) {
+		extra := splitConfig(t, r, []int{1}, "    routing:\n      consistency: window\n      write_window: 1m\n")
+		p := startProxy(t, asApp(proxyConfig(t, r.Primary, extra)))
+		waitChecked(t, p)
+		conn := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, "ac", "")))
+		for _, set := range []string{
+			"SET NAMES utf8mb4",
+			"SET autocommit = 1",
+			"SET SESSION sql_mode = 'STRICT_TRANS_TABLES'",
+			"SET time_zone = '+00:00', SESSION tx_isolation = 'READ-COMMITTED'",
+		} {
+			mustExec(t, conn, set)
+			if got := who(t, conn, read); got != 1 {
+				t.Errorf("after %s a read went to server %d, want the replica", set, got)
+			}
+		}
+		// The window itself works: a write keeps the reads on the primary.
+		mustExec(t, conn, "INSERT INTO t VALUES (1)")
+		mustExec(t, conn, "SET NAMES utf8mb4")
+		if got := who(t, conn, read); got != 0 {
+			t.Errorf("a read right after a write went to server %d, want the primary", got)
+		}
+	})
+
+	t.Run("SET autocommit = 1 ends the transaction", func(t *testing.T) {
+		extra := splitConfig(t, r, []int{1}, "    routing:\n      consistency: window\n      write_window: 1s\n")
+		p := startProxy(t, asApp(proxyConfig(t, r.Primary, extra)))
+		waitChecked(t, p)
+		conn := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, "ac", "")))
+		mustExec(t, conn, "SET autocommit = 0", "INSERT INTO t VALUES (2)")
+		time.Sleep(1500 * time.Millisecond)     // past the window of the INSERT
+		mustExec(t, conn, "SET autocommit = 1") // commits
+		if got := who(t, conn, read); got != 0 {
+			t.Errorf("a read right after an implicit commit went to server %d, want the primary", got)
+		}
+	})
+
+	t.Run("autocommit off reads from a replica", func(t *testing.T) {
+		extra := splitConfig(t, r, []int{1}, "    routing:\n      consistency: none\n      autocommit_off_reads: replica\n")
+		p := startProxy(t, asApp(proxyConfig(t, r.Primary, extra)))
+		waitChecked(t, p)
+		conn := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, "ac", "")))
+		mustExec(t, conn, "SET autocommit = 0")
+		for i := 0; i < 3; i++ {
+			if got := who(t, conn, read); got != 1 {
+				t.Fatalf("autocommit=0 read %d before any write went to server %d, want the replica", i, got)
+			}
+		}
+		// The first write opens the transaction on the primary; it stays
+		// there until COMMIT.
+		mustExec(t, conn, "INSERT INTO t VALUES (3)")
+		var sid string
+		var n int
+		if err := conn.QueryRowContext(ctx, "SELECT @@server_id, COUNT(*) FROM t WHERE id = 3").Scan(&sid, &n); err != nil {
+			t.Fatal(err)
+		}
+		if ids[sid] != 0 || n != 1 {
+			t.Errorf("a read in the transaction ran on server %d and saw %d rows, want the primary and its own write", ids[sid], n)
+		}
+		if n := r.Replicas[0].Scalar(t, "SELECT COUNT(*) FROM information_schema.INNODB_TRX"); n != "0" {
+			t.Errorf("%s transactions open on the replica, want none", n)
+		}
+		mustExec(t, conn, "COMMIT")
+		if got := who(t, conn, read); got != 1 {
+			t.Errorf("the first read after COMMIT went to server %d, want the replica", got)
+		}
+		r.WaitCaughtUp(t)
+		if got := r.Replicas[0].Scalar(t, "SELECT COUNT(*) FROM ac.t WHERE id = 3"); got != "1" {
+			t.Errorf("the write of the autocommit=0 transaction did not reach the replica")
+		}
+	})
+}

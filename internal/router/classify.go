@@ -158,6 +158,10 @@ const (
 	// too, and the words are case-insensitive), anywhere in the text.
 	FlagHintPrimary
 	FlagHintReplica
+	// FlagSetNotVariable: a SET statement that does not assign variables:
+	// SET PASSWORD, SET DEFAULT ROLE (which write the grant tables) and
+	// MariaDB's SET STATEMENT ... FOR <statement>.
+	FlagSetNotVariable
 
 	flagsEnd // one past the last flag
 )
@@ -166,7 +170,7 @@ var flagNames = [...]string{
 	"UserVar", "SysVarSet", "GetLock", "TempTable", "CalcFoundRows", "FoundRows",
 	"RowCount", "LastInsertID", "LastInsertIDArg", "Warnings", "Local", "ForUpdate",
 	"MultiStatement", "ConnectionID", "SideEffectFunc", "SelectInto", "TrxIsolationSet",
-	"Autocommit", "AnalyzeExec", "HintPrimary", "HintReplica",
+	"Autocommit", "AnalyzeExec", "HintPrimary", "HintReplica", "SetNotVariable",
 }
 
 // Has reports whether all the flags in x are set in f.
@@ -242,6 +246,34 @@ const hintFlags = FlagHintPrimary | FlagHintReplica
 // business (see FlagTempTable).
 func IsReadOnly(s Stmt) bool {
 	return isReadKind(s.Kind) && s.Flags&notReadOnlyFlags == 0
+}
+
+// mayWriteFlags are the flags that make even a read or a SET a possible
+// write: several statements, functions with side effects (sequences,
+// locks), SELECT ... INTO OUTFILE, ANALYZE TABLE and statements that
+// ANALYZE runs, temporary tables, LOAD DATA LOCAL, locking reads.
+const mayWriteFlags = FlagMultiStatement | FlagSideEffectFunc | FlagSelectInto | FlagAnalyzeExec |
+	FlagTempTable | FlagGetLock | FlagLocal | FlagForUpdate
+
+// IsWrite reports whether s may change data that later reads could see,
+// for read-your-writes. Statements of a reading kind are not writes even
+// when they read or set session state (user variables, FOUND_ROWS(),
+// LAST_INSERT_ID(expr), SHOW WARNINGS: IsReadOnly is false for them), nor
+// are SETs of variables (SET NAMES, SET autocommit, SET SESSION sql_mode,
+// SET @v = (SELECT ...)), which drivers send on connect. SET PASSWORD,
+// SET DEFAULT ROLE and SET STATEMENT ... FOR are. Anything with a flag of
+// mayWriteFlags is, as is every other kind. The caller accounts for a
+// transaction that a statement commits implicitly (SET autocommit = 1).
+func IsWrite(s Stmt) bool {
+	switch {
+	case s.Flags&mayWriteFlags != 0:
+		return true
+	case isReadKind(s.Kind):
+		return false
+	case s.Kind == KindSet:
+		return s.Flags&FlagSetNotVariable != 0
+	}
+	return true
 }
 
 // Classify classifies the SQL text of a COM_QUERY. It does not parse SQL: it
@@ -810,6 +842,7 @@ func (c *classifier) setTarget(t *token) {
 				s.setActive = false
 				return
 			case kwPASSWORD, kwDEFAULT, kwSTATEMENT: // SET PASSWORD, SET DEFAULT ROLE, SET STATEMENT ... FOR
+				c.st.Flags |= FlagSetNotVariable
 				s.setActive = false
 				return
 			}

@@ -250,10 +250,10 @@ var classifyCases = []classifyCase{
 	{"ALTER USER 'u'@'h' IDENTIFIED BY 'x'", KindAlter, 0},
 	{"DROP USER 'u'@'h', v@h", KindDrop, 0},
 	{"RENAME USER 'a'@'h' TO 'b'@'h'", KindRename, 0},
-	{"SET PASSWORD FOR 'u'@'h' = 'x'", KindSet, 0},
-	{"SET PASSWORD FOR u@h = 'x'", KindSet, 0},
-	{"SET PASSWORD = 'x'", KindSet, 0},
-	{"SET DEFAULT ROLE r TO 'u'@'h'", KindSet, 0},
+	{"SET PASSWORD FOR 'u'@'h' = 'x'", KindSet, FlagSetNotVariable},
+	{"SET PASSWORD FOR u@h = 'x'", KindSet, FlagSetNotVariable},
+	{"SET PASSWORD = 'x'", KindSet, FlagSetNotVariable},
+	{"SET DEFAULT ROLE r TO 'u'@'h'", KindSet, FlagSetNotVariable},
 	{"SHOW GRANTS FOR 'u'@'h'", KindShow, 0},
 	{"SHOW GRANTS FOR u@h", KindShow, 0},
 	{"CREATE DEFINER=`root`@`localhost` PROCEDURE p() SELECT 1", KindCreate, 0},
@@ -298,7 +298,7 @@ var classifyCases = []classifyCase{
 	{"SET @@transaction_isolation = 'READ-COMMITTED'", KindSet, fSys},
 	{"SET ROLE ALL", KindSet, fSys},
 	{"SET RESOURCE GROUP rg", KindSet, fSys},
-	{"SET STATEMENT max_statement_time=1 FOR SELECT 1", KindSet, 0},
+	{"SET STATEMENT max_statement_time=1 FOR SELECT 1", KindSet, FlagSetNotVariable},
 	{"SET @a = @@warning_count", KindSet, fUV | fWarn},
 
 	// warnings
@@ -559,6 +559,52 @@ func TestIsReadOnly(t *testing.T) {
 	}
 }
 
+func TestIsWrite(t *testing.T) {
+	for _, c := range []struct {
+		sql  string
+		want bool
+	}{
+		// Session set-up and reads of session state are not writes.
+		{"SET NAMES utf8mb4", false},
+		{"SET autocommit=1", false},
+		{"SET SESSION sql_mode='STRICT_ALL_TABLES', time_zone='+00:00'", false},
+		{"SET @@session.transaction_isolation = 'READ-COMMITTED'", false},
+		{"SET TRANSACTION ISOLATION LEVEL READ COMMITTED", false},
+		{"SET @x = (SELECT COUNT(*) FROM t)", false},
+		{"/*!40101 SET @OLD_SQL_MODE=@@SQL_MODE, SQL_MODE='' */", false},
+		{"SET GLOBAL max_connections = 10", false},
+		{"SELECT 1", false},
+		{"SELECT @x", false},
+		{"SELECT @x := 1", false},
+		{"SELECT LAST_INSERT_ID()", false},
+		{"SELECT FOUND_ROWS()", false},
+		{"SHOW WARNINGS", false},
+		{"SELECT CONNECTION_ID()", false},
+		{"EXPLAIN SELECT 1", false},
+
+		{"INSERT INTO t VALUES (1)", true},
+		{"UPDATE t SET a = 1", true},
+		{"SET PASSWORD = 'x'", true},
+		{"SET DEFAULT ROLE r TO 'u'@'h'", true},
+		{"SET STATEMENT max_statement_time=1 FOR UPDATE t SET a = @v", true},
+		{"SET @x = NEXTVAL(s)", true},
+		{"SET NAMES utf8mb4; INSERT INTO t VALUES (1)", true},
+		{"SELECT NEXTVAL(s)", true},
+		{"SELECT * FROM t FOR UPDATE", true},
+		{"SELECT a INTO OUTFILE '/tmp/x' FROM t", true},
+		{"ANALYZE TABLE t", true},
+		{"CREATE TEMPORARY TABLE t (a INT)", true},
+		{"COMMIT", true},
+		{"DO 1", true},
+		{"CALL p()", true},
+		{"", true},
+	} {
+		if got := IsWrite(Classify([]byte(c.sql))); got != c.want {
+			t.Errorf("IsWrite(%q) = %v, want %v", c.sql, got, c.want)
+		}
+	}
+}
+
 func TestKindString(t *testing.T) {
 	seen := map[string]bool{}
 	for k := KindOther; k < kindCount; k++ {
@@ -577,7 +623,7 @@ func TestKindString(t *testing.T) {
 }
 
 func TestFlags(t *testing.T) {
-	if len(flagNames) != 21 || flagsEnd != 1<<len(flagNames) {
+	if len(flagNames) != 22 || flagsEnd != 1<<len(flagNames) {
 		t.Fatalf("flagNames has %d names for flagsEnd %#x", len(flagNames), uint32(flagsEnd))
 	}
 	f := FlagUserVar | FlagForUpdate

@@ -46,6 +46,11 @@ type Policy struct {
 	WriteWindow time.Duration
 	// CausalWaitTimeout bounds a causal read's wait on a replica.
 	CausalWaitTimeout time.Duration
+	// AutocommitOffReplicaReads lets a session with autocommit off read
+	// from a replica while no transaction is open: such a read runs
+	// outside the transaction it would have started (ProxySQL's
+	// mysql-enforce_autocommit_on_reads=false).
+	AutocommitOffReplicaReads bool
 }
 
 // ReplicaEligible reports whether a statement may read from a replica as
