@@ -68,6 +68,15 @@ type Server struct {
 	// BusyPoll is how long a wait for input polls its socket before it
 	// parks while the proxy is nearly idle (mysql.Poller); 0 turns it off.
 	BusyPoll time.Duration `yaml:"busy_poll" reload:"restart"`
+	// MaxAllowedPacket bounds a client packet; 0: the primary's
+	// max_allowed_packet.
+	MaxAllowedPacket int `yaml:"max_allowed_packet" reload:"restart"`
+	// NetReadTimeout: a client that stops sending in the middle of a
+	// packet this long is closed (MySQL's net_read_timeout).
+	NetReadTimeout time.Duration `yaml:"net_read_timeout"`
+	// NetWriteTimeout: a client that stops reading what the proxy sends it
+	// this long is closed (MySQL's net_write_timeout).
+	NetWriteTimeout time.Duration `yaml:"net_write_timeout"`
 }
 
 // Log configures the proxy's own log output.

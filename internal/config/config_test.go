@@ -160,7 +160,7 @@ clusters:
 		Server: Server{
 			Version: "8.0.99-test", DefaultAuthPlugin: "mysql_native_password", CachingSHA2FullAuth: "always",
 			RSAPrivateKeyFile: abs("rsa.pem"), RSAPublicKeyFile: abs("rsa.pub"),
-			ShutdownTimeout: 10 * time.Second, ClientIdleTimeout: time.Hour, MaxPreparedStatementsPerSession: 100,
+			ShutdownTimeout: 10 * time.Second, ClientIdleTimeout: time.Hour, NetReadTimeout: 30 * time.Second, NetWriteTimeout: time.Minute, MaxPreparedStatementsPerSession: 100,
 			BusyPoll: 50 * time.Microsecond,
 		},
 		Log: Log{Level: "debug", Format: "json"},
@@ -218,7 +218,7 @@ func TestDefaults(t *testing.T) {
 		Listeners: []Listener{{Address: "127.0.0.1:6033", MaxConnections: 10000, TLS: ListenerTLS{Mode: "optional"}}},
 		Server: Server{
 			Version: "", DefaultAuthPlugin: "", CachingSHA2FullAuth: "first_login",
-			ShutdownTimeout: 30 * time.Second, ClientIdleTimeout: 8 * time.Hour, MaxPreparedStatementsPerSession: 16382,
+			ShutdownTimeout: 30 * time.Second, ClientIdleTimeout: 8 * time.Hour, NetReadTimeout: 30 * time.Second, NetWriteTimeout: time.Minute, MaxPreparedStatementsPerSession: 16382,
 			BusyPoll: DefaultBusyPoll,
 		},
 		Log:   Log{Level: "info", Format: "text"},

@@ -38,6 +38,8 @@ func defaultConfig() *Config {
 			CachingSHA2FullAuth:             "first_login",
 			ShutdownTimeout:                 30 * time.Second,
 			ClientIdleTimeout:               8 * time.Hour,
+			NetReadTimeout:                  30 * time.Second,
+			NetWriteTimeout:                 60 * time.Second,
 			BusyPoll:                        DefaultBusyPoll,
 			MaxPreparedStatementsPerSession: defaultMaxPrepared,
 		},

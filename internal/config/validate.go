@@ -144,6 +144,12 @@ func (v *validator) server(s *Server) {
 	v.positiveDuration("server.shutdown_timeout", s.ShutdownTimeout)
 	v.positiveDuration("server.client_idle_timeout", s.ClientIdleTimeout)
 	v.positive("server.max_prepared_statements_per_session", s.MaxPreparedStatementsPerSession)
+	v.positiveDuration("server.net_read_timeout", s.NetReadTimeout)
+	v.positiveDuration("server.net_write_timeout", s.NetWriteTimeout)
+	if m := s.MaxAllowedPacket; m != 0 && (m < minAllowedPacket || m > maxAllowedPacket) {
+		v.fail("server.max_allowed_packet", "must be 0 (the primary's) or between %d and %d bytes, as on the server (got %d)",
+			minAllowedPacket, maxAllowedPacket, m)
+	}
 	if s.GOMAXPROCS < 0 {
 		v.fail("server.gomaxprocs", "must be >= 0 (0 = automatic; got %d)", s.GOMAXPROCS)
 	}
@@ -151,6 +157,12 @@ func (v *validator) server(s *Server) {
 		v.fail("server.busy_poll", "must be between 0 (off) and %v (got %v)", maxBusyPoll, s.BusyPoll)
 	}
 }
+
+// The server's bounds of max_allowed_packet.
+const (
+	minAllowedPacket = 1024
+	maxAllowedPacket = 1 << 30
+)
 
 func (v *validator) log(l Log) {
 	v.oneOf("log.level", l.Level, "debug", "info", "warn", "error")

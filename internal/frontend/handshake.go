@@ -34,13 +34,13 @@ var errAuthFailed = errors.New("authentication failed")
 // half-way does not hold a session forever.
 const handshakeTimeout = 10 * time.Second
 
-// Packet size limits for clients: before and after authentication. After
-// login the limit is the largest packet MySQL accepts (max_allowed_packet
-// can be at most 1 GB); the backend enforces its own setting.
-const (
-	maxHandshakePacket = 64 << 10
-	maxClientPacket    = 1 << 30
-)
+// maxHandshakePacket limits client packets before login; after it, the
+// limit is max_allowed_packet (Identity.MaxPacket).
+const maxHandshakePacket = 64 << 10
+
+// maxClientPacket is the largest packet a server accepts, the limit when
+// none is known.
+const maxClientPacket = 1 << 30
 
 // handshake greets the client, upgrades to TLS when asked, and
 // authenticates. On failure it has already sent the client an ERR.
@@ -51,7 +51,11 @@ func (s *Session) handshake() error {
 	// Before login nobody may make the proxy allocate much: a handshake
 	// packet is a few hundred bytes.
 	s.client.MaxPacket = maxHandshakePacket
-	defer func() { s.client.MaxPacket = maxClientPacket }()
+	maxPacket := s.srv.identity().MaxPacket
+	if maxPacket <= 0 {
+		maxPacket = maxClientPacket
+	}
+	defer func() { s.afterHandshake(maxPacket) }()
 	salt, err := auth.NewScramble()
 	if err != nil {
 		return err
@@ -267,4 +271,13 @@ func (s *Session) fail(e *mysql.SQLError) error {
 	_ = s.client.WriteErr(e)
 	_ = s.client.Flush()
 	return fmt.Errorf("%w: %s", errAuthFailed, e.Message)
+}
+
+// afterHandshake sets the limits a logged-in client's packets are read
+// under: max_allowed_packet, and net_read_timeout / net_write_timeout for
+// a packet in progress.
+func (s *Session) afterHandshake(maxPacket int) {
+	s.client.MaxPacket = maxPacket
+	s.client.ReadTimeout = time.Duration(s.srv.netReadTimeout.Load())
+	s.client.WriteTimeout = time.Duration(s.srv.netWriteTimeout.Load())
 }

@@ -44,6 +44,19 @@ const (
 
 func (s *Session) comQuery(p []byte) bool {
 	st := router.Classify(p[1:])
+	if s.stream != nil {
+		if st.Flags&diagnosticsFlags != 0 {
+			// The proxy rewrites these statements: it needs them whole.
+			if p = s.readWhole(p); p == nil {
+				return false
+			}
+			st = router.Classify(p[1:])
+		} else {
+			// Classified by its head only: a write for routing, whatever
+			// the rest holds.
+			st.Flags |= router.FlagHintPrimary
+		}
+	}
 	if s.trxAborted && st.Kind != router.KindBegin {
 		return s.abortedTrx(st)
 	}
@@ -67,8 +80,8 @@ func (s *Session) comQuery(p []byte) bool {
 	s.dropHeldElsewhere(st)
 	s.pinBefore(st)
 	var n needs = needDB
-	if st.Flags&router.FlagLastInsertID != 0 && st.Flags&router.FlagLastInsertIDArg == 0 {
-		n |= needLastID
+	if s.stream != nil || (st.Flags&router.FlagLastInsertID != 0 && st.Flags&router.FlagLastInsertIDArg == 0) {
+		n |= needLastID // a streamed statement may read LAST_INSERT_ID() past its head
 	}
 	if e := s.routeQuery(st); e != nil {
 		return s.writeErr(e)
@@ -302,10 +315,15 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 			s.release(c)
 			return true
 		}
+		if s.streamed {
+			if handled, ok := s.streamAborted(c, err); handled {
+				return ok
+			}
+		}
 		if !mysql.IsBackendError(err) {
 			return s.relayFailed(c, err, sent)
 		}
-		if !sent && resends < maxResends && s.unreceived(c, err) {
+		if !sent && !s.streamed && resends < maxResends && s.unreceived(c, err) {
 			resends++
 			s.resend(c, srv, err)
 			continue
@@ -357,8 +375,8 @@ func (s *Session) run(c *backend.Conn, p []byte, rk relayKind) (info *mysql.Resp
 		if err := s.sendExecute(c, p); err != nil {
 			return nil, err
 		}
-	} else if err := c.WriteCommand(p); err != nil {
-		return nil, mysql.BackendError(serverErrorOr(c, err))
+	} else if err := s.writeCommand(c, p); err != nil {
+		return nil, err
 	}
 	r := c.Relay(s.client, s.caps)
 	switch rk {
@@ -381,6 +399,82 @@ func (s *Session) run(c *backend.Conn, p []byte, rk relayKind) (info *mysql.Resp
 	return &r.Info, err
 }
 
+// writeCommand sends the client's command to c: as it is, or head first
+// and the rest as it arrives when it is too large to hold (s.stream).
+// Errors come classified: a *mysql.RelayError says which side failed.
+func (s *Session) writeCommand(c *backend.Conn, p []byte) error {
+	if s.stream != nil {
+		return s.writeStream(c, p)
+	}
+	if err := c.WriteCommand(p); err != nil {
+		return mysql.BackendError(serverErrorOr(c, err))
+	}
+	return nil
+}
+
+// errMultiStatementsOff refuses a second statement from a client that did
+// not enable multi-statements.
+var errMultiStatementsOff = mysql.NewError(mysql.ERParse, mysql.StateSyntax,
+	"You have an error in your SQL syntax: multi-statements are not enabled for this connection")
+
+// writeStream streams the current packet to c. A client without
+// multi-statements is checked for a second statement in the part the head
+// did not show, before each piece is sent.
+func (s *Session) writeStream(c *backend.Conn, head []byte) error {
+	st := s.stream
+	s.streamed = true
+	c.ResetSeq()
+	var check func([]byte, bool) error
+	if head[0] == mysql.ComQuery && !s.multiStatementsOn() {
+		var z router.StreamScanner
+		z.Feed(head[1:])
+		check = func(chunk []byte, last bool) error {
+			z.Feed(chunk)
+			if z.Multi() || (last && z.End()) {
+				return errMultiStatementsOff
+			}
+			return nil
+		}
+	}
+	if err := st.WriteTo(c.Conn, head, check); err != nil {
+		return err
+	}
+	s.stream = nil
+	s.client.DisarmReadDeadline()
+	if err := c.FlushForReply(); err != nil {
+		return mysql.BackendError(err)
+	}
+	return nil
+}
+
+// streamAborted handles a statement whose streaming to c stopped half-way
+// (c holds part of a packet): refused for a second statement, over
+// max_allowed_packet, or the client went away. It reports whether it
+// handled err, and then whether the session goes on.
+func (s *Session) streamAborted(c *backend.Conn, err error) (handled, ok bool) {
+	var ce *mysql.StreamCheckError
+	var tl *mysql.TooLargeError
+	switch {
+	case errors.As(err, &ce):
+		lost := s.dropBackend(c, err)
+		if !s.writeErr(errMultiStatementsOff) {
+			return true, false
+		}
+		return true, !lost
+	case errors.As(err, &tl):
+		s.dropBackend(c, mysql.PacketTooLargeError()) // the server's word: no purge
+		s.stream = nil
+		s.readFailed(err)
+		return true, false
+	case !mysql.IsBackendError(err): // the client's side
+		s.stream = nil
+		s.relayFailed(c, err, false)
+		s.streamReadFailed(err)
+		return true, false
+	}
+	return false, false // a backend failure: handled as any other
+}
+
 // serverErrorOr returns the error the server sent before it closed c (see
 // backend.Conn.ErrorBeforeClose), else err.
 func serverErrorOr(c *backend.Conn, err error) error {
@@ -394,7 +488,7 @@ func serverErrorOr(c *backend.Conn, err error) error {
 // replica-eligible read on a connection that held no session state (not
 // pinned, so no transaction either).
 func (s *Session) retryable(c *backend.Conn, st router.Stmt) bool {
-	if s.pins&^pinHeld != 0 || len(s.user.Cluster.Servers()) < 2 || s.exec.cursor {
+	if s.pins&^pinHeld != 0 || len(s.user.Cluster.Servers()) < 2 || s.exec.cursor || s.streamed {
 		return false
 	}
 	return router.IsReadOnly(st) || (st.Flags&router.FlagHintReplica != 0 && s.user.Policy().ReplicaEligible(st, s.db))

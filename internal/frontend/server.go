@@ -74,6 +74,9 @@ type Identity struct {
 	Version    string
 	AuthPlugin string // default plugin; "" is mysql_native_password
 	Collations *Collations
+	// MaxPacket is the max_allowed_packet clients get: a packet that
+	// reaches it is refused with 1153 before it is read.
+	MaxPacket int
 }
 
 // Options configure a Server.
@@ -85,6 +88,9 @@ type Options struct {
 	RSAKey            *rsa.PrivateKey
 	Users             func(name string) *User
 	ClientIdleTimeout time.Duration
+	// NetReadTimeout and NetWriteTimeout bound a client packet in progress
+	// (MySQL's net_read_timeout, net_write_timeout); 0: no bound.
+	NetReadTimeout, NetWriteTimeout time.Duration
 	MaxConnections    int
 	MaxStmtsPerSess   int
 	Log               *slog.Logger
@@ -100,6 +106,9 @@ type Server struct {
 
 	// idleTimeout is opt.ClientIdleTimeout, which a reload may change.
 	idleTimeout atomic.Int64
+	// netReadTimeout and netWriteTimeout are opt's, which a reload may
+	// change (for the sessions that log in after it).
+	netReadTimeout, netWriteTimeout atomic.Int64
 
 	lnMu     sync.Mutex // Serve sets ln while Shutdown may read it
 	ln       net.Listener
@@ -134,6 +143,7 @@ func NewServer(opt Options) (*Server, error) {
 	}
 	s := &Server{opt: opt}
 	s.idleTimeout.Store(int64(opt.ClientIdleTimeout))
+	s.SetNetTimeouts(opt.NetReadTimeout, opt.NetWriteTimeout)
 	s.SetIdentity(opt.Identity)
 	if parkingSupported {
 		p, err := newParker(opt.Log)
@@ -269,6 +279,13 @@ func (s *Server) Session(id uint32) *Session {
 // apply it from their next wait for a command (a session parked already
 // keeps the deadline it parked with).
 func (s *Server) SetClientIdleTimeout(d time.Duration) { s.idleTimeout.Store(int64(d)) }
+
+// SetNetTimeouts changes net_read_timeout and net_write_timeout for the
+// sessions that log in from now on.
+func (s *Server) SetNetTimeouts(read, write time.Duration) {
+	s.netReadTimeout.Store(int64(read))
+	s.netWriteTimeout.Store(int64(write))
+}
 
 // ForgetFastAuth drops a user from the caching_sha2_password fast-auth
 // cache (its password changed), as ALTER USER does on MySQL.

@@ -85,6 +85,11 @@ type Session struct {
 	fromPool bool
 	sentMark uint64
 
+	// stream is the unread rest of the current command packet, too large to
+	// hold (holdPacket): streamed to the backend (streamed set) or dropped.
+	stream   *mysql.Stream
+	streamed bool
+
 	// waitTimeout is the client's own SET wait_timeout (0: not set), which
 	// the proxy applies itself (idleLimit).
 	waitTimeout time.Duration
@@ -160,6 +165,10 @@ func (s *Session) loop() (parked bool) {
 		if !s.dispatch(p) {
 			return false
 		}
+		if s.stream != nil && !s.dropStream() {
+			return false // (every answer drops it first; this is a guard)
+		}
+		s.streamed = false
 	}
 }
 
@@ -169,6 +178,7 @@ func (s *Session) loop() (parked bool) {
 // not acknowledged is lost.
 func (s *Session) readCommand() ([]byte, error) {
 	s.client.ResetSeq()
+	s.client.DisarmReadDeadline() // a LOAD DATA LOCAL read client packets
 	why := s.wakeReason
 	s.wakeReason = wakeNone
 	switch why {
@@ -191,7 +201,13 @@ func (s *Session) readCommand() ([]byte, error) {
 	}
 	var p []byte
 	if err == nil {
-		p, err = s.client.ReadPacket()
+		p, s.stream, err = s.client.ReadCommand(holdPacket, s.client.MaxPacket)
+		if s.stream == nil {
+			s.client.DisarmReadDeadline()
+		}
+		if err != nil && isTimeout(err) {
+			err = &stalledError{err}
+		}
 	}
 	s.setIdle(false)
 	s.idleSince = time.Time{}
@@ -199,6 +215,62 @@ func (s *Session) readCommand() ([]byte, error) {
 		err = fmt.Errorf("empty command packet: %w", mysql.ErrMalformed)
 	}
 	return p, err
+}
+
+// holdPacket is the largest command packet a session reads whole; a larger
+// one is read as far as its head and streamed to the backend (mysql.Stream),
+// so that a client cannot make the proxy hold what it sends.
+const holdPacket = 1 << 20
+
+// stalledError is a client that stopped sending in the middle of a packet
+// for longer than server.net_read_timeout.
+type stalledError struct{ err error }
+
+func (e *stalledError) Error() string { return "client stalled in the middle of a packet: " + e.err.Error() }
+func (e *stalledError) Unwrap() error { return e.err }
+
+// dropStream reads and drops the rest of the current packet, so that the
+// session can answer it. false: the session must end (the client went away
+// or stalled, or the packet reached max_allowed_packet, which has been
+// answered).
+func (s *Session) dropStream() bool {
+	st := s.stream
+	s.stream = nil
+	err := st.Discard()
+	s.client.DisarmReadDeadline()
+	if err != nil {
+		s.streamReadFailed(err)
+		return false
+	}
+	return true
+}
+
+// readWhole reads the rest of the current packet into memory, for the
+// commands and statements that are not streamed; nil when the session must
+// end. It costs the packet's size, at most max_allowed_packet.
+func (s *Session) readWhole(head []byte) []byte {
+	st := s.stream
+	s.stream = nil
+	p, err := st.ReadAll(head)
+	s.client.DisarmReadDeadline()
+	if err != nil {
+		s.streamReadFailed(err)
+		return nil
+	}
+	return p
+}
+
+// streamReadFailed ends a session whose packet could not be read to its
+// end.
+func (s *Session) streamReadFailed(err error) {
+	var re *mysql.RelayError
+	if errors.As(err, &re) {
+		err = re.Err
+		if isTimeout(err) {
+			err = &stalledError{err}
+		}
+	}
+	s.readFailed(err)
 }
 
 // parkIdleAfter is how long a session waits for its next command with its
@@ -329,6 +401,15 @@ func (s *Session) readFailed(err error) {
 	var ne net.Error
 	switch {
 	case s.killed.Load():
+	case errors.As(err, new(*stalledError)):
+		s.logger().Info("closing client that stopped sending in the middle of a packet", "err", err,
+			"net_read_timeout", s.client.ReadTimeout)
+	case errors.As(err, new(*mysql.TooLargeError)):
+		// As the server: 1153 with the sequence id after the header that
+		// announced too much, then close (the rest is unread).
+		s.logger().Info("closing client after a packet over max_allowed_packet", "max_allowed_packet", s.client.MaxPacket)
+		_ = s.client.WriteErr(mysql.PacketTooLargeError())
+		_ = s.client.Flush()
 	case errors.Is(err, errShutdown) || (s.srv.shuttingDown.Load() && errors.As(err, &ne) && ne.Timeout()):
 		s.sendShutdown()
 	case errors.As(err, &ne) && ne.Timeout() && s.ownTimeoutExpired():
@@ -405,6 +486,13 @@ func (s *Session) close() {
 // dispatch runs one command; false ends the session.
 func (s *Session) dispatch(p []byte) bool {
 	s.srv.opt.Metrics.Commands.Inc()
+	if s.stream != nil && p[0] != mysql.ComQuery && p[0] != mysql.ComStmtExecute {
+		// Only statements are streamed; other commands this large are
+		// rare enough to hold (at most max_allowed_packet).
+		if p = s.readWhole(p); p == nil {
+			return false
+		}
+	}
 	switch p[0] {
 	case mysql.ComQuery:
 		return s.comQuery(p)
@@ -455,6 +543,9 @@ func (s *Session) status() uint16 {
 }
 
 func (s *Session) writeOK(ok *mysql.OKPacket) bool {
+	if s.stream != nil && !s.dropStream() {
+		return false
+	}
 	if err := s.client.WriteOK(ok, s.caps); err != nil {
 		return false
 	}
@@ -463,6 +554,9 @@ func (s *Session) writeOK(ok *mysql.OKPacket) bool {
 
 // writeErr sends an error; the session continues.
 func (s *Session) writeErr(e *mysql.SQLError) bool {
+	if s.stream != nil && !s.dropStream() {
+		return false
+	}
 	s.srv.opt.Metrics.ClientErrors.Inc()
 	if err := s.client.WriteErr(e); err != nil {
 		return false
@@ -693,6 +787,9 @@ func (s *Session) resend(c *backend.Conn, target *backend.Server, err error) {
 // never commit work that is gone.
 func (s *Session) backendFailed(c *backend.Conn, err error, sent bool) bool {
 	lostState := s.dropBackend(c, err)
+	if s.stream != nil && !s.dropStream() {
+		return false
+	}
 	if s.killed.Load() {
 		return false
 	}

@@ -109,6 +109,13 @@ func (s *Session) comStmtExecute(p []byte) bool {
 	if !ok {
 		return s.writeErr(mysql.NewError(mysql.ERWrongArguments, mysql.StateGeneral, "Incorrect arguments to mysqld_stmt_execute"))
 	}
+	if s.stream != nil && !bound {
+		// The types the client left out go into the packet: it must be
+		// rebuilt, so it is read whole.
+		if p = s.readWhole(p); p == nil {
+			return false
+		}
+	}
 	var n needs = needDB
 	if ps.stmt.Flags&router.FlagLastInsertID != 0 && ps.stmt.Flags&router.FlagLastInsertIDArg == 0 {
 		n |= needLastID
@@ -149,10 +156,7 @@ func (s *Session) sendExecute(c *backend.Conn, p []byte) error {
 		}
 		return mysql.BackendError(err)
 	}
-	if err := s.writeExecute(c, p, ps, bst.ID, s.exec.bound); err != nil {
-		return mysql.BackendError(err)
-	}
-	return nil
+	return s.writeExecute(c, p, ps, bst.ID, s.exec.bound)
 }
 
 // prepareFailed: the server refused to prepare the statement on this
@@ -198,7 +202,7 @@ func (s *Session) noteParamTypes(ps *pstmt, p []byte) (bound, ok bool) {
 func (s *Session) writeExecute(c *backend.Conn, p []byte, ps *pstmt, backendID uint32, bound bool) error {
 	if bound {
 		binary.LittleEndian.PutUint32(p[1:], backendID)
-		return c.WriteCommand(p)
+		return s.writeCommand(c, p)
 	}
 	nb := (int(ps.params) + 7) / 8
 	off := 10 + nb
@@ -210,9 +214,12 @@ func (s *Session) writeExecute(c *backend.Conn, p []byte, ps *pstmt, backendID u
 	b = append(b, ps.types...)
 	b = append(b, p[off+1:]...)
 	if err := c.EndPacket(b); err != nil {
-		return err
+		return mysql.BackendError(err)
 	}
-	return c.FlushForReply()
+	if err := c.FlushForReply(); err != nil {
+		return mysql.BackendError(err)
+	}
+	return nil
 }
 
 func (s *Session) comStmtSendLongData(p []byte) bool {

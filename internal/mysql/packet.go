@@ -66,6 +66,16 @@ type Conn struct {
 
 	// ReadTimeout, when non-zero, is applied before each blocking read.
 	ReadTimeout time.Duration
+	// WriteTimeout, when non-zero, bounds a write that waits for the peer
+	// to read (net_write_timeout).
+	WriteTimeout time.Duration
+
+	// stream is the rest of a packet ReadCommand did not read (allocated
+	// on first use: most connections never stream).
+	stream *Stream
+	// deadlineArmed: a read of a packet in progress set a read deadline
+	// (ReadTimeout) that DisarmReadDeadline clears.
+	deadlineArmed bool
 
 	// CheckSeq makes reads refuse a frame whose sequence id is not Seq(),
 	// as a server does with its clients (ErrPacketsOutOfOrder; Seq() is
@@ -189,10 +199,8 @@ func (c *Conn) fill(n int) error {
 		c.rend -= c.rpos
 		c.rpos = 0
 	}
-	if c.ReadTimeout > 0 {
-		if err := c.netConn.SetReadDeadline(time.Now().Add(c.ReadTimeout)); err != nil {
-			return err
-		}
+	if err := c.armReadDeadline(); err != nil {
+		return err
 	}
 	if c.replyPending {
 		if err := c.sendForReply(); err != nil {
@@ -244,10 +252,8 @@ func (c *Conn) readFrameBody(n int) ([]byte, error) {
 	p := c.big[:n]
 	k := copy(p, c.rbuf[c.rpos:c.rend])
 	c.rpos += k
-	if c.ReadTimeout > 0 {
-		if err := c.netConn.SetReadDeadline(time.Now().Add(c.ReadTimeout)); err != nil {
-			return nil, err
-		}
+	if err := c.armReadDeadline(); err != nil {
+		return nil, err
 	}
 	if _, err := io.ReadFull(c.netConn, p[k:]); err != nil {
 		if err == io.EOF {

@@ -37,8 +37,11 @@ type socket struct {
 
 	waitTimeout time.Duration
 
-	// written counts the bytes handed to the kernel, for NothingAckedSince.
+	// written counts the bytes handed to the kernel, for Unreceived.
 	written uint64
+	// writeArmed: a write that had to wait set a write deadline
+	// (WriteTimeout), cleared when the write is done.
+	writeArmed bool
 }
 
 // rawSocket reports whether the connection's socket can be used directly,
@@ -104,10 +107,12 @@ func (c *Conn) readOrPoll(fd uintptr) bool {
 	return c.readOnce(fd) || c.poll(fd)
 }
 
-// writeAll writes all of b like net.Conn.Write.
+// writeAll writes all of b like net.Conn.Write. With WriteTimeout set, a
+// write that has to wait for the peer to read fails after that long; a
+// write the socket takes at once reads no clock.
 func (c *Conn) writeAll(b []byte) (int, error) {
 	if !c.rawSocket() {
-		return c.netConn.Write(b)
+		return c.writeThroughConn(b)
 	}
 	c.sock.buf, c.sock.n, c.sock.err = b, 0, nil
 	err := c.sock.raw.Write(c.sock.writeFn)
@@ -116,7 +121,34 @@ func (c *Conn) writeAll(b []byte) (int, error) {
 		err = c.sock.err
 	}
 	c.sock.buf, c.sock.err = nil, nil
+	if c.sock.writeArmed {
+		c.sock.writeArmed = false
+		_ = c.netConn.SetWriteDeadline(time.Time{})
+	}
 	return n, err
+}
+
+// writeThroughConn is writeAll for connections without a raw socket (TLS).
+func (c *Conn) writeThroughConn(b []byte) (int, error) {
+	if c.WriteTimeout <= 0 {
+		return c.netConn.Write(b)
+	}
+	if err := c.netConn.SetWriteDeadline(time.Now().Add(c.WriteTimeout)); err != nil {
+		return 0, err
+	}
+	n, err := c.netConn.Write(b)
+	_ = c.netConn.SetWriteDeadline(time.Time{})
+	return n, err
+}
+
+// armWriteDeadline starts WriteTimeout for a write that must wait; called
+// from inside the raw write, before the poller waits.
+func (c *Conn) armWriteDeadline() error {
+	if c.WriteTimeout <= 0 || c.sock.writeArmed {
+		return nil
+	}
+	c.sock.writeArmed = true
+	return c.netConn.SetWriteDeadline(time.Now().Add(c.WriteTimeout))
 }
 
 // writeOnce is writeAll's callback: it writes until done, an error, or the
@@ -130,6 +162,10 @@ func (c *Conn) writeOnce(fd uintptr) bool {
 			c.sock.written += uint64(n)
 		case errno == syscall.EINTR:
 		case errno == syscall.EAGAIN:
+			if err := c.armWriteDeadline(); err != nil {
+				c.sock.err = err
+				return true
+			}
 			return false
 		case errno == 0:
 			c.sock.err = io.ErrShortWrite

@@ -40,20 +40,20 @@ const learnTimeout = 5 * time.Second
 // one in the background once the health checks see the primary up.
 func (p *Proxy) startIdentity() frontend.Identity {
 	if len(p.cfg.Clusters) == 0 {
-		return identityOf(p.cfg.Server, "", nil)
+		return identityOf(p.cfg.Server, learnt{})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), learnTimeout)
 	defer cancel()
 	primary := p.firstPrimary()
-	version, colls, err := learnBackend(ctx, primary.Pool)
+	l, err := learnBackend(ctx, primary.Pool)
 	if err != nil {
 		p.log.Warn("could not reach the primary at start; advertising a generic version and mysql_native_password until it is reachable",
 			"backend", primary.Addr(), "err", err,
 			"hint", "set server.version and server.default_auth_plugin to fix what clients see")
 		p.learnPending = true
-		return identityOf(p.cfg.Server, "", nil)
+		return identityOf(p.cfg.Server, learnt{})
 	}
-	return identityOf(p.cfg.Server, version, colls)
+	return identityOf(p.cfg.Server, l)
 }
 
 // firstPrimary is the first cluster's configured primary, whose identity
@@ -62,25 +62,43 @@ func (p *Proxy) firstPrimary() *backend.Server {
 	return p.Cluster(p.cfg.Clusters[0].Name).Servers()[0]
 }
 
-// identityOf combines what the primary said (version "" and colls nil when
-// unknown) with the configuration.
-func identityOf(sc config.Server, version string, colls []frontend.Collation) frontend.Identity {
-	id := frontend.Identity{Version: sc.Version, AuthPlugin: sc.DefaultAuthPlugin}
+// learnt is what the primary said of itself; zero values when unknown.
+type learnt struct {
+	version   string
+	colls     []frontend.Collation
+	maxPacket int // @@global.max_allowed_packet
+}
+
+// identityOf combines what the primary said with the configuration.
+func identityOf(sc config.Server, l learnt) frontend.Identity {
+	id := frontend.Identity{Version: sc.Version, AuthPlugin: sc.DefaultAuthPlugin, MaxPacket: sc.MaxAllowedPacket}
 	if id.Version == "" {
-		id.Version = version
+		id.Version = l.version
 		if id.Version == "" {
 			id.Version = fallbackVersion
 		}
 	}
 	if id.AuthPlugin == "" {
-		id.AuthPlugin = authPluginOf(version)
+		id.AuthPlugin = authPluginOf(l.version)
 	}
+	if id.MaxPacket == 0 {
+		// Unknown: the most a server accepts; the backend refuses more.
+		id.MaxPacket = l.maxPacket
+		if id.MaxPacket == 0 {
+			id.MaxPacket = fallbackMaxPacket
+		}
+	}
+	colls := l.colls
 	if colls == nil {
 		colls = builtinCollations
 	}
 	id.Collations = frontend.NewCollations(colls)
 	return id
 }
+
+// fallbackMaxPacket bounds client packets while the primary's
+// max_allowed_packet is unknown: the largest a server allows.
+const fallbackMaxPacket = 1 << 30
 
 // authPluginOf is the default authentication plugin of a server with this
 // version string: caching_sha2_password from MySQL 8.0 on;
@@ -99,22 +117,24 @@ func authPluginOf(version string) string {
 	return auth.PluginNative
 }
 
-// learnBackend asks a server for its version string and collation table.
-func learnBackend(ctx context.Context, pool *backend.Pool) (string, []frontend.Collation, error) {
+// learnBackend asks a server for its version string, collation table and
+// max_allowed_packet.
+func learnBackend(ctx context.Context, pool *backend.Pool) (learnt, error) {
 	rows, version, err := pool.QueryVersion(ctx,
-		"SELECT ID, COLLATION_NAME, CHARACTER_SET_NAME FROM information_schema.COLLATIONS WHERE ID IS NOT NULL AND ID < 256")
+		"SELECT ID, COLLATION_NAME, CHARACTER_SET_NAME, @@global.max_allowed_packet FROM information_schema.COLLATIONS WHERE ID IS NOT NULL AND ID < 256")
 	if err != nil {
-		return "", nil, fmt.Errorf("learn the server's version and collations: %w", err)
+		return learnt{}, fmt.Errorf("learn the server's version, collations and max_allowed_packet: %w", err)
 	}
-	colls := make([]frontend.Collation, 0, len(rows))
+	l := learnt{version: version, colls: make([]frontend.Collation, 0, len(rows))}
 	for _, r := range rows {
 		id, err := strconv.Atoi(r[0])
 		if err != nil || id <= 0 || id > 255 {
 			continue
 		}
-		colls = append(colls, frontend.Collation{ID: byte(id), Name: r[1], Charset: r[2]})
+		l.colls = append(l.colls, frontend.Collation{ID: byte(id), Name: r[1], Charset: r[2]})
+		l.maxPacket, _ = strconv.Atoi(r[3])
 	}
-	return version, colls, nil
+	return l, nil
 }
 
 // startLearning starts learnLater when the start could not learn the
@@ -145,13 +165,13 @@ func (p *Proxy) learnLater(ctx context.Context, primary *backend.Server, every t
 			continue
 		}
 		actx, cancel := context.WithTimeout(ctx, learnTimeout)
-		version, colls, err := learnBackend(actx, primary.Pool)
+		l, err := learnBackend(actx, primary.Pool)
 		cancel()
 		if err != nil {
 			p.log.Debug("primary up, but learning its version failed; trying again", "err", err)
 			continue
 		}
-		id := identityOf(sc, version, colls)
+		id := identityOf(sc, l)
 		for _, srv := range p.servers {
 			srv.SetIdentity(id)
 		}

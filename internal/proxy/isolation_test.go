@@ -117,9 +117,8 @@ func TestStatementOnConnectionServerClosed(t *testing.T) {
 		return len(ids)
 	}
 	for round := range 3 {
-		if n := killIdle(); n == 0 {
-			t.Fatal("no idle backend connection to kill")
-		}
+		// The pool warms up min_idle connections in the background.
+		waitFor(t, "an idle backend connection to kill", 5*time.Second, func() bool { return killIdle() > 0 })
 		time.Sleep(50 * time.Millisecond) // the closes reach the proxy's sockets
 		update(fmt.Sprintf("after KILL, round %d", round))
 	}
@@ -136,6 +135,12 @@ func TestStatementOnConnectionServerClosed(t *testing.T) {
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
+	// A connect that failed while the server was down took it out for a
+	// moment; the pooled connections from before are what matters here.
+	waitFor(t, "the server back in use", 10*time.Second, func() bool {
+		w := p.Cluster("main").Writer()
+		return w != nil && w.Available()
+	})
 	update("after restart")
 }
 

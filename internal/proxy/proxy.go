@@ -296,6 +296,7 @@ func (p *Proxy) buildServers() error {
 		srv, err := frontend.NewServer(frontend.Options{
 			Identity: ident, FullAuth: p.cfg.Server.CachingSHA2FullAuth, TLS: tc, TLSRequired: l.TLS.Mode == "required",
 			RSAKey: rsaKey, Users: p.lookupUser, ClientIdleTimeout: p.cfg.Server.ClientIdleTimeout,
+			NetReadTimeout: p.cfg.Server.NetReadTimeout, NetWriteTimeout: p.cfg.Server.NetWriteTimeout,
 			MaxConnections: l.MaxConnections, MaxStmtsPerSess: p.cfg.Server.MaxPreparedStatementsPerSession,
 			Log: p.log, Metrics: metrics, Poller: poller,
 		})

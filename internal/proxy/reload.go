@@ -40,6 +40,7 @@ func (p *Proxy) Reload(cfg *config.Config) ([]config.Change, error) {
 	p.applyUsers(old, cfg, plan)
 	for _, srv := range p.servers {
 		srv.SetClientIdleTimeout(cfg.Server.ClientIdleTimeout)
+		srv.SetNetTimeouts(cfg.Server.NetReadTimeout, cfg.Server.NetWriteTimeout)
 	}
 	p.cfg = running(old, cfg)
 	return changes, nil
@@ -224,6 +225,7 @@ func running(old, cfg *config.Config) *config.Config {
 	r.Listeners, r.Admin = old.Listeners, old.Admin
 	srv := old.Server
 	srv.ShutdownTimeout, srv.ClientIdleTimeout = cfg.Server.ShutdownTimeout, cfg.Server.ClientIdleTimeout
+	srv.NetReadTimeout, srv.NetWriteTimeout = cfg.Server.NetReadTimeout, cfg.Server.NetWriteTimeout
 	r.Server = srv
 	r.Log.Format = old.Log.Format
 	r.Users = slices.Clone(cfg.Users)

@@ -1,0 +1,65 @@
+package main_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+// TestLargeStatementMemory: a 64 MB statement costs the proxy a few MB,
+// whether the backend refuses it (max_allowed_packet 16 MB: 1153) or runs
+// it (1 GB). Measured as the growth of the proxy's peak RSS (VmHWM).
+func TestLargeStatementMemory(t *testing.T) {
+	const size = 64 << 20
+	query := make([]byte, 0, size)
+	query = append(query, mysql.ComQuery)
+	query = append(query, "SELECT LENGTH('"...)
+	query = append(query, strings.Repeat("z", size-1-len("SELECT LENGTH('')"))...)
+	query = append(query, "')"...)
+	for _, tc := range []struct {
+		maxPacket string
+		wantErr   uint16
+	}{{"16M", mysql.ERNetPacketTooLarge}, {"1G", 0}} {
+		t.Run("backend max_allowed_packet "+tc.maxPacket, func(t *testing.T) {
+			srv := testenv.Start(t, testenv.Options{ExtraArgs: []string{"--max-allowed-packet=" + tc.maxPacket}})
+			p, listen := startServe(t, "--backend", fmt.Sprintf("%s:%s@%s", testenv.User, testenv.Password, srv.Addr))
+			nc, err := idleLogin(listen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			pid := p.cmd.Process.Pid
+			before := procStatusKB(t, pid, "VmHWM")
+			c := mysql.NewConn(nc)
+			go func() { // the client keeps sending while the proxy may answer early
+				if err := c.WritePacket(query); err == nil {
+					_ = c.Flush()
+				}
+			}()
+			_ = nc.SetReadDeadline(time.Now().Add(60 * time.Second))
+			r := mysql.NewConn(nc)
+			r.SetSeq(1)
+			first, err := r.ReadPacket()
+			if err != nil {
+				t.Fatalf("reply: %v", err)
+			}
+			switch {
+			case tc.wantErr != 0:
+				if !mysql.IsErr(first) || mysql.ParseErr(first).Code != tc.wantErr {
+					t.Fatalf("want error %d, got %x", tc.wantErr, first[:min(len(first), 64)])
+				}
+			case mysql.IsErr(first):
+				t.Fatalf("want a result, got %v", mysql.ParseErr(first))
+			}
+			growth := procStatusKB(t, pid, "VmHWM") - before
+			t.Logf("peak RSS growth for a 64 MB statement: %d KB", growth)
+			if growth > 8<<10 {
+				t.Fatalf("a 64 MB statement grew the proxy's peak RSS by %d KB, want < 8 MB", growth)
+			}
+		})
+	}
+}
