@@ -91,10 +91,10 @@ type Options struct {
 	// NetReadTimeout and NetWriteTimeout bound a client packet in progress
 	// (MySQL's net_read_timeout, net_write_timeout); 0: no bound.
 	NetReadTimeout, NetWriteTimeout time.Duration
-	MaxConnections    int
-	MaxStmtsPerSess   int
-	Log               *slog.Logger
-	Metrics           *Metrics
+	MaxConnections                  int
+	MaxStmtsPerSess                 int
+	Log                             *slog.Logger
+	Metrics                         *Metrics
 	// Poller rations busy polling of client and backend sockets; nil: none.
 	Poller *mysql.Poller
 }

@@ -226,7 +226,9 @@ const holdPacket = 1 << 20
 // for longer than server.net_read_timeout.
 type stalledError struct{ err error }
 
-func (e *stalledError) Error() string { return "client stalled in the middle of a packet: " + e.err.Error() }
+func (e *stalledError) Error() string {
+	return "client stalled in the middle of a packet: " + e.err.Error()
+}
 func (e *stalledError) Unwrap() error { return e.err }
 
 // dropStream reads and drops the rest of the current packet, so that the
