@@ -52,8 +52,9 @@ type schedule struct {
 	interval, reconnect time.Duration
 	nextCheck           time.Time // no full check before this (nor before the breaker allows)
 	nextConnect         time.Time // no connect attempt before this
-	// refused: the server accepted no connection at the last attempt (or
-	// the checker has just started and does not know).
+	// refused: the server accepted no connection at the last attempt, or
+	// it is not known whether it does (the checker has just started, or the
+	// last check failed on a connection opened earlier).
 	refused bool
 }
 
@@ -90,10 +91,10 @@ func (sc *schedule) next(now time.Time, b *breaker) (step, time.Duration) {
 }
 
 // checked records a full check that started at start and failed with err
-// (nil: passed).
-func (sc *schedule) checked(start time.Time, err error) {
+// (nil: passed), on a connection opened by an earlier check if reused.
+func (sc *schedule) checked(start time.Time, err error, reused bool) {
 	sc.nextCheck = start.Add(sc.interval)
-	sc.refused = err != nil && isConnectError(err)
+	sc.refused = err != nil && (reused || isConnectError(err))
 }
 
 // connectTried records a connect attempt that started at start.
@@ -183,8 +184,9 @@ func (k *checker) step(sc *schedule, changed func(*Server, *Health)) time.Durati
 			return 0 // still refused: the schedule says when to retry
 		}
 	}
+	reused := k.conn != nil && nc == nil
 	h, err := k.check(nc)
-	sc.checked(now, err)
+	sc.checked(now, err, reused)
 	changed(k.s, h)
 	return 0
 }

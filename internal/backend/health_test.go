@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func (o *outage) run(t *testing.T, sc *schedule, b *breaker, now, end time.Time)
 		if b.probed(now, err == nil) && o.closedAt.IsZero() {
 			o.closedAt = now
 		}
-		sc.checked(now, err)
+		sc.checked(now, err, false)
 	}
 }
 
@@ -176,4 +177,29 @@ func TestServerBackWarmsPoolAtOnce(t *testing.T) {
 		t.Fatalf("check: %v, breaker open %v", err, s.BreakerOpen())
 	}
 	waitFor(t, 300*time.Millisecond, "the pool warm again", func() bool { return openConns() == 2 })
+}
+
+// A check that fails on the connection kept from earlier checks does not
+// tell whether the server accepts connections (it may have just gone
+// down): the checker tries one connect rather than wait for the backoff.
+func TestScheduleConnectsAfterKeptConnectionFails(t *testing.T) {
+	var b breaker
+	b.cfg.Store(&BreakerConfig{Failures: 1, Backoff: 4 * time.Second, MaxBackoff: 30 * time.Second})
+	now := time.Unix(1000, 0)
+	sc := newSchedule(HealthConfig{}.withDefaults())
+	sc.checked(now, nil, false) // passed
+	eof := &net.OpError{Op: "read", Net: "tcp", Err: io.EOF}
+	b.probed(now, false) // the next check failed: taken out for 4 s
+	sc.checked(now, eof, true)
+	if what, _ := sc.next(now.Add(10*time.Millisecond), &b); what != stepConnect {
+		t.Fatalf("after a failure on a kept connection: step %d, want a connect", what)
+	}
+	// Connected, but the fresh login fails: now the backoff rules.
+	sc.connectTried(now.Add(10 * time.Millisecond))
+	b.probed(now.Add(20*time.Millisecond), false)
+	sc.checked(now.Add(10*time.Millisecond), mysql.NewError(1053, "08S01", "Server shutdown in progress"), false)
+	what, wait := sc.next(now.Add(time.Second), &b)
+	if what != stepWait || wait < 7*time.Second {
+		t.Fatalf("after a failed login: step %d, wait %v; want to wait for the backoff (8 s)", what, wait)
+	}
 }
