@@ -91,6 +91,17 @@ type DialConfig struct {
 
 // Dial connects and authenticates.
 func Dial(ctx context.Context, dc *DialConfig, foundRows bool) (*Conn, error) {
+	nc, err := connectTCP(ctx, dc)
+	if err != nil {
+		return nil, err
+	}
+	return login(ctx, nc, dc, foundRows)
+}
+
+// connectTCP opens the TCP connection Dial logs in on. Its error is a
+// *net.OpError with Op "dial": the server accepts no connections (see
+// isConnectError).
+func connectTCP(ctx context.Context, dc *DialConfig) (net.Conn, error) {
 	d := net.Dialer{KeepAlive: 30 * time.Second}
 	if _, ok := ctx.Deadline(); !ok {
 		d.Timeout = dc.ConnectTimeout // else ctx's: a pool's connect timeout may be changed by a reload
@@ -99,6 +110,20 @@ func Dial(ctx context.Context, dc *DialConfig, foundRows bool) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", dc.Addr, err)
 	}
+	return nc, nil
+}
+
+// isConnectError reports an error of connectTCP: the server did not accept
+// the TCP connection (refused, unreachable, timed out), as opposed to one
+// that failed after it was accepted.
+func isConnectError(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
+
+// login authenticates on nc, a connection connectTCP opened, and sets up
+// the session; it closes nc when it fails.
+func login(ctx context.Context, nc net.Conn, dc *DialConfig, foundRows bool) (*Conn, error) {
 	c := &Conn{Conn: mysql.NewConn(nc), createdAt: time.Now(), FoundRows: foundRows,
 		stmts: make(map[string]*list.Element), stmtLRU: list.New(), stmtLimit: dc.StmtLimit, idleIdx: -1}
 	if dc.StmtLimit <= 0 {

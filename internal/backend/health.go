@@ -17,6 +17,10 @@ import (
 type HealthConfig struct {
 	Interval time.Duration // between checks of one server
 	Timeout  time.Duration // connect plus queries of one check
+	// Reconnect is how often a server that is out and accepted no
+	// connection at its last check is tried with a plain TCP connect (see
+	// schedule).
+	Reconnect time.Duration
 }
 
 func (c HealthConfig) withDefaults() HealthConfig {
@@ -26,7 +30,76 @@ func (c HealthConfig) withDefaults() HealthConfig {
 	if c.Timeout <= 0 {
 		c.Timeout = time.Second
 	}
+	if c.Reconnect <= 0 {
+		c.Reconnect = 250 * time.Millisecond
+	}
 	return c
+}
+
+// schedule decides when a server's checker acts, and how. A server in use
+// gets a full check (log in, read its state) every interval; a server that
+// is out (breaker open) gets one when the breaker's backoff period ends.
+// The backoff grows with the outage, so while an out server accepts no
+// connections, the checker also tries a plain TCP connect every reconnect
+// period: the first that succeeds starts a full check on that connection at
+// once, whatever the backoff, so that a server is back in use within about
+// a reconnect period of accepting connections again, however long it was
+// down. A server that accepts connections but fails its checks (starting,
+// shutting down, refusing the login) is left to the backoff: it is not
+// hammered with logins, nor with aborted connects, which count toward its
+// max_connect_errors.
+type schedule struct {
+	interval, reconnect time.Duration
+	nextCheck           time.Time // no full check before this (nor before the breaker allows)
+	nextConnect         time.Time // no connect attempt before this
+	// refused: the server accepted no connection at the last attempt, or
+	// it is not known whether it does (the checker has just started, or the
+	// last check failed on a connection opened earlier).
+	refused bool
+}
+
+// step is what a checker does next.
+type step int
+
+const (
+	stepWait    step = iota
+	stepCheck        // a full check
+	stepConnect      // a TCP connect; if it succeeds, a full check on it
+)
+
+func newSchedule(cfg HealthConfig) schedule {
+	return schedule{interval: cfg.Interval, reconnect: cfg.Reconnect, refused: true}
+}
+
+// next says what is due at now for a server with breaker b; with
+// stepWait, how long until something may be.
+func (sc *schedule) next(now time.Time, b *breaker) (step, time.Duration) {
+	if !now.Before(sc.nextCheck) && b.probeDue(now) {
+		return stepCheck, 0
+	}
+	if !b.isOpen() {
+		return stepWait, max(sc.nextCheck.Sub(now), time.Millisecond)
+	}
+	wait := max(sc.nextCheck.Sub(now), b.until().Sub(now))
+	if sc.refused {
+		if !now.Before(sc.nextConnect) {
+			return stepConnect, 0
+		}
+		wait = min(wait, sc.nextConnect.Sub(now))
+	}
+	return stepWait, max(wait, time.Millisecond)
+}
+
+// checked records a full check that started at start and failed with err
+// (nil: passed), on a connection opened by an earlier check if reused.
+func (sc *schedule) checked(start time.Time, err error, reused bool) {
+	sc.nextCheck = start.Add(sc.interval)
+	sc.refused = err != nil && (reused || isConnectError(err))
+}
+
+// connectTried records a connect attempt that started at start.
+func (sc *schedule) connectTried(start time.Time) {
+	sc.nextConnect = start.Add(sc.reconnect)
 }
 
 // checker checks one server on a connection of its own, never taken from or
@@ -79,31 +152,58 @@ const (
 // connections, so the checker reconnects now and then to notice one.
 const renewDeniedEvery = 60
 
-// run checks the server every interval until stop is closed, calling
+// run checks the server as its schedule says until stop is closed, calling
 // changed after every check.
 func (k *checker) run(stop <-chan struct{}, changed func(*Server, *Health)) {
-	t := time.NewTicker(k.cfg.Interval)
-	defer t.Stop()
+	sc := newSchedule(k.cfg)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	defer k.close()
 	for {
-		if h, ok := k.check(time.Now()); ok {
-			changed(k.s, h)
-		}
 		select {
 		case <-stop:
 			return
-		case <-t.C:
+		case <-timer.C:
 		}
+		timer.Reset(k.step(&sc, changed))
 	}
 }
 
-// check runs one check unless an open breaker's period has not passed yet
-// (ok false: nothing was checked). A failed check closes the connection.
-func (k *checker) check(now time.Time) (h *Health, ok bool) {
-	if !k.s.breaker.probeDue(now) {
-		return nil, false
+// step does what sc says is due now and returns how long to wait for the
+// next step.
+func (k *checker) step(sc *schedule, changed func(*Server, *Health)) time.Duration {
+	now := time.Now()
+	var nc net.Conn
+	switch what, wait := sc.next(now, &k.s.breaker); what {
+	case stepWait:
+		return wait
+	case stepConnect:
+		sc.connectTried(now)
+		var err error
+		if nc, err = k.connect(); err != nil {
+			return 0 // still refused: the schedule says when to retry
+		}
 	}
-	h, err := k.probe()
+	reused := k.conn != nil && nc == nil
+	h, err := k.check(nc)
+	sc.checked(now, err, reused)
+	changed(k.s, h)
+	return 0
+}
+
+// connect tries a plain TCP connection to the server: cheap for both sides,
+// no login.
+func (k *checker) connect() (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), k.cfg.Timeout)
+	defer cancel()
+	return connectTCP(ctx, k.s.Pool.dial)
+}
+
+// check runs one full check, logging in on nc when step's connect attempt
+// opened it. A failed check closes the connection; a passing one of a
+// server that was out puts it back in use and warms up its pool at once.
+func (k *checker) check(nc net.Conn) (*Health, error) {
+	h, err := k.probe(nc)
 	if err != nil {
 		k.close()
 		prev := k.s.health.Load()
@@ -112,9 +212,11 @@ func (k *checker) check(now time.Time) (h *Health, ok bool) {
 	}
 	h.At = time.Now()
 	k.s.health.Store(h)
-	k.s.breaker.probed(h.At, err == nil)
+	if k.s.breaker.probed(h.At, err == nil) {
+		k.s.Pool.serverBack()
+	}
 	k.logResult(err)
-	return h, true
+	return h, err
 }
 
 // logResult logs every failed check: at WARN when its reason is new, at
@@ -150,14 +252,21 @@ func reasonKey(err error) string {
 	return msg
 }
 
-// probe connects if needed and asks the server for its state.
-func (k *checker) probe() (*Health, error) {
-	if k.conn != nil && k.deniedAny() && k.checks >= renewDeniedEvery {
+// probe connects if needed (logging in on nc if not nil) and asks the
+// server for its state.
+func (k *checker) probe(nc net.Conn) (*Health, error) {
+	if k.conn != nil && (nc != nil || k.deniedAny() && k.checks >= renewDeniedEvery) {
 		k.close()
 	}
 	if k.conn == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), k.cfg.Timeout)
-		c, err := Dial(ctx, k.s.Pool.dial, false)
+		var c *Conn
+		var err error
+		if nc != nil {
+			c, err = login(ctx, nc, k.s.Pool.dial, false)
+		} else {
+			c, err = Dial(ctx, k.s.Pool.dial, false)
+		}
 		cancel()
 		if err != nil {
 			return nil, err
@@ -165,9 +274,9 @@ func (k *checker) probe() (*Health, error) {
 		k.conn, k.varsQuery, k.checks = c, mariadbVarsQuery, 0
 	}
 	k.checks++
-	nc := k.conn.NetConn()
-	_ = nc.SetDeadline(time.Now().Add(k.cfg.Timeout))
-	defer nc.SetDeadline(time.Time{})
+	conn := k.conn.NetConn()
+	_ = conn.SetDeadline(time.Now().Add(k.cfg.Timeout))
+	defer conn.SetDeadline(time.Time{})
 	h := &Health{Checked: true, Up: true, Lag: -1}
 	if err := k.readVars(h); err != nil {
 		return nil, err

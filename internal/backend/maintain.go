@@ -19,6 +19,8 @@ func (p *Pool) maintain() {
 		select {
 		case <-p.stop:
 			return
+		case <-p.back:
+			p.warm()
 		case <-tick.C:
 			cfg := p.config() // SetConfig may have changed it
 			if d := tickEvery(cfg); d != every {
@@ -67,6 +69,15 @@ func (p *Pool) warm() {
 			return
 		}
 		p.Release(c)
+	}
+}
+
+// serverBack wakes maintain to warm up now: the health checker just put
+// the server back in use.
+func (p *Pool) serverBack() {
+	select {
+	case p.back <- struct{}{}:
+	default: // a wake-up is pending already
 	}
 }
 

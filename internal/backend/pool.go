@@ -68,6 +68,9 @@ type Pool struct {
 
 	stop chan struct{}
 	done chan struct{}
+	// back wakes maintain to warm up at once when the server's breaker
+	// closes, rather than at its next tick.
+	back chan struct{}
 
 	Stats PoolStats
 
@@ -105,7 +108,7 @@ var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan *Conn,
 // up MinIdle connections in the background.
 func NewPool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger) *Pool {
 	p := &Pool{Name: name, dial: dc, cfg: cfg.withDefaults(dc), log: log.With("pool", name, "addr", dc.Addr),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), back: make(chan struct{}, 1)}
 	go p.maintain()
 	return p
 }

@@ -146,6 +146,10 @@ type Health struct {
 	Failures   int           `yaml:"failures"`    // failed checks or statements in a row that take a server out
 	Backoff    time.Duration `yaml:"backoff"`     // first period out before a probe; doubles per failed probe
 	MaxBackoff time.Duration `yaml:"max_backoff"` // cap of the period
+	// ReconnectInterval: how often a server that is out and accepts no
+	// connections is tried with a plain TCP connect (no login), so that it
+	// is back in use this soon after it accepts again, whatever the backoff.
+	ReconnectInterval time.Duration `yaml:"reconnect_interval"`
 }
 
 // BackendTLS controls TLS between the proxy and backend servers.

@@ -801,7 +801,7 @@ func TestRoutingAndHealthDefaults(t *testing.T) {
 		t.Errorf("routing defaults: %+v", r)
 	}
 	if h.Interval != time.Second || h.Timeout != time.Second || h.Failures != 3 ||
-		h.Backoff != time.Second || h.MaxBackoff != 30*time.Second {
+		h.Backoff != time.Second || h.MaxBackoff != 30*time.Second || h.ReconnectInterval != 250*time.Millisecond {
 		t.Errorf("health defaults: %+v", h)
 	}
 }

@@ -86,11 +86,12 @@ func (c *Cluster) setDefaults() {
 			AutocommitOffReads: "primary",
 		},
 		Health: Health{
-			Interval:   time.Second,
-			Timeout:    time.Second,
-			Failures:   3,
-			Backoff:    time.Second,
-			MaxBackoff: 30 * time.Second,
+			Interval:          time.Second,
+			Timeout:           time.Second,
+			Failures:          3,
+			Backoff:           time.Second,
+			MaxBackoff:        30 * time.Second,
+			ReconnectInterval: 250 * time.Millisecond,
 		},
 	}
 }

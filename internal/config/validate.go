@@ -228,6 +228,7 @@ func (v *validator) health(p string, h *Health) {
 	if h.MaxBackoff < h.Backoff {
 		v.fail(p+".max_backoff", "must be >= backoff (%s; got %s)", h.Backoff, h.MaxBackoff)
 	}
+	v.positiveDuration(p+".reconnect_interval", h.ReconnectInterval)
 }
 
 func (v *validator) backendTLS(p string, t *BackendTLS) {

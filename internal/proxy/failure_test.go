@@ -126,3 +126,57 @@ func TestLargePackets(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoveryAfterLongOutage: however long a server was down, and however
+// far its breaker's backoff has grown, it is back in use within 2 s of
+// accepting connections again (the checker tries a plain connect every
+// health.reconnect_interval while it is out).
+func TestRecoveryAfterLongOutage(t *testing.T) {
+	srv := testenv.Start(t, testenv.Options{})
+	srv.Exec(t, "CREATE DATABASE outage", "CREATE TABLE outage.t (id INT AUTO_INCREMENT PRIMARY KEY)")
+	// The default breaker: its backoff doubles from 1 s, so the full checks
+	// of the server taken out come about 1, 3, 7, 15, 31 s later (each at
+	// the first check interval past its period). Back after about 10 s, it
+	// waited 5 s for the next one before the reconnect probes.
+	p := startProxy(t, proxyConfig(t, srv, ""))
+	db := openDB(t, proxyDSN(p, appUser, appPass, "outage", ""))
+	insert := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := db.ExecContext(ctx, "INSERT INTO t VALUES ()")
+		return err
+	}
+	if err := insert(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the halted server taken out (error 9001)", 10*time.Second, func() bool { return mysqlErrCode(insert()) == 9001 })
+	out := time.Now()
+	time.Sleep(10 * time.Second)
+
+	restarted := make(chan error, 1)
+	go func() { restarted <- srv.Restart() }()
+	direct := openDB(t, srv.DSN("outage"))
+	direct.SetMaxIdleConns(0) // every ping logs in anew
+	var accepts, serves time.Time
+	for deadline := time.Now().Add(60 * time.Second); serves.IsZero(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no statement through the proxy succeeded within 60 s of the restart (server accepting since %v)", accepts)
+		}
+		if accepts.IsZero() && direct.Ping() == nil {
+			accepts = time.Now()
+		}
+		if !accepts.IsZero() && insert() == nil {
+			serves = time.Now()
+		}
+	}
+	if err := <-restarted; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server taken out for %v; proxy served again %v after it accepted connections", accepts.Sub(out).Round(time.Millisecond), serves.Sub(accepts).Round(time.Millisecond))
+	if d := serves.Sub(accepts); d > 2*time.Second {
+		t.Fatalf("the proxy served again %v after the server accepted connections, want within 2 s", d)
+	}
+}

@@ -162,7 +162,7 @@ func breakerConfig(cc *config.Cluster) backend.BreakerConfig {
 }
 
 func healthConfig(cc *config.Cluster) backend.HealthConfig {
-	return backend.HealthConfig{Interval: cc.Health.Interval, Timeout: cc.Health.Timeout}
+	return backend.HealthConfig{Interval: cc.Health.Interval, Timeout: cc.Health.Timeout, Reconnect: cc.Health.ReconnectInterval}
 }
 
 // dialConfig resolves the server address once, so no connect waits on DNS.

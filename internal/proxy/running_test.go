@@ -58,7 +58,7 @@ clusters:
     replicas:
       - {address: 10.0.0.3:3306, weight: 4}
     routing: {read_from: primary, max_replica_lag: 3s}
-    health: {interval: 2s, failures: 5}
+    health: {interval: 2s, failures: 5, reconnect_interval: 100ms}
   - name: added
     user: sg
     primary: {address: 10.0.2.1:3306}
