@@ -38,6 +38,10 @@ type Listener struct {
 	Address        string      `yaml:"address"`
 	MaxConnections int         `yaml:"max_connections"`
 	TLS            ListenerTLS `yaml:"tls"`
+	// ReservedAdminConnections are accepted beyond MaxConnections for users
+	// with admin set, as MySQL keeps one for SUPER: an operator can log in
+	// while clients hold every other connection.
+	ReservedAdminConnections int `yaml:"reserved_admin_connections"`
 }
 
 // ListenerTLS controls TLS between clients and the proxy.
@@ -62,6 +66,9 @@ type Server struct {
 	ShutdownTimeout                 time.Duration `yaml:"shutdown_timeout"`
 	ClientIdleTimeout               time.Duration `yaml:"client_idle_timeout"`
 	MaxPreparedStatementsPerSession int           `yaml:"max_prepared_statements_per_session" reload:"restart"`
+	// HandshakeTimeout bounds a client's login, from the greeting to the
+	// final OK: a connection that stalls in it holds a connection slot.
+	HandshakeTimeout time.Duration `yaml:"handshake_timeout"`
 	// GOMAXPROCS is how many goroutines run at once; 0 picks
 	// ProcsPerCPU per CPU (see cmd/shardgate).
 	GOMAXPROCS int `yaml:"gomaxprocs" reload:"restart"`
@@ -95,6 +102,9 @@ type User struct {
 	// ReadFrom overrides the cluster's routing.read_from for this user
 	// ("primary" or "replica"); empty = the cluster's.
 	ReadFrom string `yaml:"read_from"`
+	// Admin lets the user log in on the listeners' reserved admin
+	// connections when max_connections are in use.
+	Admin bool `yaml:"admin"`
 }
 
 // Cluster is a set of backend MySQL servers and how the proxy connects to them.

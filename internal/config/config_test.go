@@ -77,6 +77,7 @@ func TestFullExampleParses(t *testing.T) {
 	src := `listeners:
   - address: 0.0.0.0:6033
     max_connections: 500
+    reserved_admin_connections: 3
     tls:
       mode: required
       cert_file: certs-server.crt
@@ -93,6 +94,7 @@ server:
   shutdown_timeout: 10s
   client_idle_timeout: 1h
   max_prepared_statements_per_session: 100
+  handshake_timeout: 3s
   busy_poll: 50us
 log:
   level: debug
@@ -102,6 +104,7 @@ users:
     password_hash: "` + appSecretHash + `"
     cluster: main
     default_database: shop
+    admin: true
   - name: legacy
     password_hash: "*6C7A370C07660BC788681B3238D93E08BD74303C"
     cluster: reports
@@ -152,20 +155,20 @@ clusters:
 	want := &Config{
 		File: filepath.Join(dir, "shardgate.yaml"),
 		Listeners: []Listener{
-			{Address: "0.0.0.0:6033", MaxConnections: 500,
+			{Address: "0.0.0.0:6033", MaxConnections: 500, ReservedAdminConnections: 3,
 				TLS: ListenerTLS{Mode: "required", CertFile: abs("server.crt"), KeyFile: abs("server.key")}},
-			{Address: ":6034", MaxConnections: 10000, TLS: ListenerTLS{Mode: "optional"}},
+			{Address: ":6034", MaxConnections: 10000, ReservedAdminConnections: 1, TLS: ListenerTLS{Mode: "optional"}},
 		},
 		Admin: Admin{HTTP: "127.0.0.1:6080"},
 		Server: Server{
 			Version: "8.0.99-test", DefaultAuthPlugin: "mysql_native_password", CachingSHA2FullAuth: "always",
 			RSAPrivateKeyFile: abs("rsa.pem"), RSAPublicKeyFile: abs("rsa.pub"),
 			ShutdownTimeout: 10 * time.Second, ClientIdleTimeout: time.Hour, NetReadTimeout: 30 * time.Second, NetWriteTimeout: time.Minute, MaxPreparedStatementsPerSession: 100,
-			BusyPoll: 50 * time.Microsecond,
+			HandshakeTimeout: 3 * time.Second, BusyPoll: 50 * time.Microsecond,
 		},
 		Log: Log{Level: "debug", Format: "json"},
 		Users: []User{
-			{Name: "app", PasswordHash: appSecretHash, Cluster: "main", DefaultDatabase: "shop"},
+			{Name: "app", PasswordHash: appSecretHash, Cluster: "main", DefaultDatabase: "shop", Admin: true},
 			{Name: "legacy", PasswordHash: "*6C7A370C07660BC788681B3238D93E08BD74303C", Cluster: "reports"},
 		},
 		Clusters: []Cluster{
@@ -215,11 +218,11 @@ func TestDefaults(t *testing.T) {
 	}
 	want := &Config{
 		File:      "shardgate.yaml",
-		Listeners: []Listener{{Address: "127.0.0.1:6033", MaxConnections: 10000, TLS: ListenerTLS{Mode: "optional"}}},
+		Listeners: []Listener{{Address: "127.0.0.1:6033", MaxConnections: 10000, ReservedAdminConnections: 1, TLS: ListenerTLS{Mode: "optional"}}},
 		Server: Server{
 			Version: "", DefaultAuthPlugin: "", CachingSHA2FullAuth: "first_login",
 			ShutdownTimeout: 30 * time.Second, ClientIdleTimeout: 8 * time.Hour, NetReadTimeout: 30 * time.Second, NetWriteTimeout: time.Minute, MaxPreparedStatementsPerSession: 16382,
-			BusyPoll: DefaultBusyPoll,
+			HandshakeTimeout: 10 * time.Second, BusyPoll: DefaultBusyPoll,
 		},
 		Log:   Log{Level: "info", Format: "text"},
 		Users: []User{{Name: "app", PasswordHash: appSecretHash, Cluster: "main"}},
@@ -344,6 +347,8 @@ func TestProblems(t *testing.T) {
 			f + `:5: clusters[0].primary: expected a mapping, got string "h:3306"`}},
 		{"int overflow", "listeners:\n  - address: h:1\n    max_connections: 99999999999999999999\n" + validTail, []string{
 			f + `:3: listeners[0].max_connections: expected an integer, got number 99999999999999999999`}},
+		{"string for bool", "users:\n  - name: a\n    password: x\n    admin: yes please\nclusters:\n  - {name: m, user: u, primary: {address: \"h:1\"}}\n", []string{
+			f + `:4: users[0].admin: expected true or false, got string "yes please"`}},
 		{"root is a list", "- a\n", []string{
 			f + `:1: expected a mapping, got a list`}},
 
@@ -356,6 +361,9 @@ func TestProblems(t *testing.T) {
 			f + ":1: users: at least one user is required"}},
 		{"empty listeners list", "listeners: []\n" + validTail, []string{
 			f + ":1: listeners: must contain at least one listener (leave the key out to get one at 127.0.0.1:6033)"}},
+		{"connection limits", "listeners:\n  - address: h:1\n    reserved_admin_connections: -1\nserver:\n  handshake_timeout: 0s\n" + validTail, []string{
+			f + ":3: listeners[0].reserved_admin_connections: must be >= 0 (got -1)",
+			f + ":5: server.handshake_timeout: must be > 0 (got 0s)"}},
 		{"negative gomaxprocs", "server:\n  gomaxprocs: -1\n" + validTail, []string{
 			f + ":2: server.gomaxprocs: must be >= 0 (0 = automatic; got -1)"}},
 		{"busy_poll out of range", "server:\n  busy_poll: 2ms\n" + validTail, []string{

@@ -99,6 +99,8 @@ func (d *decoder) value(n *yaml.Node, path string, v reflect.Value) {
 		d.str(n, path, v)
 	case v.Kind() == reflect.Int:
 		d.integer(n, path, v)
+	case v.Kind() == reflect.Bool:
+		d.boolean(n, path, v)
 	case v.Kind() == reflect.Slice:
 		d.sequence(n, path, v)
 	case v.Kind() == reflect.Struct:
@@ -132,6 +134,19 @@ func (d *decoder) integer(n *yaml.Node, path string, v reflect.Value) {
 		return
 	}
 	v.SetInt(i)
+}
+
+func (d *decoder) boolean(n *yaml.Node, path string, v reflect.Value) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+		d.typeError(n, path, "true or false")
+		return
+	}
+	var b bool
+	if err := n.Decode(&b); err != nil {
+		d.typeError(n, path, "true or false")
+		return
+	}
+	v.SetBool(b)
 }
 
 func (d *decoder) duration(n *yaml.Node, path string, v reflect.Value) {

@@ -11,11 +11,17 @@ const DefaultListenAddress = "127.0.0.1:6033"
 // validation tell "max_open: 0" (an error) from an absent max_open.
 const (
 	defaultMaxConnections  = 10000
+	defaultReservedAdmin   = 1 // as MySQL's one extra connection for SUPER
 	defaultPoolMaxOpen     = 16
 	defaultPoolMaxWaiters  = 10000
 	defaultPoolPreparedMax = 256
 	defaultMaxPrepared     = 16382
 )
+
+// DefaultHandshakeTimeout is server.handshake_timeout's default: ample for
+// a login across a slow network (TLS and RSA included), short enough that
+// connections that never finish one give their slot back soon.
+const DefaultHandshakeTimeout = 10 * time.Second
 
 // DefaultBusyPoll is server.busy_poll's default: long enough to catch a
 // point select's reply and a client's next command at low load, short
@@ -40,6 +46,7 @@ func defaultConfig() *Config {
 			ClientIdleTimeout:               8 * time.Hour,
 			NetReadTimeout:                  30 * time.Second,
 			NetWriteTimeout:                 60 * time.Second,
+			HandshakeTimeout:                DefaultHandshakeTimeout,
 			BusyPoll:                        DefaultBusyPoll,
 			MaxPreparedStatementsPerSession: defaultMaxPrepared,
 		},
@@ -56,8 +63,9 @@ func newListener(address string) Listener {
 
 func (l *Listener) setDefaults() {
 	*l = Listener{
-		MaxConnections: defaultMaxConnections,
-		TLS:            ListenerTLS{Mode: "optional"},
+		MaxConnections:           defaultMaxConnections,
+		ReservedAdminConnections: defaultReservedAdmin,
+		TLS:                      ListenerTLS{Mode: "optional"},
 	}
 }
 

@@ -110,6 +110,9 @@ func (v *validator) listeners(ls []Listener) {
 			seen[l.Address] = i
 		}
 		v.positive(p+".max_connections", l.MaxConnections)
+		if l.ReservedAdminConnections < 0 {
+			v.fail(p+".reserved_admin_connections", "must be >= 0 (got %d)", l.ReservedAdminConnections)
+		}
 		v.oneOf(p+".tls.mode", l.TLS.Mode, "off", "optional", "required")
 		v.filePair(p+".tls", "cert_file", &l.TLS.CertFile, "key_file", &l.TLS.KeyFile)
 	}
@@ -143,6 +146,7 @@ func (v *validator) server(s *Server) {
 	v.filePair("server", "rsa_private_key_file", &s.RSAPrivateKeyFile, "rsa_public_key_file", &s.RSAPublicKeyFile)
 	v.positiveDuration("server.shutdown_timeout", s.ShutdownTimeout)
 	v.positiveDuration("server.client_idle_timeout", s.ClientIdleTimeout)
+	v.positiveDuration("server.handshake_timeout", s.HandshakeTimeout)
 	v.positive("server.max_prepared_statements_per_session", s.MaxPreparedStatementsPerSession)
 	v.positiveDuration("server.net_read_timeout", s.NetReadTimeout)
 	v.positiveDuration("server.net_write_timeout", s.NetWriteTimeout)

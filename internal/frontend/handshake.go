@@ -30,9 +30,10 @@ const (
 
 var errAuthFailed = errors.New("authentication failed")
 
-// handshakeTimeout bounds the whole login exchange, so a client that stops
-// half-way does not hold a session forever.
-const handshakeTimeout = 10 * time.Second
+// DefaultHandshakeTimeout bounds the whole login exchange unless
+// Options.HandshakeTimeout says otherwise, so a client that stops half-way
+// does not hold a session (and a connection slot) forever.
+const DefaultHandshakeTimeout = 10 * time.Second
 
 // maxHandshakePacket limits client packets before login; after it, the
 // limit is max_allowed_packet (Identity.MaxPacket).
@@ -46,7 +47,7 @@ const maxClientPacket = 1 << 30
 // authenticates. On failure it has already sent the client an ERR.
 func (s *Session) handshake() error {
 	raw := s.client.NetConn()
-	_ = raw.SetDeadline(time.Now().Add(handshakeTimeout))
+	_ = raw.SetDeadline(time.Now().Add(time.Duration(s.srv.handshakeTimeout.Load())))
 	defer raw.SetDeadline(time.Time{}) // TLS layers over raw: this covers both
 	// Before login nobody may make the proxy allocate much: a handshake
 	// packet is a few hundred bytes.
@@ -113,6 +114,9 @@ func (s *Session) handshake() error {
 	}
 	s.caps = hr.Capabilities & caps
 	if err := s.authenticate(hr.User, hr.AuthPlugin, hr.AuthResponse); err != nil {
+		return err
+	}
+	if err := s.admitUser(); err != nil {
 		return err
 	}
 	return s.login(hr.User, hr.Database, hr.Charset)

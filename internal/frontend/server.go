@@ -34,7 +34,9 @@ type User struct {
 	Stored    auth.Stored
 	Cluster   *backend.Cluster
 	DefaultDB string
-	policy    *atomic.Pointer[router.Policy]
+	// Admin may log in on a listener's reserved admin connections.
+	Admin  bool
+	policy *atomic.Pointer[router.Policy]
 }
 
 // NewUser makes a user with its read/write splitting policy on cl.
@@ -44,10 +46,10 @@ func NewUser(name string, stored auth.Stored, cl *backend.Cluster, defaultDB str
 	return u
 }
 
-// Renewed returns a User for later logins with new credentials or default
-// database, sharing u's cluster and policy.
-func (u *User) Renewed(stored auth.Stored, defaultDB string) *User {
-	return &User{Name: u.Name, Stored: stored, Cluster: u.Cluster, DefaultDB: defaultDB, policy: u.policy}
+// Renewed returns a User for later logins with new credentials, default
+// database or admin flag, sharing u's cluster and policy.
+func (u *User) Renewed(stored auth.Stored, defaultDB string, admin bool) *User {
+	return &User{Name: u.Name, Stored: stored, Cluster: u.Cluster, DefaultDB: defaultDB, Admin: admin, policy: u.policy}
 }
 
 // Policy returns the user's read/write splitting policy now (one atomic
@@ -91,10 +93,15 @@ type Options struct {
 	// NetReadTimeout and NetWriteTimeout bound a client packet in progress
 	// (MySQL's net_read_timeout, net_write_timeout); 0: no bound.
 	NetReadTimeout, NetWriteTimeout time.Duration
-	MaxConnections                  int
-	MaxStmtsPerSess                 int
-	Log                             *slog.Logger
-	Metrics                         *Metrics
+	// HandshakeTimeout bounds a login; 0 is DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	MaxConnections   int
+	// ReservedAdmin connections are admitted beyond MaxConnections; only
+	// users with Admin may keep one once logged in.
+	ReservedAdmin   int
+	MaxStmtsPerSess int
+	Log             *slog.Logger
+	Metrics         *Metrics
 	// Poller rations busy polling of client and backend sockets; nil: none.
 	Poller *mysql.Poller
 }
@@ -104,8 +111,10 @@ type Server struct {
 	opt    Options
 	pubPEM []byte
 
-	// idleTimeout is opt.ClientIdleTimeout, which a reload may change.
-	idleTimeout atomic.Int64
+	// idleTimeout and handshakeTimeout are opt.ClientIdleTimeout and
+	// opt.HandshakeTimeout, which a reload may change.
+	idleTimeout      atomic.Int64
+	handshakeTimeout atomic.Int64
 	// netReadTimeout and netWriteTimeout are opt's, which a reload may
 	// change (for the sessions that log in after it).
 	netReadTimeout, netWriteTimeout atomic.Int64
@@ -144,6 +153,7 @@ func NewServer(opt Options) (*Server, error) {
 	s := &Server{opt: opt}
 	s.idleTimeout.Store(int64(opt.ClientIdleTimeout))
 	s.SetNetTimeouts(opt.NetReadTimeout, opt.NetWriteTimeout)
+	s.SetHandshakeTimeout(opt.HandshakeTimeout)
 	s.SetIdentity(opt.Identity)
 	if parkingSupported {
 		p, err := newParker(opt.Log)
@@ -229,12 +239,17 @@ func (s *Server) handle(nc net.Conn) {
 	go s.commandLoop(sess)
 }
 
-// admit applies the connection limit and registers the session.
+// admit applies the connection limit and registers the session. The user
+// is not known yet (the handshake names it), so this admits up to the
+// reserved admin connections beyond max_connections, and admitUser
+// refuses a user who is not an administrator one of those once it is
+// known. A connection counts from here: one that stalls in the handshake
+// holds its slot until the handshake timeout.
 func (s *Server) admit(sess *Session) bool {
 	n := s.count.Add(1)
-	if s.opt.MaxConnections > 0 && n > int64(s.opt.MaxConnections) {
+	if s.opt.MaxConnections > 0 && n > int64(s.opt.MaxConnections+s.opt.ReservedAdmin) {
 		s.count.Add(-1)
-		sess.refuse(mysql.NewError(mysql.ERConCount, mysql.StateConnRejected, "Too many connections"))
+		sess.refuse(errTooManyConnections())
 		return false
 	}
 	if s.shuttingDown.Load() {
@@ -246,6 +261,26 @@ func (s *Server) admit(sess *Session) bool {
 	s.opt.Metrics.ClientConnects.Inc()
 	s.opt.Metrics.ClientsConnected.Inc()
 	return true
+}
+
+// admitUser is admit's second step, after authentication: beyond
+// max_connections only an administrator may stay, as MySQL keeps its last
+// connection for a user with SUPER (or CONNECTION ADMIN). On refusal the
+// client has the error.
+func (s *Session) admitUser() error {
+	max := s.srv.opt.MaxConnections
+	if max <= 0 || s.user.Admin || s.srv.count.Load() <= int64(max) {
+		return nil
+	}
+	s.logger().Warn("refusing a login: max_connections reached, the connections left are reserved for administrators",
+		"max_connections", max, "reserved_admin_connections", s.srv.opt.ReservedAdmin,
+		"hint", "raise listeners[].max_connections, or find the clients that hold the connections")
+	return s.fail(errTooManyConnections())
+}
+
+// errTooManyConnections is the server's answer beyond max_connections.
+func errTooManyConnections() *mysql.SQLError {
+	return mysql.NewError(mysql.ERConCount, mysql.StateConnRejected, "Too many connections")
 }
 
 // commandLoop runs (or resumes) a session's command loop; a session that
@@ -285,6 +320,15 @@ func (s *Server) SetClientIdleTimeout(d time.Duration) { s.idleTimeout.Store(int
 func (s *Server) SetNetTimeouts(read, write time.Duration) {
 	s.netReadTimeout.Store(int64(read))
 	s.netWriteTimeout.Store(int64(write))
+}
+
+// SetHandshakeTimeout changes how long a login may take, for logins that
+// start after it; 0 is DefaultHandshakeTimeout.
+func (s *Server) SetHandshakeTimeout(d time.Duration) {
+	if d <= 0 {
+		d = DefaultHandshakeTimeout
+	}
+	s.handshakeTimeout.Store(int64(d))
 }
 
 // ForgetFastAuth drops a user from the caching_sha2_password fast-auth

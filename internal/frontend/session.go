@@ -3,7 +3,6 @@ package frontend
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -212,7 +211,9 @@ func (s *Session) readCommand() ([]byte, error) {
 	s.setIdle(false)
 	s.idleSince = time.Time{}
 	if err == nil && len(p) == 0 {
-		err = fmt.Errorf("empty command packet: %w", mysql.ErrMalformed)
+		// The server reads an empty packet as COM_SLEEP, a command clients
+		// may not send: "Unknown command", and the session goes on.
+		p = emptyCommand
 	}
 	return p, err
 }
@@ -274,6 +275,9 @@ func (s *Session) streamReadFailed(err error) {
 	}
 	s.readFailed(err)
 }
+
+// emptyCommand is what an empty command packet stands for.
+var emptyCommand = []byte{mysql.ComSleep}
 
 // parkIdleAfter is how long a session waits for its next command with its
 // goroutine before it parks (see parker).
@@ -529,7 +533,14 @@ func (s *Session) dispatch(p []byte) bool {
 	case mysql.ComStmtFetch:
 		return s.comStmtFetch(p)
 	}
-	return s.writeErr(mysql.NewError(mysql.ERUnknownCom, mysql.StateConnFailure, "Unknown command 0x%02x", p[0]))
+	return s.unknownCommand(p[0])
+}
+
+// unknownCommand answers a command the proxy does not serve with the
+// server's error, message included; the session goes on.
+func (s *Session) unknownCommand(cmd byte) bool {
+	s.logger().Debug("refusing an unknown command", "command", cmd)
+	return s.writeErr(mysql.NewError(mysql.ERUnknownCom, mysql.StateConnFailure, "Unknown command"))
 }
 
 // status is the server status the client would see between statements.

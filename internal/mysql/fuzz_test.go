@@ -8,6 +8,7 @@ import (
 	"net"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -351,6 +352,233 @@ func FuzzReadPacket(f *testing.F) {
 				t.Fatalf("frame at %d: next seq %d, want %d", pos, c.Seq(), data[pos+3]+1)
 			}
 			pos += 4 + n
+		}
+	})
+}
+
+// readEnd is how a reference read of a stream with CheckSeq ends.
+type readEnd uint8
+
+const (
+	endEOF        readEnd = 1 << iota // the input ran out (possibly mid-frame)
+	endOutOfOrder                     // a frame's sequence id is not the expected one
+	endTooLarge                       // a frame takes the packet beyond MaxPacket
+)
+
+// refCheckedPackets splits data as a server reads its client's packets:
+// sequence ids must follow on from seq across frames and packets, and a
+// packet may not grow beyond maxPacket. The checks come at each frame
+// header, before its body is read; when both fail either error will do.
+func refCheckedPackets(data []byte, seq byte, maxPacket int) ([]refPacket, readEnd) {
+	var out []refPacket
+	pos := 0
+	for {
+		pk := refPacket{payload: []byte{}}
+		for {
+			if len(data)-pos < 4 {
+				return out, endEOF
+			}
+			n := int(data[pos]) | int(data[pos+1])<<8 | int(data[pos+2])<<16
+			var end readEnd
+			if data[pos+3] != seq {
+				end |= endOutOfOrder
+			}
+			if len(pk.payload)+n > maxPacket {
+				end |= endTooLarge
+			}
+			if end != 0 {
+				return out, end
+			}
+			if len(data)-pos-4 < n {
+				return out, endEOF
+			}
+			pk.payload = append(pk.payload, data[pos+4:pos+4+n]...)
+			pk.frames++
+			pk.lastSeq = seq
+			seq++
+			pos += 4 + n
+			if n < MaxPayload {
+				break
+			}
+		}
+		out = append(out, pk)
+	}
+}
+
+// refCheckedFrames is refCheckedPackets for ReadFrame, which bounds each
+// frame by maxPacket.
+func refCheckedFrames(data []byte, seq byte, maxPacket int) (frames [][]byte, end readEnd) {
+	for pos := 0; ; {
+		if len(data)-pos < 4 {
+			return frames, endEOF
+		}
+		n := int(data[pos]) | int(data[pos+1])<<8 | int(data[pos+2])<<16
+		if data[pos+3] != seq {
+			end |= endOutOfOrder
+		}
+		if n > maxPacket {
+			end |= endTooLarge
+		}
+		if end != 0 {
+			return frames, end
+		}
+		if len(data)-pos-4 < n {
+			return frames, endEOF
+		}
+		frames = append(frames, data[pos+4:pos+4+n])
+		seq++
+		pos += 4 + n
+	}
+}
+
+// checkEnd checks that a read ended with an error its reference allows.
+func checkEnd(t *testing.T, err error, end readEnd) {
+	t.Helper()
+	switch {
+	case end&endEOF != 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)),
+		end&endOutOfOrder != 0 && errors.Is(err, ErrPacketsOutOfOrder),
+		end&endTooLarge != 0 && errors.Is(err, ErrPacketTooLarge):
+		return
+	}
+	t.Fatalf("read ended with %v; want %s", err, end)
+}
+
+func (e readEnd) String() string {
+	var s []string
+	for _, k := range []struct {
+		bit  readEnd
+		name string
+	}{{endEOF, "the end of the input"}, {endOutOfOrder, "ErrPacketsOutOfOrder"}, {endTooLarge, "ErrPacketTooLarge"}} {
+		if e&k.bit != 0 {
+			s = append(s, k.name)
+		}
+	}
+	return strings.Join(s, " or ")
+}
+
+// maxFrameBody is a full-size frame's body, made once: frames around
+// 0xffffff are generated from it (growFrames).
+var maxFrameBody = patterned(MaxPayload)
+
+// growFrames expands a compact description of a stream: a frame header
+// announcing MaxPayload-2 bytes or more is followed by a generated body of
+// that length, and the input after the header is the next frame. Only the
+// first two such headers grow, so one input stays within a few tens of MB;
+// the other frames are taken as they are, possibly cut short.
+func growFrames(data []byte) []byte {
+	var out []byte
+	grown := 0
+	for len(data) >= 4 {
+		n := int(data[0]) | int(data[1])<<8 | int(data[2])<<16
+		if n >= MaxPayload-2 && grown < 2 {
+			grown++
+			out = append(append(out, data[:4]...), maxFrameBody[:n]...)
+			data = data[4:]
+			continue
+		}
+		m := min(4+n, len(data))
+		out = append(out, data[:m]...)
+		data = data[m:]
+	}
+	return append(out, data...)
+}
+
+// hdr is a frame header announcing n bytes with sequence id seq.
+func hdr(n int, seq byte) []byte { return []byte{byte(n), byte(n >> 8), byte(n >> 16), seq} }
+
+// FuzzReadPacketChecked reads as the proxy reads its clients: with CheckSeq,
+// from a given sequence id, under a given MaxPacket. Frames out of sequence,
+// empty frames, frames of 0xffffff bytes and around it (their continuation
+// included), and lengths beyond MaxPacket must give exactly the packets a
+// reference reader finds, then the error it expects.
+//
+// mode: bit 7 grows frames announcing MaxPayload-2 bytes or more
+// (growFrames); bit 6 returns io.EOF with the last bytes; the low 6 bits cap
+// the bytes per Read (scaled by 64 KB for grown input).
+func FuzzReadPacketChecked(f *testing.F) {
+	const grow, eofWithData = 0x80, 0x40
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	ping := []byte{ComPing}
+	// Sequence ids.
+	f.Add(frame(0, ping), uint8(0), uint32(1<<20), uint8(0))
+	f.Add(frame(1, ping), uint8(0), uint32(1<<20), uint8(0))                             // one ahead
+	f.Add(frame(255, ping), uint8(0), uint32(1<<20), uint8(0))                           // one behind
+	f.Add(stream(255, ping, ping, ping), uint8(255), uint32(1<<20), uint8(0))            // wraps around
+	f.Add(cat(frame(0, ping), frame(0, ping)), uint8(0), uint32(1<<20), uint8(3))        // second packet repeats the id
+	f.Add(cat(stream(1, ping, ping), frame(7, ping)), uint8(1), uint32(1<<20), uint8(1)) // third jumps
+	f.Add(frame(2, seedHandshakeResponses()[0]), uint8(1), uint32(64<<10), uint8(0))     // handshake response out of order
+	// Empty frames.
+	f.Add(hdr(0, 0), uint8(0), uint32(1<<20), uint8(0))
+	f.Add(stream(0, nil, nil, ping, nil), uint8(0), uint32(0), uint8(0))
+	f.Add(hdr(0, 3), uint8(0), uint32(1<<20), uint8(0)) // empty and out of order
+	// Announced lengths beyond MaxPacket, with and without the body.
+	f.Add(frame(0, []byte("12345")), uint8(0), uint32(4), uint8(0))
+	f.Add(frame(0, []byte("12345")), uint8(0), uint32(5), uint8(0))
+	f.Add(hdr(MaxPayload, 0), uint8(0), uint32(64<<10), uint8(0))
+	f.Add(cat(hdr(MaxPayload, 0), []byte{1}), uint8(0), uint32(1<<30), uint8(eofWithData))
+	f.Add(hdr(MaxPayload-1, 5), uint8(0), uint32(64<<10), uint8(0)) // too large and out of order
+	// Frames of 0xffffff bytes and around it (grown).
+	f.Add(cat(hdr(MaxPayload-1, 0), frame(1, ping)), uint8(0), uint32(1<<30), uint8(grow))
+	f.Add(cat(hdr(MaxPayload, 0), hdr(0, 1), frame(2, ping)), uint8(0), uint32(MaxPayload), uint8(grow))            // exactly MaxPacket, empty continuation
+	f.Add(cat(hdr(MaxPayload, 0), hdr(0, 1)), uint8(0), uint32(MaxPayload-1), uint8(grow))                          // one byte over
+	f.Add(cat(hdr(MaxPayload, 0), frame(1, ping)), uint8(0), uint32(MaxPayload), uint8(grow))                       // continuation over MaxPacket
+	f.Add(cat(hdr(MaxPayload, 0), frame(0, ping)), uint8(0), uint32(1<<30), uint8(grow))                            // continuation out of order
+	f.Add(cat(hdr(MaxPayload, 0), hdr(MaxPayload, 1), hdr(0, 2)), uint8(0), uint32(1<<30), uint8(grow|eofWithData)) // two full frames
+	f.Add(cat(hdr(MaxPayload, 9), hdr(MaxPayload-2, 10)), uint8(9), uint32(1<<30), uint8(grow|1))                   // continuation cut short
+
+	f.Fuzz(func(t *testing.T, data []byte, seq uint8, limit uint32, mode uint8) {
+		chunk := int(mode & 0x3f)
+		if mode&grow != 0 {
+			data = growFrames(data)
+			chunk <<= 16
+		}
+		maxPacket := int(min(limit, 1<<30))
+		conn := func() *Conn {
+			c := NewConn(&memConn{r: bytes.NewReader(data), chunk: chunk, eofWithData: mode&eofWithData != 0})
+			c.MaxPacket, c.CheckSeq = maxPacket, true
+			c.SetSeq(seq)
+			return c
+		}
+
+		want, end := refCheckedPackets(data, seq, maxPacket)
+		c := conn()
+		for i := 0; ; i++ {
+			p, err := c.ReadPacket()
+			if err != nil {
+				if i != len(want) {
+					t.Fatalf("ReadPacket failed after %d packets, want %d: %v", i, len(want), err)
+				}
+				checkEnd(t, err, end)
+				break
+			}
+			if i >= len(want) {
+				t.Fatalf("ReadPacket returned packet %d (%d bytes); the reference ends after %d with %s", i, len(p), len(want), end)
+			}
+			if !bytes.Equal(p, want[i].payload) {
+				t.Fatalf("packet %d: got %d bytes (first difference at %d), want %d", i, len(p), firstDiff(p, want[i].payload), len(want[i].payload))
+			}
+			if c.Seq() != want[i].lastSeq+1 {
+				t.Fatalf("packet %d: next seq %d, want %d", i, c.Seq(), want[i].lastSeq+1)
+			}
+		}
+
+		frames, end := refCheckedFrames(data, seq, maxPacket)
+		c = conn()
+		for i := 0; ; i++ {
+			p, more, err := c.ReadFrame()
+			if err != nil {
+				if i != len(frames) {
+					t.Fatalf("ReadFrame failed after %d frames, want %d: %v", i, len(frames), err)
+				}
+				checkEnd(t, err, end)
+				break
+			}
+			if i >= len(frames) {
+				t.Fatalf("ReadFrame returned frame %d (%d bytes); the reference ends after %d with %s", i, len(p), len(frames), end)
+			}
+			if !bytes.Equal(p, frames[i]) || more != (len(p) == MaxPayload) {
+				t.Fatalf("frame %d: got %d bytes (more %v), want %d", i, len(p), more, len(frames[i]))
+			}
 		}
 	})
 }

@@ -235,10 +235,17 @@ func (p *Proxy) buildUsers() error {
 		if err != nil {
 			return err
 		}
-		users[u.Name] = frontend.NewUser(u.Name, stored, p.clusters[u.Cluster], u.DefaultDatabase, policy(p.cfg, u))
+		users[u.Name] = newUser(u, stored, p.clusters[u.Cluster], policy(p.cfg, u))
 	}
 	p.users.Store(&users)
 	return nil
+}
+
+// newUser makes the record logins as u check against.
+func newUser(u config.User, stored auth.Stored, cl *backend.Cluster, pol *router.Policy) *frontend.User {
+	fu := frontend.NewUser(u.Name, stored, cl, u.DefaultDatabase, pol)
+	fu.Admin = u.Admin
+	return fu
 }
 
 // storedPassword is the form of a user's password logins are checked
@@ -297,7 +304,8 @@ func (p *Proxy) buildServers() error {
 			Identity: ident, FullAuth: p.cfg.Server.CachingSHA2FullAuth, TLS: tc, TLSRequired: l.TLS.Mode == "required",
 			RSAKey: rsaKey, Users: p.lookupUser, ClientIdleTimeout: p.cfg.Server.ClientIdleTimeout,
 			NetReadTimeout: p.cfg.Server.NetReadTimeout, NetWriteTimeout: p.cfg.Server.NetWriteTimeout,
-			MaxConnections: l.MaxConnections, MaxStmtsPerSess: p.cfg.Server.MaxPreparedStatementsPerSession,
+			HandshakeTimeout: p.cfg.Server.HandshakeTimeout, MaxConnections: l.MaxConnections,
+			ReservedAdmin: l.ReservedAdminConnections, MaxStmtsPerSess: p.cfg.Server.MaxPreparedStatementsPerSession,
 			Log: p.log, Metrics: metrics, Poller: poller,
 		})
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 // Reload applies a new configuration to the running proxy: everything
 // that can change without dropping a client (users, routing, pool limits,
 // health settings, replicas added, removed, re-weighted or drained, new
-// clusters, the client idle timeout). It returns every difference from the
+// clusters, the client idle and handshake timeouts). It returns every difference from the
 // running configuration; those marked Restart were left as they are (see
 // docs/configuration.md). log.level and server.shutdown_timeout are the
 // caller's to apply. On error nothing changed.
@@ -41,6 +41,7 @@ func (p *Proxy) Reload(cfg *config.Config) ([]config.Change, error) {
 	for _, srv := range p.servers {
 		srv.SetClientIdleTimeout(cfg.Server.ClientIdleTimeout)
 		srv.SetNetTimeouts(cfg.Server.NetReadTimeout, cfg.Server.NetWriteTimeout)
+		srv.SetHandshakeTimeout(cfg.Server.HandshakeTimeout)
 	}
 	p.cfg = running(old, cfg)
 	return changes, nil
@@ -189,12 +190,12 @@ func (p *Proxy) applyUsers(old, cfg *config.Config, plan *reloadPlan) {
 		samePassword := ou != nil && ou.Password == u.Password && ou.PasswordHash == u.PasswordHash
 		switch {
 		case prev == nil || ou == nil || prev.Cluster != cl:
-			next[u.Name] = frontend.NewUser(u.Name, plan.stored[u.Name], cl, u.DefaultDatabase, pol)
-		case samePassword && ou.DefaultDatabase == u.DefaultDatabase:
+			next[u.Name] = newUser(u, plan.stored[u.Name], cl, pol)
+		case samePassword && ou.DefaultDatabase == u.DefaultDatabase && ou.Admin == u.Admin:
 			prev.SetPolicy(pol)
 			next[u.Name] = prev
 		default:
-			renewed := prev.Renewed(plan.stored[u.Name], u.DefaultDatabase)
+			renewed := prev.Renewed(plan.stored[u.Name], u.DefaultDatabase, u.Admin)
 			renewed.SetPolicy(pol)
 			next[u.Name] = renewed
 		}
@@ -226,6 +227,7 @@ func running(old, cfg *config.Config) *config.Config {
 	srv := old.Server
 	srv.ShutdownTimeout, srv.ClientIdleTimeout = cfg.Server.ShutdownTimeout, cfg.Server.ClientIdleTimeout
 	srv.NetReadTimeout, srv.NetWriteTimeout = cfg.Server.NetReadTimeout, cfg.Server.NetWriteTimeout
+	srv.HandshakeTimeout = cfg.Server.HandshakeTimeout
 	r.Server = srv
 	r.Log.Format = old.Log.Format
 	r.Users = slices.Clone(cfg.Users)

@@ -33,7 +33,7 @@ clusters:
 `)
 	next := parse(`
 listeners:
-  - {address: 127.0.0.1:7033, max_connections: 5, tls: {mode: off}}
+  - {address: 127.0.0.1:7033, max_connections: 5, reserved_admin_connections: 3, tls: {mode: off}}
 admin: {http: 127.0.0.1:9090}
 server:
   version: 9.9.9
@@ -41,12 +41,13 @@ server:
   caching_sha2_full_auth: always
   shutdown_timeout: 3s
   client_idle_timeout: 1m
+  handshake_timeout: 2s
   max_prepared_statements_per_session: 10
   gomaxprocs: 3
   busy_poll: 0s
 log: {level: debug, format: json}
 users:
-  - {name: app, password: b, cluster: main, read_from: primary}
+  - {name: app, password: b, cluster: main, read_from: primary, admin: true}
   - {name: new, password: c, cluster: added}
 clusters:
   - name: main

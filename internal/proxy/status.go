@@ -108,7 +108,8 @@ func (p *Proxy) LogStartup(version string) {
 			break
 		}
 		p.log.Info("listener", "addr", p.lns[i].Addr().String(), "tls", l.TLS.Mode,
-			"certificate", certificateText(l.TLS), "max_connections", l.MaxConnections)
+			"certificate", certificateText(l.TLS), "max_connections", l.MaxConnections,
+			"reserved_admin_connections", l.ReservedAdminConnections)
 	}
 	for i := range cfg.Clusters {
 		p.logCluster(&cfg.Clusters[i])
