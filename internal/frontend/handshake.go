@@ -118,8 +118,9 @@ func (s *Session) handshake() error {
 // authenticate checks the client's credentials, switching plugins and
 // running caching_sha2 full authentication as needed. A user name that
 // names no account goes through the same exchange as a wrong password
-// (userOrStandIn). Each attempt waits first as long as the failures from
-// the client's address earned (pace).
+// (userOrStandIn). Before its first reply that depends on the password,
+// each attempt waits as long as the failures from the client's address
+// earned (pace).
 func (s *Session) authenticate(user, plugin string, resp []byte) error {
 	s.paced = false
 	host, _, _ := splitHost(s.remote)
