@@ -84,6 +84,20 @@ type Server struct {
 	// NetWriteTimeout: a client that stops reading what the proxy sends it
 	// this long is closed (MySQL's net_write_timeout).
 	NetWriteTimeout time.Duration `yaml:"net_write_timeout"`
+	// AuthFailureDelay slows down password guessing from one client
+	// address, as MySQL's connection_control plugin does.
+	AuthFailureDelay AuthFailureDelay `yaml:"auth_failure_delay"`
+}
+
+// AuthFailureDelay configures the delay before answering a login from a
+// client address after Threshold consecutive failed logins from it: the
+// delay is MinDelay for the first attempt over the threshold and grows by
+// MinDelay with each further failure, up to MaxDelay. A successful login
+// resets the count. Threshold 0 turns the delay off.
+type AuthFailureDelay struct {
+	Threshold int           `yaml:"threshold"`
+	MinDelay  time.Duration `yaml:"min_delay"`
+	MaxDelay  time.Duration `yaml:"max_delay"`
 }
 
 // Log configures the proxy's own log output.

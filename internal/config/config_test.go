@@ -96,6 +96,10 @@ server:
   max_prepared_statements_per_session: 100
   handshake_timeout: 3s
   busy_poll: 50us
+  auth_failure_delay:
+    threshold: 5
+    min_delay: 250ms
+    max_delay: 1m
 log:
   level: debug
   format: json
@@ -165,6 +169,7 @@ clusters:
 			RSAPrivateKeyFile: abs("rsa.pem"), RSAPublicKeyFile: abs("rsa.pub"),
 			ShutdownTimeout: 10 * time.Second, ClientIdleTimeout: time.Hour, NetReadTimeout: 30 * time.Second, NetWriteTimeout: time.Minute, MaxPreparedStatementsPerSession: 100,
 			HandshakeTimeout: 3 * time.Second, BusyPoll: 50 * time.Microsecond,
+			AuthFailureDelay: AuthFailureDelay{Threshold: 5, MinDelay: 250 * time.Millisecond, MaxDelay: time.Minute},
 		},
 		Log: Log{Level: "debug", Format: "json"},
 		Users: []User{
@@ -211,6 +216,17 @@ clusters:
 	}
 }
 
+// threshold 0 turns the delay off: the delays need no value then.
+func TestAuthFailureDelayOff(t *testing.T) {
+	cfg, err := Parse([]byte("server:\n  auth_failure_delay:\n    threshold: 0\n    min_delay: 0s\n    max_delay: 0s\n"+validTail), "shardgate.yaml")
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if d := cfg.Server.AuthFailureDelay; d.Threshold != 0 {
+		t.Errorf("auth_failure_delay = %+v", d)
+	}
+}
+
 func TestDefaults(t *testing.T) {
 	cfg, err := Parse([]byte(validTail), "shardgate.yaml")
 	if err != nil {
@@ -223,6 +239,7 @@ func TestDefaults(t *testing.T) {
 			Version: "", DefaultAuthPlugin: "", CachingSHA2FullAuth: "first_login",
 			ShutdownTimeout: 30 * time.Second, ClientIdleTimeout: 8 * time.Hour, NetReadTimeout: 30 * time.Second, NetWriteTimeout: time.Minute, MaxPreparedStatementsPerSession: 16382,
 			HandshakeTimeout: 10 * time.Second, BusyPoll: DefaultBusyPoll,
+			AuthFailureDelay: AuthFailureDelay{Threshold: 3, MinDelay: time.Second, MaxDelay: 30 * time.Second},
 		},
 		Log:   Log{Level: "info", Format: "text"},
 		Users: []User{{Name: "app", PasswordHash: appSecretHash, Cluster: "main"}},
@@ -370,6 +387,11 @@ func TestProblems(t *testing.T) {
 			f + ":2: server.busy_poll: must be between 0 (off) and 1ms (got 2ms)"}},
 		{"negative busy_poll", "server:\n  busy_poll: -1us\n" + validTail, []string{
 			f + ":2: server.busy_poll: must be between 0 (off) and 1ms (got -1µs)"}},
+		{"auth_failure_delay out of range", "server:\n  auth_failure_delay:\n    threshold: -1\n" + validTail, []string{
+			f + ":3: server.auth_failure_delay.threshold: must be >= 0 (0 = no delay; got -1)"}},
+		{"auth_failure_delay delays", "server:\n  auth_failure_delay:\n    min_delay: 0s\n    max_delay: -1s\n" + validTail, []string{
+			f + ":3: server.auth_failure_delay.min_delay: must be > 0 (got 0s)",
+			f + ":4: server.auth_failure_delay.max_delay: must be >= min_delay (0s; got -1s)"}},
 		{"max_idle above max_open", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary: {address: \"h:1\"}\n    pool:\n      max_idle: 17\n", []string{
 			f + ":7: clusters[0].pool.max_idle: must be <= max_open (16)"}},
 		{"min_idle above max_idle", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary: {address: \"h:1\"}\n    pool:\n      max_idle: 4\n      min_idle: 5\n", []string{

@@ -31,6 +31,14 @@ const DefaultBusyPoll = 30 * time.Microsecond
 // maxBusyPoll bounds server.busy_poll: past this, a wait is better parked.
 const maxBusyPoll = time.Millisecond
 
+// defaultAuthMaxDelay is server.auth_failure_delay.max_delay's default.
+// MySQL's connection_control allows up to 2147483647 ms, but a login here
+// waits at most the handshake timeout (10s): a longer delay means no
+// answer at all, until the address has stopped failing for max_delay. 30s
+// keeps a client whose password was fixed from being shut out for long,
+// while an address that keeps guessing gets no answers.
+const defaultAuthMaxDelay = 30 * time.Second
+
 // defaulter is implemented by list element types whose fresh elements need
 // defaults before the YAML item is decoded into them.
 type defaulter interface {
@@ -49,6 +57,9 @@ func defaultConfig() *Config {
 			HandshakeTimeout:                DefaultHandshakeTimeout,
 			BusyPoll:                        DefaultBusyPoll,
 			MaxPreparedStatementsPerSession: defaultMaxPrepared,
+			AuthFailureDelay: AuthFailureDelay{
+				Threshold: 3, MinDelay: time.Second, MaxDelay: defaultAuthMaxDelay,
+			},
 		},
 		Log: Log{Level: "info", Format: "text"},
 	}

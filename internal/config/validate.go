@@ -160,6 +160,20 @@ func (v *validator) server(s *Server) {
 	if s.BusyPoll < 0 || s.BusyPoll > maxBusyPoll {
 		v.fail("server.busy_poll", "must be between 0 (off) and %v (got %v)", maxBusyPoll, s.BusyPoll)
 	}
+	v.authFailureDelay("server.auth_failure_delay", &s.AuthFailureDelay)
+}
+
+func (v *validator) authFailureDelay(p string, d *AuthFailureDelay) {
+	if d.Threshold < 0 {
+		v.fail(p+".threshold", "must be >= 0 (0 = no delay; got %d)", d.Threshold)
+	}
+	if d.Threshold == 0 {
+		return
+	}
+	v.positiveDuration(p+".min_delay", d.MinDelay)
+	if d.MaxDelay < d.MinDelay {
+		v.fail(p+".max_delay", "must be >= min_delay (%v; got %v)", d.MinDelay, d.MaxDelay)
+	}
 }
 
 // The server's bounds of max_allowed_packet.

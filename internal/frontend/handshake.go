@@ -47,7 +47,8 @@ const maxClientPacket = 1 << 30
 // authenticates. On failure it has already sent the client an ERR.
 func (s *Session) handshake() error {
 	raw := s.client.NetConn()
-	_ = raw.SetDeadline(time.Now().Add(time.Duration(s.srv.handshakeTimeout.Load())))
+	s.loginDeadline = time.Now().Add(time.Duration(s.srv.handshakeTimeout.Load()))
+	_ = raw.SetDeadline(s.loginDeadline)
 	defer raw.SetDeadline(time.Time{}) // TLS layers over raw: this covers both
 	// Before login nobody may make the proxy allocate much: a handshake
 	// packet is a few hundred bytes.
@@ -123,12 +124,15 @@ func (s *Session) handshake() error {
 }
 
 // authenticate checks the client's credentials, switching plugins and
-// running caching_sha2 full authentication as needed.
+// running caching_sha2 full authentication as needed. A user name that
+// names no account goes through the same exchange as a wrong password
+// (userOrStandIn). Before its first reply that depends on the password,
+// each attempt waits as long as the failures from the client's address
+// earned (pace).
 func (s *Session) authenticate(user, plugin string, resp []byte) error {
-	u := s.srv.opt.Users(user)
-	if u == nil {
-		return s.denied(user, len(resp) > 0, "unknown user")
-	}
+	s.paced = false
+	host, _, _ := splitHost(s.remote)
+	u := s.userOrStandIn(user)
 	if plugin == "" || !u.Stored.Supports(plugin) || !knownPlugin(plugin) {
 		// Ask for the server default if the user's stored form allows it,
 		// else for the one it allows.
@@ -155,15 +159,68 @@ func (s *Session) authenticate(user, plugin string, resp []byte) error {
 		ok = u.Stored.VerifyNative(s.salt, resp)
 	case auth.PluginCachingSHA2:
 		var err error
-		ok, err = s.cachingSHA2(u, resp)
+		ok, err = s.cachingSHA2(u, host, resp)
 		if err != nil {
 			return err
 		}
 	}
-	if !ok {
-		return s.denied(user, len(resp) > 0, "wrong password")
+	if u.unknown {
+		return s.denied(user, host, len(resp) > 0, "unknown user")
 	}
+	if !ok {
+		return s.denied(user, host, len(resp) > 0, "wrong password")
+	}
+	if err := s.pace(s.srv.opt.AuthGuard.Delay(host)); err != nil {
+		return err
+	}
+	s.srv.opt.AuthGuard.Succeeded(host)
 	s.user = u
+	return nil
+}
+
+// userOrStandIn returns the account a client logs in to or, for a name
+// that names none, a stand-in whose password derives from the name and a
+// secret of the process. Logging in to the stand-in runs the exchange of a
+// real account (auth switches, caching_sha2 full authentication, the RSA
+// key) and fails at the same step with the same error, so the replies do
+// not tell which accounts exist. The stand-in is derived for every login,
+// so both cost the same hashing.
+func (s *Session) userOrStandIn(name string) *User {
+	standIn := auth.DummyStored(s.srv.standInKey, name)
+	if u := s.srv.opt.Users(name); u != nil {
+		return u
+	}
+	return &User{Name: name, Stored: standIn, unknown: true}
+}
+
+// pace waits, once per login attempt, before the first reply that depends
+// on the password, for d (what the failures from the client's address
+// earned: AuthGuard). The session's own goroutine waits; a wait that would
+// outlast the login deadline ends the connection there without an answer,
+// as the handshake timeout would.
+func (s *Session) pace(d time.Duration) error {
+	if s.paced {
+		return nil
+	}
+	s.paced = true
+	if d <= 0 {
+		return nil
+	}
+	s.srv.opt.Metrics.AuthDelayed.Inc()
+	wait, expires := d, false
+	if left := time.Until(s.loginDeadline); wait >= left {
+		wait, expires = max(left, 0), true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.srv.closing:
+		return s.fail(mysql.NewError(mysql.ERServerShutdown, mysql.StateGeneral, "Server shutdown in progress"))
+	}
+	if expires {
+		return fmt.Errorf("%w: the login delay (%v) after failures from this address outlasts the handshake timeout", errAuthFailed, d)
+	}
 	return nil
 }
 
@@ -174,8 +231,14 @@ func knownPlugin(p string) bool {
 // cachingSHA2 verifies a caching_sha2_password response: the fast path when
 // allowed, else full authentication with the cleartext password over TLS or
 // RSA-encrypted over plain TCP.
-func (s *Session) cachingSHA2(u *User, resp []byte) (bool, error) {
-	if s.fastAuthAllowed(u) && u.Stored.VerifySHA2Fast(s.salt, resp) {
+func (s *Session) cachingSHA2(u *User, host string, resp []byte) (bool, error) {
+	// Checked whether or not the fast path is allowed: the same work for
+	// every account, cached or not.
+	fastOK := u.Stored.VerifySHA2Fast(s.salt, resp)
+	if fastOK && s.fastAuthAllowed(u) {
+		if err := s.pace(s.srv.opt.AuthGuard.Delay(host)); err != nil {
+			return false, err
+		}
 		if err := s.client.WritePacket([]byte{mysql.HeaderAuthMore, sha2FastAuthOK}); err != nil {
 			return false, err
 		}
@@ -183,7 +246,12 @@ func (s *Session) cachingSHA2(u *User, resp []byte) (bool, error) {
 	}
 	if len(resp) == 0 {
 		// Empty password: nothing to exchange.
-		return u.Stored.VerifySHA2Fast(s.salt, resp), nil
+		return fastOK, nil
+	}
+	// The request for full authentication tells a cached user's client
+	// that the fast path failed: the wait comes before it.
+	if err := s.pace(s.srv.opt.AuthGuard.Delay(host)); err != nil {
+		return false, err
 	}
 	if err := s.client.WritePacket([]byte{mysql.HeaderAuthMore, sha2FullAuth}); err != nil {
 		return false, err
@@ -221,7 +289,7 @@ func (s *Session) cachingSHA2(u *User, resp []byte) (bool, error) {
 		// MySQL does.
 		return false, nil
 	}
-	if !u.Stored.MatchesPlain(password) {
+	if !u.Stored.MatchesPlain(password) || u.unknown {
 		return false, nil
 	}
 	s.srv.sha2Cache.Store(u.Name, struct{}{})
@@ -257,15 +325,17 @@ func errOutOfOrder() *mysql.SQLError {
 	return mysql.NewError(mysql.ERNetPacketsOutOfOrder, mysql.StateConnFailure, "Got packets out of order")
 }
 
-// denied sends ERR 1045 and logs the attempt with the client address.
-func (s *Session) denied(user string, usingPassword bool, why string) error {
+// denied sends ERR 1045, after the delay the failures from the client's
+// address earned, and has the failure counted and logged (AuthGuard).
+func (s *Session) denied(user, host string, usingPassword bool, why string) error {
 	s.srv.opt.Metrics.AuthFailures.Inc()
-	s.logger().Warn("client authentication failed", "user", user, "client", s.remote, "reason", why)
+	if err := s.pace(s.srv.opt.AuthGuard.Failed(host, user, why)); err != nil {
+		return err
+	}
 	yes := "NO"
 	if usingPassword {
 		yes = "YES"
 	}
-	host, _, _ := splitHost(s.remote)
 	return s.fail(mysql.NewError(mysql.ERAccessDenied, mysql.StateAccessDenied,
 		"Access denied for user '%s'@'%s' (using password: %s)", user, host, yes))
 }

@@ -112,6 +112,7 @@ func (s *Session) comChangeUser(p []byte) bool {
 		s.releaseDirty(c)
 	}
 	s.pins = 0
+	s.loginDeadline = time.Now().Add(time.Duration(s.srv.handshakeTimeout.Load()))
 	if err := s.authenticate(hr.User, hr.AuthPlugin, hr.AuthResponse); err != nil {
 		return false
 	}

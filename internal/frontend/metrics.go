@@ -11,6 +11,8 @@ type Metrics struct {
 	ClientConnects   prometheus.Counter
 	ClientsConnected prometheus.Gauge
 	AuthFailures     prometheus.Counter
+	AuthDelayed      prometheus.Counter
+	AuthDelayedAddrs prometheus.Gauge
 	Commands         prometheus.Counter
 	ClientErrors     prometheus.Counter
 	BackendErrors    prometheus.Counter
@@ -26,6 +28,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "shardgate_client_connections", Help: "Client connections open now."}),
 		AuthFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shardgate_client_auth_failures_total", Help: "Failed client logins."}),
+		AuthDelayed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardgate_client_auth_delayed_total",
+			Help: "Client logins whose answer was delayed after repeated failures from their address (server.auth_failure_delay)."}),
+		AuthDelayedAddrs: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shardgate_client_auth_delayed_addresses",
+			Help: "Client addresses whose next login will be delayed after repeated failures."}),
 		Commands: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shardgate_commands_total", Help: "Client commands received."}),
 		ClientErrors: prometheus.NewCounter(prometheus.CounterOpts{
@@ -37,7 +45,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Statements sent again on a fresh backend connection because the server had closed the pooled one before they reached it."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ClientConnects, m.ClientsConnected, m.AuthFailures, m.Commands, m.ClientErrors, m.BackendErrors, m.Resends)
+		reg.MustRegister(m.ClientConnects, m.ClientsConnected, m.AuthFailures, m.AuthDelayed, m.AuthDelayedAddrs, m.Commands, m.ClientErrors, m.BackendErrors, m.Resends)
 	}
 	return m
 }

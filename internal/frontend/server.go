@@ -6,6 +6,7 @@ package frontend
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
 	"errors"
@@ -37,6 +38,9 @@ type User struct {
 	// Admin may log in on a listener's reserved admin connections.
 	Admin  bool
 	policy *atomic.Pointer[router.Policy]
+	// unknown: a stand-in for an account that does not exist, which no
+	// password opens (see Server.userOrStandIn).
+	unknown bool
 }
 
 // NewUser makes a user with its read/write splitting policy on cl.
@@ -102,6 +106,10 @@ type Options struct {
 	MaxStmtsPerSess int
 	Log             *slog.Logger
 	Metrics         *Metrics
+	// AuthGuard delays and logs failed logins per client address; shared
+	// by the listeners of a proxy. nil: a guard of the server's own that
+	// delays nothing.
+	AuthGuard *AuthGuard
 	// Poller rations busy polling of client and backend sockets; nil: none.
 	Poller *mysql.Poller
 }
@@ -132,6 +140,10 @@ type Server struct {
 	stopOnce     sync.Once
 
 	sha2Cache sync.Map // user name -> struct{}: users that passed full auth
+	// standInKey derives unknown users' stand-in passwords.
+	standInKey []byte
+	closing    chan struct{} // closed by Shutdown: delayed logins give up
+	closeOnce  sync.Once
 
 	ident atomic.Pointer[Identity]
 }
@@ -150,7 +162,13 @@ func NewServer(opt Options) (*Server, error) {
 	if opt.MaxStmtsPerSess <= 0 {
 		opt.MaxStmtsPerSess = 16382
 	}
-	s := &Server{opt: opt}
+	if opt.AuthGuard == nil {
+		opt.AuthGuard = NewAuthGuard(AuthDelayConfig{}, opt.Log, opt.Metrics)
+	}
+	s := &Server{opt: opt, standInKey: make([]byte, 32), closing: make(chan struct{})}
+	if _, err := rand.Read(s.standInKey); err != nil {
+		return nil, fmt.Errorf("generate the key of unknown users' stand-ins: %w", err)
+	}
 	s.idleTimeout.Store(int64(opt.ClientIdleTimeout))
 	s.SetNetTimeouts(opt.NetReadTimeout, opt.NetWriteTimeout)
 	s.SetHandshakeTimeout(opt.HandshakeTimeout)
@@ -342,6 +360,7 @@ func (s *Server) Clients() int64 { return s.count.Load() }
 // statements finish until ctx ends, then closes what is left.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shuttingDown.Store(true)
+	s.closeOnce.Do(func() { close(s.closing) })
 	s.lnMu.Lock()
 	if s.ln != nil {
 		_ = s.ln.Close()

@@ -29,6 +29,11 @@ type Session struct {
 	caps    uint32
 	user    *User
 
+	// The login being checked: when it must be over, and whether it has
+	// waited for the failures of its address (pace).
+	loginDeadline time.Time
+	paced         bool
+
 	// Session state the client would see on a direct connection.
 	db           string
 	vars         backend.Vars

@@ -34,6 +34,7 @@ type Proxy struct {
 	cfg      *config.Config // what runs now; Reload replaces it (under reloadMu)
 	log      *slog.Logger
 	servers  []*frontend.Server
+	guard    *frontend.AuthGuard // failed logins, for every listener
 	lns      []net.Listener
 	admin    *admin.Server
 	registry *prometheus.Registry
@@ -293,6 +294,7 @@ func (p *Proxy) buildServers() error {
 	}
 	ident := p.startIdentity()
 	metrics := frontend.NewMetrics(p.registry)
+	p.guard = frontend.NewAuthGuard(authDelay(p.cfg), p.log, metrics)
 	poller := mysql.NewPoller(p.cfg.Server.BusyPoll, runtime.NumCPU())
 	registerPollerMetrics(p.registry, poller)
 	for _, l := range p.cfg.Listeners {
@@ -306,7 +308,7 @@ func (p *Proxy) buildServers() error {
 			NetReadTimeout: p.cfg.Server.NetReadTimeout, NetWriteTimeout: p.cfg.Server.NetWriteTimeout,
 			HandshakeTimeout: p.cfg.Server.HandshakeTimeout, MaxConnections: l.MaxConnections,
 			ReservedAdmin: l.ReservedAdminConnections, MaxStmtsPerSess: p.cfg.Server.MaxPreparedStatementsPerSession,
-			Log: p.log, Metrics: metrics, Poller: poller,
+			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard,
 		})
 		if err != nil {
 			return err
@@ -327,6 +329,12 @@ func (p *Proxy) buildServers() error {
 	}
 	p.startLearning()
 	return nil
+}
+
+// authDelay is server.auth_failure_delay for the frontend.
+func authDelay(cfg *config.Config) frontend.AuthDelayConfig {
+	d := cfg.Server.AuthFailureDelay
+	return frontend.AuthDelayConfig{Threshold: d.Threshold, MinDelay: d.MinDelay, MaxDelay: d.MaxDelay}
 }
 
 func (p *Proxy) lookupUser(name string) *frontend.User { return (*p.users.Load())[name] }
@@ -439,6 +447,9 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 func (p *Proxy) Close() {
 	p.closeOnce.Do(func() { close(p.closed) })
 	p.stopLearning()
+	if p.guard != nil {
+		p.guard.Close()
+	}
 	for _, ln := range p.lns {
 		_ = ln.Close()
 	}

@@ -14,7 +14,7 @@ import (
 // Reload applies a new configuration to the running proxy: everything
 // that can change without dropping a client (users, routing, pool limits,
 // health settings, replicas added, removed, re-weighted or drained, new
-// clusters, the client idle and handshake timeouts). It returns every difference from the
+// clusters, the client idle and handshake timeouts, the login failure delay). It returns every difference from the
 // running configuration; those marked Restart were left as they are (see
 // docs/configuration.md). log.level and server.shutdown_timeout are the
 // caller's to apply. On error nothing changed.
@@ -43,6 +43,7 @@ func (p *Proxy) Reload(cfg *config.Config) ([]config.Change, error) {
 		srv.SetNetTimeouts(cfg.Server.NetReadTimeout, cfg.Server.NetWriteTimeout)
 		srv.SetHandshakeTimeout(cfg.Server.HandshakeTimeout)
 	}
+	p.guard.SetConfig(authDelay(cfg))
 	p.cfg = running(old, cfg)
 	return changes, nil
 }
@@ -228,6 +229,7 @@ func running(old, cfg *config.Config) *config.Config {
 	srv.ShutdownTimeout, srv.ClientIdleTimeout = cfg.Server.ShutdownTimeout, cfg.Server.ClientIdleTimeout
 	srv.NetReadTimeout, srv.NetWriteTimeout = cfg.Server.NetReadTimeout, cfg.Server.NetWriteTimeout
 	srv.HandshakeTimeout = cfg.Server.HandshakeTimeout
+	srv.AuthFailureDelay = cfg.Server.AuthFailureDelay
 	r.Server = srv
 	r.Log.Format = old.Log.Format
 	r.Users = slices.Clone(cfg.Users)

@@ -45,6 +45,7 @@ server:
   max_prepared_statements_per_session: 10
   gomaxprocs: 3
   busy_poll: 0s
+  auth_failure_delay: {threshold: 5, min_delay: 2s, max_delay: 1m}
 log: {level: debug, format: json}
 users:
   - {name: app, password: b, cluster: main, read_from: primary, admin: true}

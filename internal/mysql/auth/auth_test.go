@@ -1113,3 +1113,24 @@ func FuzzDecryptPassword(f *testing.F) {
 		_, _ = DecryptPassword(ct, nonce, priv)
 	})
 }
+
+// An unknown user's stand-in is the same for the same name and key, differs
+// for another name or key, supports both plugins like a real account, and
+// is not the empty password.
+func TestDummyStored(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	a := DummyStored(key, "nobody")
+	if a != DummyStored(key, "nobody") {
+		t.Fatal("the same name and key gave different stand-ins")
+	}
+	if a == DummyStored(key, "nobody2") || a == DummyStored([]byte("another key"), "nobody") {
+		t.Fatal("a stand-in does not depend on the name and the key")
+	}
+	if !a.Supports(PluginNative) || !a.Supports(PluginCachingSHA2) || a.Empty {
+		t.Fatalf("stand-in %v: want both plugins, not empty", a)
+	}
+	salt := []byte("abcdefghijklmnopqrst")
+	if a.VerifyNative(salt, nil) || a.VerifySHA2Fast(salt, nil) || a.MatchesPlain(nil) || a.MatchesPlain([]byte("nobody")) {
+		t.Fatal("the stand-in accepts an empty or obvious password")
+	}
+}

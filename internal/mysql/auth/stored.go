@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -239,3 +240,18 @@ func (s Stored) String() string {
 
 // GoString redacts %#v as String does %v.
 func (s Stored) GoString() string { return s.String() }
+
+// DummyStored is the stored form of a made-up password for an account that
+// does not exist, derived from key (a secret of the process) and the user
+// name: the same name gets the same form every time, and nobody can log in
+// with it without key. A server checks a login for an unknown user against
+// it, so the exchange and the work done are those of a real account with a
+// wrong password and the replies do not tell which accounts exist. The
+// caller must refuse the login even if the check passes.
+func DummyStored(key []byte, user string) Stored {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(user))
+	var password [sha256.Size]byte
+	mac.Sum(password[:0])
+	return StoredFromPlain(hex.EncodeToString(password[:]))
+}
