@@ -50,12 +50,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// activity is the number of client connections and commands served so far
-// (read off the hot path, by a sweep).
-func (m *Metrics) activity() uint64 {
-	return counterValue(m.ClientConnects) + counterValue(m.Commands)
-}
-
+// counterValue reads a counter (off the hot path: a sweep).
 func counterValue(c prometheus.Counter) uint64 {
 	var v dto.Metric
 	if err := c.Write(&v); err != nil || v.Counter == nil {

@@ -1,47 +1,61 @@
 package frontend
 
 import (
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
 )
 
-// After a burst of clients that then go idle, the heap still holds what
-// their logins left behind and the Go runtime keeps freed memory mapped
-// until its background scavenger gets to it: with 10,000 idle clients the
-// proxy's RSS stood at 5.1 KB per client for minutes, while its live heap
-// was 2.2 KB per client. So when many sessions have parked since memory was
-// last given back, and no client connected or sent a command since the
-// previous sweep, the proxy collects and returns freed memory to the OS at
-// once. It costs one garbage collection, at a moment when no client waits
-// for the proxy.
+// After a burst of clients, the heap still holds what their logins left
+// behind and the Go runtime keeps freed memory mapped until its background
+// scavenger gets to it, minutes later: with 10,000 idle clients the proxy's
+// RSS stood at 5.1 KB per client while its live heap was 2.2 KB per
+// client, and after a flood of logins that had all gone an idle proxy sat
+// at +62 MB with a live heap of 2 MB. So when a burst is over (many
+// sessions parked, or many clients connected, since memory was last given
+// back) and no client connected or sent a command since the previous
+// sweep, the proxy collects and returns freed memory to the OS at once.
+// It costs two garbage collections, at a moment when no client waits for
+// the proxy.
 const (
-	reliefParked = 1000
-	reliefEvery  = 2 * time.Second // at most this often
+	reliefBurst = 1000            // parked sessions or connections
+	reliefEvery = 2 * time.Second // at most this often
 )
 
-// memoryRelief decides when to return memory; one per process.
+// memoryRelief decides when to return memory; one per listener.
 type memoryRelief struct {
 	mu           sync.Mutex
 	low          int       // fewest parked sessions seen since the last relief
+	connects     uint64    // connections accepted by the last relief
 	prevActivity uint64    // connections and commands at the previous sweep
 	last         time.Time // the last relief
-	free         func()    // debug.FreeOSMemory; replaced in tests
+	free         func()    // returnMemory; replaced in tests
 }
 
-var relief = memoryRelief{free: debug.FreeOSMemory}
+func newMemoryRelief() *memoryRelief { return &memoryRelief{free: returnMemory} }
 
-// sweep is told, after each sweep, how many sessions are parked and how
-// many connections and commands the proxy has served in all. It returns
-// memory when the parked count has grown by reliefParked since the last
-// time and nothing happened since the previous sweep: a burst is over.
-func (m *memoryRelief) sweep(parked int, activity uint64, now time.Time) bool {
+// returnMemory collects twice, so that buffers idle in sync.Pools (which a
+// collection only moves to their victim cache) go too, and gives what is
+// free back to the OS.
+func returnMemory() {
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
+// sweep is told, after each sweep, how many sessions are parked, how many
+// clients have connected in all, and how many connections and commands
+// the proxy has served in all. It returns memory when the parked count has
+// grown by reliefBurst since the last time, or as many clients connected,
+// and nothing happened since the previous sweep.
+func (m *memoryRelief) sweep(parked int, connects, activity uint64, now time.Time) bool {
 	m.mu.Lock()
 	m.low = min(m.low, parked)
-	due := parked-m.low >= reliefParked && activity == m.prevActivity && now.Sub(m.last) >= reliefEvery
+	burst := parked-m.low >= reliefBurst || connects-m.connects >= reliefBurst
+	due := burst && activity == m.prevActivity && now.Sub(m.last) >= reliefEvery
 	m.prevActivity = activity
 	if due {
-		m.low, m.last = parked, now
+		m.low, m.connects, m.last = parked, connects, now
 	}
 	m.mu.Unlock()
 	if due {

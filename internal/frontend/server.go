@@ -136,6 +136,7 @@ type Server struct {
 
 	shuttingDown atomic.Bool
 	parker       *parker // nil: idle sessions keep their goroutine
+	relief       *memoryRelief
 	stopSweep    chan struct{}
 	stopOnce     sync.Once
 
@@ -179,6 +180,7 @@ func NewServer(opt Options) (*Server, error) {
 			opt.Log.Warn("idle sessions will keep a goroutine each", "err", err)
 		} else {
 			s.parker = p
+			s.relief = newMemoryRelief()
 			s.stopSweep = make(chan struct{})
 			go s.sweepIdle(s.stopSweep)
 		}

@@ -85,6 +85,7 @@ func (s *Server) sweepIdle(stop <-chan struct{}) {
 			sess.idleWait.sweep(sess.client)
 			return true
 		})
-		relief.sweep(s.parker.count(), s.opt.Metrics.activity(), time.Now())
+		connects := counterValue(s.opt.Metrics.ClientConnects)
+		s.relief.sweep(s.parker.count(), connects, connects+counterValue(s.opt.Metrics.Commands), time.Now())
 	}
 }

@@ -177,35 +177,38 @@ func TestIdleWaitRacingSweeps(t *testing.T) {
 	t.Logf("%d waits interrupted by sweeps", interrupted)
 }
 
-func TestMemoryReliefAfterManyParked(t *testing.T) {
+func TestMemoryReliefAfterABurst(t *testing.T) {
 	freed := 0
 	m := memoryRelief{free: func() { freed++ }}
 	t0 := time.Unix(1000, 0)
 	steps := []struct {
-		parked   int
-		activity uint64
-		at       time.Duration
-		want     bool
+		parked             int
+		connects, activity uint64
+		at                 time.Duration
+		want               bool
 	}{
-		{0, 0, 0, false},
-		{999, 10, time.Second, false},
-		{999, 10, 2 * time.Second, false},           // quiet, but not enough parked
-		{5000, 20, 3 * time.Second, false},          // a burst still running
-		{9000, 20, 4 * time.Second, true},           // quiet: relief
-		{9500, 20, 5 * time.Second, false},          // not enough more
-		{11000, 20, 5500 * time.Millisecond, false}, // within reliefEvery
-		{11000, 20, 6 * time.Second, true},          // the rest of the burst parked
-		{11000, 20, 9 * time.Second, false},         // nothing new
-		{200, 90, 10 * time.Second, false},          // clients woke up
-		{1300, 99, 11 * time.Second, false},         // parked again, still busy
-		{1300, 99, 12 * time.Second, true},          // and quiet
+		{0, 0, 0, 0, false},
+		{999, 999, 1000, time.Second, false},
+		{999, 999, 1000, 2 * time.Second, false},   // quiet, but no burst
+		{5000, 5000, 5100, 3 * time.Second, false}, // a burst still running
+		{9000, 9000, 9100, 4 * time.Second, false},
+		{9000, 9000, 9100, 5 * time.Second, true},           // quiet: relief
+		{9500, 9000, 9200, 6 * time.Second, false},          // not enough more
+		{11000, 9000, 9200, 6500 * time.Millisecond, false}, // within reliefEvery
+		{11000, 9000, 9200, 8 * time.Second, true},          // the rest of the burst parked
+		{11000, 9000, 9200, 11 * time.Second, false},        // nothing new
+		{11000, 12000, 15000, 12 * time.Second, false},      // a login flood...
+		{11000, 12000, 15000, 13 * time.Second, true},       // ...over: relief
+		{200, 12000, 15100, 14 * time.Second, false},        // clients woke up
+		{1300, 12000, 15200, 15 * time.Second, false},       // parked again, still busy
+		{1300, 12000, 15200, 16 * time.Second, true},        // and quiet
 	}
 	for i, st := range steps {
-		if got := m.sweep(st.parked, st.activity, t0.Add(st.at)); got != st.want {
-			t.Fatalf("step %d (%d parked, activity %d at %v): relief %v, want %v", i, st.parked, st.activity, st.at, got, st.want)
+		if got := m.sweep(st.parked, st.connects, st.activity, t0.Add(st.at)); got != st.want {
+			t.Fatalf("step %d (%+v): relief %v, want %v", i, st, got, st.want)
 		}
 	}
-	if freed != 3 {
-		t.Fatalf("freed %d times, want 3", freed)
+	if freed != 4 {
+		t.Fatalf("freed %d times, want 4", freed)
 	}
 }
