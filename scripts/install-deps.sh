@@ -7,6 +7,7 @@
 #                               and demo (the default)
 #   install-deps.sh demo        mariadb-server mariadb-client: what
 #                               scripts/demo.sh needs
+#   install-deps.sh --packages SET   print the set's packages, install nothing
 # Safe to run again: it only installs what is missing and runs
 # `apt-get update` at most once.
 #
@@ -57,6 +58,11 @@ have_pkg() {
 	esac
 }
 
+LIST_ONLY=0
+if [[ "${1:-}" == --packages ]]; then
+	LIST_ONLY=1
+	shift
+fi
 SET="${1:-all}"
 case "$SET" in
 all | test) PACKAGES=(mariadb-server mariadb-client sysbench haproxy python3-pymysql) ;;
@@ -69,6 +75,10 @@ demo) PACKAGES=(mariadb-server mariadb-client) ;;
 esac
 if (($# > 1)); then
 	die "one set at a time (got: $*)"
+fi
+if ((LIST_ONLY)); then
+	echo "${PACKAGES[*]}"
+	exit 0
 fi
 
 missing=()
