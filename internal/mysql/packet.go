@@ -233,6 +233,20 @@ func (c *Conn) readHeader() (int, uint8, error) {
 	return int(uint32(h[0]) | uint32(h[1])<<8 | uint32(h[2])<<16), h[3], nil
 }
 
+// nextHeader reads a frame header, refuses a sequence id out of order
+// (CheckSeq) and moves Seq() past it. It returns the frame's length.
+func (c *Conn) nextHeader() (int, error) {
+	n, seq, err := c.readHeader()
+	if err != nil {
+		return 0, err
+	}
+	if c.CheckSeq && seq != c.seq {
+		return 0, ErrPacketsOutOfOrder
+	}
+	c.seq = seq + 1
+	return n, nil
+}
+
 // readFrameBody returns the n-byte body of the frame whose header was just
 // read. The result aliases an internal buffer valid until the next read.
 func (c *Conn) readFrameBody(n int) ([]byte, error) {
@@ -270,14 +284,10 @@ func (c *Conn) readFrameBody(n int) ([]byte, error) {
 // joined in memory.
 func (c *Conn) ReadFrame() (payload []byte, more bool, err error) {
 	c.releaseBig()
-	n, seq, err := c.readHeader()
+	n, err := c.nextHeader()
 	if err != nil {
 		return nil, false, err
 	}
-	if c.CheckSeq && seq != c.seq {
-		return nil, false, ErrPacketsOutOfOrder
-	}
-	c.seq = seq + 1
 	if n > c.MaxPacket {
 		return nil, false, ErrPacketTooLarge
 	}
@@ -295,17 +305,12 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 	joined := append([]byte(nil), p...)
 	for more {
 		var n int
-		var seq uint8
-		if n, seq, err = c.readHeader(); err != nil {
+		if n, err = c.nextHeader(); err != nil {
 			return nil, err
-		}
-		if c.CheckSeq && seq != c.seq {
-			return nil, ErrPacketsOutOfOrder
 		}
 		if len(joined)+n > c.MaxPacket {
 			return nil, ErrPacketTooLarge
 		}
-		c.seq = seq + 1
 		more = n == MaxPayload
 		if p, err = c.readFrameBody(n); err != nil {
 			return nil, err

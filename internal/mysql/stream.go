@@ -85,14 +85,10 @@ func (e *StreamCheckError) Unwrap() error { return e.Err }
 // packet is unread). hold must be less than MaxPayload.
 func (c *Conn) ReadCommand(hold, limit int) ([]byte, *Stream, error) {
 	c.releaseBig()
-	n, seq, err := c.readHeader()
+	n, err := c.nextHeader()
 	if err != nil {
 		return nil, nil, err
 	}
-	if c.CheckSeq && seq != c.seq {
-		return nil, nil, ErrPacketsOutOfOrder
-	}
-	c.seq = seq + 1
 	if n >= limit {
 		return nil, nil, &TooLargeError{Limit: limit}
 	}
@@ -196,14 +192,10 @@ func (s *Stream) copy(body func([]byte) error, header func(n int) error) error {
 		if !s.more {
 			return nil
 		}
-		n, seq, err := c.readHeader()
+		n, err := c.nextHeader()
 		if err != nil {
 			return clientErr(err)
 		}
-		if c.CheckSeq && seq != c.seq {
-			return clientErr(ErrPacketsOutOfOrder)
-		}
-		c.seq = seq + 1
 		if s.total+n >= s.limit {
 			s.more, s.left = false, 0
 			return &TooLargeError{Limit: s.limit}
