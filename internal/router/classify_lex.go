@@ -611,3 +611,50 @@ func eqUpper(b []byte, up string) bool {
 	}
 	return true
 }
+
+// commentEvent is what walkGap reports.
+type commentEvent uint8
+
+const (
+	commentPlain     commentEvent = iota // a comment starts at i
+	commentExecStart                     // an executable comment starts at i
+	commentExecEnd                       // an executable comment ends at i
+)
+
+// walkGap reports the comments in s[i:end], text that lexer.next skipped
+// between two tokens (whitespace, comments, executable comment markers),
+// with the same rules. exec says whether the gap starts inside an
+// executable comment; it returns whether it ends inside one. Substitute
+// names columns by the comments; the lexer itself stays free of that work.
+func walkGap(s []byte, i, end int, exec bool, note func(i int, k commentEvent)) bool {
+	n := end
+	for i < n {
+		c := s[i]
+		switch {
+		case c == '#':
+			note(i, commentPlain)
+			i = skipLine(s, i+1)
+		case c == '-' && i+1 < n && s[i+1] == '-':
+			note(i, commentPlain)
+			i = skipLine(s, i+2)
+		case c == '/' && i+2 < n && s[i+1] == '*' && (s[i+2] == '!' || s[i+2] == 'M'):
+			note(i, commentExecStart)
+			if s[i+2] == '!' {
+				i = skipVersion(s, i+3)
+			} else {
+				i = skipVersion(s, i+4)
+			}
+			exec = true
+		case c == '/' && i+1 < n && s[i+1] == '*':
+			note(i, commentPlain)
+			i = skipComment(s, i+2)
+		case c == '*' && exec && i+1 < n && s[i+1] == '/':
+			note(i, commentExecEnd)
+			i += 2
+			exec = false
+		default: // whitespace
+			i++
+		}
+	}
+	return exec
+}

@@ -23,77 +23,66 @@ type Substitutions struct {
 // list that holds a substitution and has no alias gets its text as written
 // for alias: SELECT CONNECTION_ID() + 0 is sent as
 // SELECT 42 + 0 AS `CONNECTION_ID() + 0`.
+//
+// It reads the statement with the classifier's lexer, so that both agree
+// on what is code: a call the classifier flags is the one replaced.
 func Substitute(dst, sql []byte, sub *Substitutions) []byte {
 	last := 0
 	it := selectItem{commentStart: -1}
-	inExec := false // inside an executable comment
-	for i := 0; i < len(sql); {
-		switch c := sql[i]; {
-		case c == '\'' || c == '"' || c == '`':
-			start := i
-			i = skipQuotedRaw(sql, i)
-			it.token(start, i, itemOther)
-		case c == '#' || (c == '-' && i+2 < len(sql) && sql[i+1] == '-' && isSpaceByte(sql[i+2])):
-			it.comment(i, false)
-			for i < len(sql) && sql[i] != '\n' {
-				i++
-			}
-		case c == '/' && i+1 < len(sql) && sql[i+1] == '*':
-			if isExecComment(sql, i) {
-				// Executable: the marker and its version go, the rest is code.
-				it.comment(i, true)
-				inExec = true
-				i = skipExecMarker(sql, i)
-				continue
-			}
-			it.comment(i, false)
-			i += 2
-			for i+1 < len(sql) && !(sql[i] == '*' && sql[i+1] == '/') {
-				i++
-			}
-			i += 2
-		case c == '*' && inExec && i+1 < len(sql) && sql[i+1] == '/':
-			inExec = false
+	l := lexer{s: sql}
+	note := func(i int, k commentEvent) {
+		switch k {
+		case commentExecEnd:
 			it.execEnd()
-			i += 2
-		case c == '@' && i+1 < len(sql) && sql[i+1] == '@':
-			end, name := sysVarAt(sql, i+2)
+		default:
+			it.comment(i, k == commentExecStart)
+		}
+	}
+	var t token
+	gapStart, exec := 0, false
+	for {
+		l.next(&t)
+		exec = walkGap(sql, gapStart, t.start, exec, note)
+		gapStart = t.end
+		if t.kind == tEOF {
+			break
+		}
+		switch t.kind {
+		case tString, tQuoted, tUserVar:
+			it.token(t.start, t.end, itemOther)
+		case tSysVar:
+			name := sql[t.ns:t.ne]
 			if v := sub.Diagnostics; v != "" && (eqFold(name, "WARNING_COUNT") || eqFold(name, "ERROR_COUNT")) {
-				dst = append(dst, sql[last:i]...)
+				dst = append(dst, sql[last:t.start]...)
 				dst = append(dst, v...)
-				last = end
+				last = t.end
 				it.substituted = true
 			}
-			it.token(i, end, itemValue)
-			i = end
-		case isIdentByte(c):
-			start := i
-			for i < len(sql) && isIdentByte(sql[i]) {
-				i++
-			}
-			word := sql[start:i]
-			if start > 0 && (sql[start-1] == '.' || sql[start-1] == '@') {
-				it.token(start, i, numberOr(word, itemOther))
+			it.token(t.start, t.end, itemValue)
+		case tWord:
+			word := sql[t.start:t.end]
+			if t.start > 0 && sql[t.start-1] == '.' {
+				it.token(t.start, t.end, numberOr(word, itemOther))
 				continue
 			}
 			if v := sub.valueOf(word); v != "" {
-				if end, ok := emptyCall(sql, i); ok {
-					dst = append(dst, sql[last:start]...)
+				if end, ok := emptyCall(l); ok {
+					dst = append(dst, sql[last:t.start]...)
 					dst = append(dst, v...)
-					i, last = end, end
+					last = end
 					it.substituted = true
-					it.token(start, end, itemValue)
+					it.token(t.start, end, itemValue)
+					l.i, gapStart = end, end
 					continue
 				}
 			}
-			if ends, next := it.word(start, i, word); ends {
+			if ends, next := it.word(t.start, t.end, word); ends {
 				dst, last = it.name(dst, sql, last, next)
 			}
 		default:
-			if ends, next := it.punct(c, i); ends {
+			if ends, next := it.punct(t.c, t.start); ends {
 				dst, last = it.name(dst, sql, last, next)
 			}
-			i++
 		}
 	}
 	dst, last = it.name(dst, sql, last, itemOutside)
@@ -196,8 +185,6 @@ func (it *selectItem) word(start, end int, w []byte) (ends bool, next uint8) {
 // what follows.
 func (it *selectItem) punct(c byte, i int) (ends bool, next uint8) {
 	switch {
-	case isSpaceByte(c):
-		return false, 0
 	case c == '(':
 		it.token(i, i+1, itemOther)
 		it.depth++
@@ -282,24 +269,6 @@ func isHexByte(c byte) bool {
 	return (c >= '0' && c <= '9') || (c|0x20 >= 'a' && c|0x20 <= 'f')
 }
 
-// isExecComment reports an executable comment at i: "/*!" or "/*M!".
-func isExecComment(sql []byte, i int) bool {
-	return i+2 < len(sql) && (sql[i+2] == '!' || (sql[i+2] == 'M' && i+3 < len(sql) && sql[i+3] == '!'))
-}
-
-// skipExecMarker returns the end of the executable comment marker at i:
-// "/*!" or "/*M!" and the version digits after it.
-func skipExecMarker(sql []byte, i int) int {
-	i += 3
-	if sql[i-1] == 'M' {
-		i++
-	}
-	for i < len(sql) && sql[i] >= '0' && sql[i] <= '9' {
-		i++
-	}
-	return i
-}
-
 func containsByte(b []byte, x byte) bool {
 	for _, c := range b {
 		if c == x {
@@ -372,69 +341,18 @@ func (sub *Substitutions) valueOf(name []byte) string {
 	return ""
 }
 
-// emptyCall matches "( )" after a function name at i and returns the end.
-func emptyCall(sql []byte, i int) (int, bool) {
-	for i < len(sql) && isSpaceByte(sql[i]) {
-		i++
-	}
-	if i >= len(sql) || sql[i] != '(' {
+// emptyCall reports whether the lexer l stands before "()" (comments and
+// whitespace allowed, as the server allows them) and where that ends.
+// l is a copy: the caller's cursor does not move.
+func emptyCall(l lexer) (int, bool) {
+	var t token
+	if l.next(&t); !t.isPunct('(') {
 		return 0, false
 	}
-	i++
-	for i < len(sql) && isSpaceByte(sql[i]) {
-		i++
-	}
-	if i >= len(sql) || sql[i] != ')' {
+	if l.next(&t); !t.isPunct(')') {
 		return 0, false
 	}
-	return i + 1, true
-}
-
-// sysVarAt reads a system variable reference after "@@": an optional scope
-// (session., local., global.) and a name. It returns the end and the name.
-func sysVarAt(sql []byte, i int) (int, []byte) {
-	start := i
-	for i < len(sql) && isIdentByte(sql[i]) {
-		i++
-	}
-	name := sql[start:i]
-	if i < len(sql) && sql[i] == '.' && (eqFold(name, "SESSION") || eqFold(name, "LOCAL") || eqFold(name, "GLOBAL")) {
-		i++
-		start = i
-		for i < len(sql) && isIdentByte(sql[i]) {
-			i++
-		}
-		name = sql[start:i]
-	}
-	return i, name
-}
-
-func skipQuotedRaw(s []byte, i int) int {
-	q := s[i]
-	i++
-	for i < len(s) {
-		switch {
-		case s[i] == '\\' && q != '`':
-			i += 2
-		case s[i] == q:
-			if i+1 < len(s) && s[i+1] == q {
-				i += 2
-				continue
-			}
-			return i + 1
-		default:
-			i++
-		}
-	}
-	return len(s)
-}
-
-func isIdentByte(c byte) bool {
-	return c == '_' || c == '$' || c >= 0x80 || (c|0x20 >= 'a' && c|0x20 <= 'z') || (c >= '0' && c <= '9')
-}
-
-func isSpaceByte(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+	return t.end, true
 }
 
 // eqFold compares b with an upper-case ASCII name.
