@@ -260,7 +260,7 @@ func TestKingshardGolden(t *testing.T) {
 	k8, _ := NewKingshardHash(8)
 	k5, _ := NewKingshardHash(5)
 	for _, c := range []struct {
-		v          Value
+		v         Value
 		want8, w5 int
 	}{
 		{IntValue(0), 0, 0}, {IntValue(1), 1, 1}, {IntValue(7), 7, 2}, {IntValue(8), 0, 3}, {IntValue(42), 2, 2},

@@ -53,10 +53,10 @@ func TestConvertIntegerInexact(t *testing.T) {
 		col ColumnType
 		lit Literal
 	}{
-		{intCol, StringLit("42abc")},     // MySQL compares it as 42 with a warning; strict INSERT fails
-		{intCol, NumberLit("42.5")},      // matches no row
-		{intCol, StringLit("42.5")},      // compared as double: no row
-		{intCol, StringLit("0x2A")},      // a string: 0 as a double
+		{intCol, StringLit("42abc")},      // MySQL compares it as 42 with a warning; strict INSERT fails
+		{intCol, NumberLit("42.5")},       // matches no row
+		{intCol, StringLit("42.5")},       // compared as double: no row
+		{intCol, StringLit("0x2A")},       // a string: 0 as a double
 		{intCol, NumberLit("3000000000")}, // beyond INT
 		{tinyUCol, NumberLit("-1")},
 		{tinyUCol, NumberLit("256")},
