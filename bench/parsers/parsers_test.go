@@ -1,0 +1,197 @@
+package parsers
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+var matrixOut = flag.String("matrix", "", "write the acceptance/round-trip matrix (markdown) to this file")
+
+// TestMatrix records, per statement and parser: accepted or the error, the
+// facts the walk found, the statement re-serialised after renaming tables,
+// whether that text parses again, and the digest. It fails only on what
+// would make the benchmarks meaningless (a benched statement refused, or a
+// round trip that no longer parses); refusals of MariaDB syntax are findings.
+func TestMatrix(t *testing.T) {
+	var md strings.Builder
+	for _, s := range Corpus {
+		fmt.Fprintf(&md, "### %s\n\n```sql\n%s\n```\n\n", s.Name, clip(s.SQL))
+		for _, p := range Parsers() {
+			fmt.Fprintf(&md, "- **%s**: %s\n", p.Name(), matrixLine(t, p, s))
+		}
+		md.WriteString("\n")
+	}
+	if *matrixOut != "" {
+		if err := os.WriteFile(*matrixOut, []byte(md.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func matrixLine(t *testing.T, p Parser, s Stmt) string {
+	stmt, err := p.Parse(s.SQL)
+	if err != nil {
+		if isBenched(s.Name) {
+			t.Errorf("%s refuses benched statement %s: %v", p.Name(), s.Name, err)
+		}
+		return fmt.Sprintf("REFUSED: `%s`", clip(err.Error()))
+	}
+	f := p.Facts(stmt)
+	p.Rename(stmt)
+	out, err := p.Format(stmt)
+	if err != nil {
+		t.Errorf("%s cannot format %s: %v", p.Name(), s.Name, err)
+		return "format error: " + err.Error()
+	}
+	again := "re-parses"
+	if _, err := p.Parse(out); err != nil {
+		again = "DOES NOT RE-PARSE: " + err.Error()
+		t.Errorf("%s: renamed %s does not parse again: %v\n%s", p.Name(), s.Name, err, out)
+	}
+	dig, err := p.Digest(s.SQL)
+	if err != nil {
+		dig = "digest error: " + err.Error()
+	}
+	return fmt.Sprintf("accepted; tables %v, preds %d; %s\n  - renamed: `%s`\n  - digest: `%s`", f.Tables, f.Preds, again, clip(out), clip(dig))
+}
+
+func isBenched(name string) bool {
+	for _, b := range Benched {
+		if b == name {
+			return true
+		}
+	}
+	return false
+}
+
+func clip(s string) string {
+	if len(s) > 400 {
+		return s[:300] + " …[" + fmt.Sprint(len(s)-400) + " bytes]… " + s[len(s)-100:]
+	}
+	return s
+}
+
+// walked names the statements for the per-step benchmarks (walk, format,
+// rewrite, digest); parse is timed on all of Benched.
+var walked = []string{"point_select", "where_and_or", "insert_100_rows", "join3_subquery", "create_table"}
+
+// Sub-benchmarks put the parser innermost so that tidb and vitess runs of
+// the same statement are adjacent in time: on a shared machine, drift hits
+// both alike.
+func BenchmarkParse(b *testing.B) {
+	for _, name := range Benched {
+		sql := Lookup(name).SQL
+		for _, p := range Parsers() {
+			b.Run(name+"/"+p.Name(), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := p.Parse(sql); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkWalk: find table references with aliases and routable predicates
+// in an already-parsed statement.
+func BenchmarkWalk(b *testing.B) {
+	for _, name := range walked {
+		for _, p := range Parsers() {
+			stmt := mustParse(b, p, name)
+			b.Run(name+"/"+p.Name(), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if f := p.Facts(stmt); len(f.Tables) == 0 {
+						b.Fatal("no tables")
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkFormat: re-serialise an already-parsed (and renamed) statement.
+func BenchmarkFormat(b *testing.B) {
+	for _, name := range walked {
+		for _, p := range Parsers() {
+			stmt := mustParse(b, p, name)
+			p.Rename(stmt)
+			b.Run(name+"/"+p.Name(), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := p.Format(stmt); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkMiss is a plan-cache miss end to end: digest, parse, walk,
+// rename to the sub-table, re-serialise.
+func BenchmarkMiss(b *testing.B) {
+	for _, name := range walked {
+		sql := Lookup(name).SQL
+		for _, p := range Parsers() {
+			b.Run(name+"/"+p.Name(), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := p.Digest(sql); err != nil {
+						b.Fatal(err)
+					}
+					stmt, err := p.Parse(sql)
+					if err != nil {
+						b.Fatal(err)
+					}
+					p.Facts(stmt)
+					p.Rename(stmt)
+					if _, err := p.Format(stmt); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkDigest is the plan-cache key: TiDB's lexer-only normaliser versus
+// Vitess's parse+normalise+print, with Vitess's bare tokenizer pass as the
+// floor a lexer-only digest on it could reach.
+func BenchmarkDigest(b *testing.B) {
+	v := NewVitess()
+	for _, name := range walked {
+		sql := Lookup(name).SQL
+		for _, p := range Parsers() {
+			b.Run(name+"/"+p.Name(), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := p.Digest(sql); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		b.Run(name+"/vitess-lex-only", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if v.Lex(sql) == 0 {
+					b.Fatal("no tokens")
+				}
+			}
+		})
+	}
+}
+
+func mustParse(b *testing.B, p Parser, name string) any {
+	stmt, err := p.Parse(Lookup(name).SQL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return stmt
+}
