@@ -25,7 +25,7 @@ for v in "${variants[@]}"; do
 	cp -r "$work/base" "$work/$v"
 	cp "$here/buildcost/$v.go.txt" "$work/$v/cmd/shardgate/parser_probe.go"
 	if [[ $v == vitess ]]; then cp "$here/buildcost/collations.go.txt" "$work/$v/cmd/shardgate/collations_probe.go"; fi
-	(cd "$work/$v" && GOMODCACHE="$work/mod-$v" go get -q "${module[$v]}@$(version "${module[$v]}")" &&
+	(cd "$work/$v" && GOMODCACHE="$work/mod-$v" go get "${module[$v]}@$(version "${module[$v]}")" &&
 		GOMODCACHE="$work/mod-$v" go mod tidy)
 done
 (cd "$work/base" && GOMODCACHE="$work/mod-base" go mod download)

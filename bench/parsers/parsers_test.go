@@ -6,6 +6,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 )
 
 var (
@@ -205,4 +208,38 @@ func mustParse(b *testing.B, p Parser, name string) any {
 		b.Fatal(err)
 	}
 	return stmt
+}
+
+// TestSQLMode shows why the session's sql_mode matters to the parser: under
+// ANSI_QUOTES "id" is a column, under PIPES_AS_CONCAT || is CONCAT. TiDB's
+// parser takes the mode; Vitess's has no sql_mode at all and always reads
+// the default mode's meaning.
+func TestSQLMode(t *testing.T) {
+	const sql = `SELECT "id" FROM users WHERE "id" = 5 OR name = 'a' || 'b'`
+	tp := parser.New()
+	mode, err := mysql.GetSQLMode("ANSI_QUOTES,PIPES_AS_CONCAT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp.SetSQLMode(mode)
+	stmt, err := tp.ParseOneStmt(sql, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tidb := &TiDB{p: tp}
+	got, _ := tidb.Format(stmt)
+	t.Logf("tidb, ANSI_QUOTES,PIPES_AS_CONCAT: %s", got)
+	if !strings.Contains(got, "WHERE `id`=5") || !strings.Contains(got, "CONCAT") {
+		t.Errorf("tidb ignored the sql_mode: %s", got)
+	}
+	v := NewVitess()
+	vstmt, err := v.Parse(sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vgot, _ := v.Format(vstmt)
+	t.Logf("vitess (no sql_mode): %s", vgot)
+	if !strings.Contains(vgot, "'id' = 5") {
+		t.Errorf("vitess now reads ANSI quotes? %s", vgot)
+	}
 }
