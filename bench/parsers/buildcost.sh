@@ -34,13 +34,21 @@ done
 # its own copy so neither warms the other.
 (cd "$work/base" && GOMODCACHE="$work/mod-base" GOCACHE="$work/cache" go build -o "$work/shardgate-base" ./cmd/shardgate)
 size() { du -sk "$1" | cut -f1; }
-printf '| | download (zips, MB) | module cache (MB) | compile (wall s / cpu s) | binary (MB) | go list -m all |\n|---|---:|---:|---:|---:|---:|\n'
+printf '| | download (zips, MB) | module cache (MB) | compile (wall s / cpu s) | binary (MB) | go list -m all | modules linked |\n|---|---:|---:|---:|---:|---:|---:|\n'
 line() { # name modcache binary wall cpu dir
 	local zips mods
 	zips=$(du -sk "$2/cache/download" | cut -f1)
 	mods=$(size "$2")
-	printf '| %s | %.1f | %.1f | %s / %s | %.1f | %s |\n' "$1" "$(bc <<<"scale=1; $zips/1024")" "$(bc <<<"scale=1; $mods/1024")" \
-		"$4" "$5" "$(bc <<<"scale=1; $(stat -c %s "$3")/1048576")" "$(cd "$6" && GOMODCACHE="$2" go list -m all | wc -l)"
+	printf '| %s | %.1f | %.1f | %s / %s | %.1f | %s | %s |\n' "$1" "$(bc <<<"scale=1; $zips/1024")" "$(bc <<<"scale=1; $mods/1024")" \
+		"$4" "$5" "$(bc <<<"scale=1; $(stat -c %s "$3")/1048576")" "$(cd "$6" && GOMODCACHE="$2" go list -m all | wc -l)" \
+		"$(go version -m "$3" | grep -c $'^\tdep')"
+}
+# The largest module zips a variant fetched that the unchanged build did not.
+largest() {
+	comm -13 <(cd "$work/mod-base/cache/download" && find . -name '*.zip' | sort) \
+		<(cd "$work/mod-$1/cache/download" && find . -name '*.zip' | sort) |
+		(cd "$work/mod-$1/cache/download" && xargs -r du -k) | sort -rn | head -5 |
+		awk -v v="$1" '{printf "  %s: %6.1f MB %s\n", v, $1/1024, $2}'
 }
 line shardgate "$work/mod-base" "$work/shardgate-base" - - "$work/base"
 for v in "${variants[@]}"; do
@@ -53,3 +61,6 @@ for v in "${variants[@]}"; do
 	line "+ $v" "$work/mod-$v" "$work/shardgate-$v" "$wall" "$cpu" "$work/$v"
 	SHARDGATE_PARSER_PROBE='SELECT 1 FROM t WHERE id = 42' "$work/shardgate-$v" >/dev/null
 done
+echo
+echo "largest added module zips:"
+for v in "${variants[@]}"; do largest "$v"; done
