@@ -34,14 +34,20 @@ done
 # its own copy so neither warms the other.
 (cd "$work/base" && GOMODCACHE="$work/mod-base" GOCACHE="$work/cache" go build -o "$work/shardgate-base" ./cmd/shardgate)
 size() { du -sk "$1" | cut -f1; }
-printf '| | download (zips, MB) | module cache (MB) | compile (wall s / cpu s) | binary (MB) | go list -m all | modules linked |\n|---|---:|---:|---:|---:|---:|---:|\n'
+printf '| | zips of linked modules (MB) | all zips fetched (MB) | module cache (MB) | compile (wall s / cpu s) | binary (MB) | go list -m all | modules linked |\n|---|---:|---:|---:|---:|---:|---:|---:|\n'
 line() { # name modcache binary wall cpu dir
 	local zips mods
 	zips=$(du -sk "$2/cache/download" | cut -f1)
 	mods=$(size "$2")
-	printf '| %s | %.1f | %.1f | %s / %s | %.1f | %s | %s |\n' "$1" "$(bc <<<"scale=1; $zips/1024")" "$(bc <<<"scale=1; $mods/1024")" \
+	printf '| %s | %.1f | %.1f | %.1f | %s / %s | %.1f | %s | %s |\n' "$1" "$(bc <<<"scale=1; $(linked "$2" "$3")/1024")" "$(bc <<<"scale=1; $zips/1024")" "$(bc <<<"scale=1; $mods/1024")" \
 		"$4" "$5" "$(bc <<<"scale=1; $(stat -c %s "$3")/1048576")" "$(cd "$6" && GOMODCACHE="$2" go list -m all | wc -l)" \
 		"$(go version -m "$3" | grep -c $'^\tdep')"
+}
+# linked sums the zips of the modules the binary links (go version -m):
+# what a build must download, whatever else `go mod tidy` fetches.
+linked() { # modcache binary -> KB
+	go version -m "$2" | awk -F'\t' '$2 == "dep" {print $3 "/@v/" $4 ".zip"}' |
+		sed 's/[A-Z]/!\L&/g' | (cd "$1/cache/download" && xargs -r du -k) | awk '{s += $1} END {print s + 0}'
 }
 # The largest module zips a variant fetched that the unchanged build did not.
 largest() {
@@ -62,5 +68,12 @@ for v in "${variants[@]}"; do
 	SHARDGATE_PARSER_PROBE='SELECT 1 FROM t WHERE id = 42' "$work/shardgate-$v" >/dev/null
 done
 echo
+echo "go.mod changes to existing requirements:"
+for v in "${variants[@]}"; do
+	diff <(grep -E '^\s+\S+ v' "$work/base/go.mod" | sort) <(grep -E '^\s+\S+ v' "$work/$v/go.mod" | sort) |
+		grep '^>' | awk -v v="$v" '{print $2}' | while read -r m; do
+			grep -qE "^\s+$m " "$work/base/go.mod" && echo "  $v: $m $(grep -E "^\s+$m " "$work/base/go.mod" | awk '{print $2}') -> $(grep -E "^\s+$m " "$work/$v/go.mod" | awk '{print $2}')"
+		done || true
+done
 echo "largest added module zips:"
 for v in "${variants[@]}"; do largest "$v"; done

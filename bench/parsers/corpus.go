@@ -25,7 +25,7 @@ var Corpus = []Stmt{
 	{Name: "where_and_or", SQL: "SELECT id, c FROM orders WHERE a = 1 AND (b IN (1,2,3) OR c BETWEEN 1 AND 9)"},
 	{Name: "insert_100_rows", SQL: insertRows(100)},
 	{Name: "insert_on_dup", SQL: "INSERT INTO orders (id, user_id, qty, note) VALUES (7, 42, 1, 'a''b') ON DUPLICATE KEY UPDATE qty = qty + VALUES(qty), note = 'x'"},
-	{Name: "update_join", SQL: "UPDATE orders o JOIN users u ON u.id = o.user_id SET o.state = 'paid', u.last_order = NOW() WHERE u.id = 42 AND o.id IN (1, 2)"},
+	{Name: "update_join", SQL: "UPDATE orders o JOIN users u ON u.id = o.user_id SET o.state = 'paid', u.last_order = CURDATE() WHERE u.id = 42 AND o.id IN (1, 2)"},
 	{Name: "delete_join", SQL: "DELETE o FROM orders o JOIN users u ON u.id = o.user_id WHERE u.id = 42 AND o.state = 'void'"},
 	{Name: "join3_subquery", SQL: "SELECT u.id, o.id AS oid, i.sku FROM users AS u JOIN orders o ON o.user_id = u.id LEFT JOIN items i ON i.order_id = o.id WHERE u.id = 42 AND o.total > (SELECT AVG(total) FROM orders WHERE user_id = 42) AND i.sku IN (SELECT sku FROM skus s WHERE s.active = 1)"},
 	{Name: "create_table", SQL: "CREATE TABLE orders (id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT, user_id BIGINT NOT NULL, state ENUM('new','paid','void') NOT NULL DEFAULT 'new', total DECIMAL(12,2) NOT NULL DEFAULT 0.00, note VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci, created DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (id), KEY idx_user (user_id, created), UNIQUE KEY uq_note (note(32)), FULLTEXT KEY ft_note (note)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"},
@@ -51,6 +51,8 @@ var Corpus = []Stmt{
 	{Name: "for_update_skip_locked", SQL: "SELECT id FROM orders WHERE user_id = 42 FOR UPDATE SKIP LOCKED"},
 	{Name: "insert_select", SQL: "INSERT IGNORE INTO orders (id, user_id) SELECT id, user_id FROM orders_archive WHERE user_id = 42"},
 	{Name: "update_limit", SQL: "UPDATE orders SET state = 'void' WHERE user_id = 42 ORDER BY id LIMIT 10"},
+	{Name: "hex_literal", SQL: "SELECT id FROM users WHERE id = 0x2A"},
+	{Name: "charset_introducer", SQL: "SELECT id FROM users WHERE name = _latin1'Abc' OR name = _utf8mb4'ab' COLLATE utf8mb4_bin"},
 	{Name: "mysql_exec_comment", SQL: "SELECT /*!50000 SQL_NO_CACHE */ id FROM users WHERE id = 1"},
 
 	// MariaDB syntax shardgate's users send.
@@ -104,7 +106,7 @@ func insertRows(n int) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "(%d, %d, %d, %d.%02d, 'note %d')", i+1, 1000+i*7, i%5+1, i*3, i%100, i)
+		fmt.Fprintf(&b, "(%d, %d, %d, %d.%02d, 'note %d')", i+1001, 1000+i*7, i%5+1, i*3, i%100, i)
 	}
 	return b.String()
 }

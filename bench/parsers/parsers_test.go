@@ -13,6 +13,7 @@ import (
 
 var (
 	matrixOut = flag.String("matrix", "", "write the acceptance/round-trip matrix (markdown) to this file")
+	sqlOut    = flag.String("sqlout", "", "write name<TAB>parser<TAB>re-serialised SQL lines here, for check-mariadb.sh")
 	reverse   = flag.Bool("reverse", false, "run vitess before tidb in each pair (run.sh alternates rounds)")
 )
 
@@ -32,13 +33,23 @@ func benchParsers() []Parser {
 // would make the benchmarks meaningless (a benched statement refused, or a
 // round trip that no longer parses); refusals of MariaDB syntax are findings.
 func TestMatrix(t *testing.T) {
-	var md strings.Builder
+	var md, sqls strings.Builder
 	for _, s := range Corpus {
 		fmt.Fprintf(&md, "### %s\n\n```sql\n%s\n```\n\n", s.Name, clip(s.SQL))
+		fmt.Fprintf(&sqls, "%s\toriginal\t%s\n", s.Name, s.SQL)
 		for _, p := range Parsers() {
 			fmt.Fprintf(&md, "- **%s**: %s\n", p.Name(), matrixLine(t, p, s))
+			if stmt, err := p.Parse(s.SQL); err == nil {
+				out, _ := p.Format(stmt) // unrenamed: the backend has these tables
+				fmt.Fprintf(&sqls, "%s\t%s\t%s\n", s.Name, p.Name(), strings.ReplaceAll(out, "\n", " "))
+			}
 		}
 		md.WriteString("\n")
+	}
+	if *sqlOut != "" {
+		if err := os.WriteFile(*sqlOut, []byte(sqls.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if *matrixOut != "" {
 		if err := os.WriteFile(*matrixOut, []byte(md.String()), 0o644); err != nil {
