@@ -14,10 +14,11 @@ import (
 // Reload applies a new configuration to the running proxy: everything
 // that can change without dropping a client (users, routing, pool limits,
 // health settings, replicas added, removed, re-weighted or drained, new
-// clusters, the client idle and handshake timeouts, the login failure delay). It returns every difference from the
-// running configuration; those marked Restart were left as they are (see
-// docs/configuration.md). log.level and server.shutdown_timeout are the
-// caller's to apply. On error nothing changed.
+// clusters, the client idle, handshake and net timeouts, the login failure
+// delay). It returns every difference from the running configuration;
+// those marked Restart were left as they are (see docs/configuration.md).
+// log.level and server.shutdown_timeout are the caller's to apply. On
+// error nothing changed.
 //
 // Sessions see a change at their next statement: a user's routing policy,
 // a cluster's server list and a pool's limits are each swapped atomically.
