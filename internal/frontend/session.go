@@ -750,7 +750,8 @@ func (s *Session) releaseDirty(c *backend.Conn) {
 		c.Pool().Discard(c, !isSQLError(err))
 		return
 	}
-	c.DB = ""
+	// COM_RESET_CONNECTION keeps the current database: c.DB stays true, so
+	// that a session without one clears it (sync).
 	c.VarsFP = 0
 	c.Pool().Release(c)
 }
