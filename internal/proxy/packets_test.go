@@ -174,3 +174,21 @@ func TestStreamedExecuteManyParams(t *testing.T) {
 		t.Fatalf("affected %d rows, want %d", n, rows)
 	}
 }
+
+// TestStreamedOverBackendLimit: a streamed statement over the backend's
+// own max_allowed_packet (lower than the proxy's) gets the server's 1153,
+// as one the proxy holds does, not a lost connection.
+func TestStreamedOverBackendLimit(t *testing.T) {
+	srv := testenv.Start(t, testenv.Options{ExtraArgs: []string{"--max-allowed-packet=2M"}})
+	cfg := proxyConfig(t, srv, "")
+	cfg.Server.MaxAllowedPacket = 64 << 20
+	p := startProxy(t, cfg)
+	db := openDB(t, proxyDSN(p, appUser, appPass, "", "maxAllowedPacket=67108864"))
+	db.SetMaxOpenConns(1)
+	for i := range 3 {
+		_, err := db.Exec("SELECT LENGTH('" + strings.Repeat("z", 8<<20) + "')")
+		if code := mysqlErrCode(err); code != mysql.ERNetPacketTooLarge {
+			t.Fatalf("round %d: streamed statement over the backend's max_allowed_packet: want 1153, got %v", i, err)
+		}
+	}
+}
