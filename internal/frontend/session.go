@@ -641,6 +641,7 @@ func (s *Session) borrow(n needs) (c *backend.Conn, ok bool) {
 			if resends < maxResends && s.unreceived(c, err) {
 				resends++
 				s.resend(c, target, err)
+				s.waitGTID = waitGTID // the fresh connection must wait too
 				continue
 			}
 			c.Dirty = true
