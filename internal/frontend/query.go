@@ -437,6 +437,13 @@ func (s *Session) writeStream(c *backend.Conn, head []byte) error {
 		}
 	}
 	if err := st.WriteTo(c.Conn, head, check); err != nil {
+		if mysql.IsBackendError(err) {
+			// A server refuses a packet over its max_allowed_packet with
+			// 1153 and closes, which the write of the rest runs into.
+			if se := c.ErrorBeforeClose(); se != nil {
+				return mysql.BackendError(se)
+			}
+		}
 		return err
 	}
 	s.stream = nil

@@ -641,6 +641,7 @@ func (s *Session) borrow(n needs) (c *backend.Conn, ok bool) {
 			if resends < maxResends && s.unreceived(c, err) {
 				resends++
 				s.resend(c, target, err)
+				s.waitGTID = waitGTID // the fresh connection must wait too
 				continue
 			}
 			c.Dirty = true
@@ -750,7 +751,8 @@ func (s *Session) releaseDirty(c *backend.Conn) {
 		c.Pool().Discard(c, !isSQLError(err))
 		return
 	}
-	c.DB = ""
+	// COM_RESET_CONNECTION keeps the current database: c.DB stays true, so
+	// that a session without one clears it (sync).
 	c.VarsFP = 0
 	c.Pool().Release(c)
 }

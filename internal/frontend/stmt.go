@@ -105,6 +105,13 @@ func (s *Session) comStmtExecute(p []byte) bool {
 	if s.trxAborted {
 		return s.writeErr(errTrxAborted)
 	}
+	if s.stream != nil && len(p) < paramTypesEnd(ps) {
+		// The head of a streamed packet ends inside the parameter types
+		// (tens of thousands of parameters): they are needed whole.
+		if p = s.readWhole(p); p == nil {
+			return false
+		}
+	}
 	bound, ok := s.noteParamTypes(ps, p)
 	if !ok {
 		return s.writeErr(mysql.NewError(mysql.ERWrongArguments, mysql.StateGeneral, "Incorrect arguments to mysqld_stmt_execute"))
@@ -195,6 +202,15 @@ func (s *Session) noteParamTypes(ps *pstmt, p []byte) (bound, ok bool) {
 		return true, true
 	}
 	return false, len(ps.types) == 2*int(ps.params)
+}
+
+// paramTypesEnd is where the parameter types of ps's COM_STMT_EXECUTE end
+// when the packet carries them.
+func paramTypesEnd(ps *pstmt) int {
+	if ps.params == 0 {
+		return 0
+	}
+	return 10 + (int(ps.params)+7)/8 + 1 + 2*int(ps.params)
 }
 
 // writeExecute sends COM_STMT_EXECUTE to c with the backend's statement id,

@@ -248,3 +248,30 @@ func ranStillHere(out string) bool {
 	}
 	return n >= 2 // the column heading and the value
 }
+
+// TestNoDatabaseAfterDirtyRelease: a backend connection reset after a
+// session with a database held state on it (a user variable pins and
+// dirties it) still has that database on the server: the next session
+// without one must not see it.
+func TestNoDatabaseAfterDirtyRelease(t *testing.T) {
+	srv := testenv.Shared(t)
+	srv.Exec(t, "CREATE DATABASE IF NOT EXISTS leak2", "CREATE TABLE IF NOT EXISTS leak2.t (id INT PRIMARY KEY)")
+	cfg := proxyConfig(t, srv, "")
+	cfg.Clusters[0].Pool.MaxOpen = 1 // every session gets the same backend connection
+	p := startProxy(t, cfg)
+	for i := range 2 {
+		withDB := openDB(t, proxyDSN(p, appUser, appPass, "leak2", ""))
+		withDB.SetMaxOpenConns(1)
+		mustExec(t, withDB, "SET @x = 1", "SELECT COUNT(*) FROM t")
+		withDB.Close() // the pinned, dirty connection is reset and pooled
+		noDB := openDB(t, proxyDSN(p, appUser, appPass, "", ""))
+		var db sql.NullString
+		if err := noDB.QueryRow("SELECT DATABASE()").Scan(&db); err != nil {
+			t.Fatal(err)
+		}
+		if db.Valid {
+			t.Fatalf("round %d: session without a database: DATABASE() = %q, want NULL", i, db.String)
+		}
+		noDB.Close()
+	}
+}

@@ -145,3 +145,50 @@ func TestStalledPacketClosed(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// TestStreamedExecuteManyParams: a prepared statement whose parameter
+// types do not fit in the head of a streamed COM_STMT_EXECUTE (tens of
+// thousands of placeholders, a bulk insert) runs as on the server.
+func TestStreamedExecuteManyParams(t *testing.T) {
+	srv := testenv.Shared(t)
+	srv.Exec(t, "CREATE DATABASE IF NOT EXISTS stream", "CREATE TABLE IF NOT EXISTS stream.many (id INT PRIMARY KEY, v VARCHAR(64))", "DELETE FROM stream.many")
+	p := startProxy(t, proxyConfig(t, srv, ""))
+	const rows = 20000 // 40000 parameters: 80000 bytes of types
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO many VALUES ")
+	args := make([]any, 0, 2*rows)
+	val := strings.Repeat("v", 50)
+	for i := range rows {
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		sb.WriteString("(?,?)")
+		args = append(args, i, val)
+	}
+	db := openDB(t, proxyDSN(p, appUser, appPass, "stream", "maxAllowedPacket=67108864"))
+	res, err := db.Exec(sb.String(), args...) // a packet of about 1.2 MB
+	if err != nil {
+		t.Fatalf("prepared INSERT of %d parameters: %v", 2*rows, err)
+	}
+	if n, _ := res.RowsAffected(); n != rows {
+		t.Fatalf("affected %d rows, want %d", n, rows)
+	}
+}
+
+// TestStreamedOverBackendLimit: a streamed statement over the backend's
+// own max_allowed_packet (lower than the proxy's) gets the server's 1153,
+// as one the proxy holds does, not a lost connection.
+func TestStreamedOverBackendLimit(t *testing.T) {
+	srv := testenv.Start(t, testenv.Options{ExtraArgs: []string{"--max-allowed-packet=2M"}})
+	cfg := proxyConfig(t, srv, "")
+	cfg.Server.MaxAllowedPacket = 64 << 20
+	p := startProxy(t, cfg)
+	db := openDB(t, proxyDSN(p, appUser, appPass, "", "maxAllowedPacket=67108864"))
+	db.SetMaxOpenConns(1)
+	for i := range 3 {
+		_, err := db.Exec("SELECT LENGTH('" + strings.Repeat("z", 8<<20) + "')")
+		if code := mysqlErrCode(err); code != mysql.ERNetPacketTooLarge {
+			t.Fatalf("round %d: streamed statement over the backend's max_allowed_packet: want 1153, got %v", i, err)
+		}
+	}
+}

@@ -476,3 +476,61 @@ func TestSessionSetupAndAutocommitOff(t *testing.T) {
 		}
 	})
 }
+
+// TestCausalReadAfterResend: a causal read whose replica connection turns
+// out closed by the server (it is sent again on a fresh one) still waits
+// for the session's last write there.
+func TestCausalReadAfterResend(t *testing.T) {
+	r := testenv.StartReplicated(t, 1)
+	r.Primary.Exec(t, "CREATE DATABASE cr", "CREATE TABLE cr.t (id INT PRIMARY KEY)")
+	r.WaitCaughtUp(t)
+	ids := serverIDs(t, r)
+	r.Replicas[0].Exec(t, "STOP SLAVE", "CHANGE MASTER TO MASTER_DELAY = 2", "START SLAVE")
+	extra := splitConfig(t, r, []int{1}, "    routing:\n      consistency: causal\n      causal_wait_timeout: 10s\n")
+	p := startProxy(t, asApp(proxyConfig(t, r.Primary, extra)))
+	waitChecked(t, p)
+	conn := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, "cr", "")))
+	ctx := context.Background()
+	read := func(id int) (server, n int) {
+		t.Helper()
+		var sid string
+		if err := conn.QueryRowContext(ctx, "SELECT @@server_id, COUNT(*) FROM t WHERE id = ?", id).Scan(&sid, &n); err != nil {
+			t.Fatal(err)
+		}
+		return ids[sid], n
+	}
+	waitFor(t, "a read on the replica (a pooled connection there)", 10*time.Second, func() bool {
+		srv, _ := read(0)
+		return srv == 1
+	})
+	// The next read needs its connection brought in step (sync).
+	if _, err := conn.ExecContext(ctx, "SET SESSION sql_mode = 'ANSI_QUOTES'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	root := r.Replicas[0].RootDB(t)
+	rows, err := root.Query("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ? AND COMMAND = 'Sleep' AND DB = 'cr'", testenv.AppUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := root.Exec(fmt.Sprintf("KILL %d", id)); err == nil {
+			killed++
+		}
+	}
+	rows.Close()
+	if killed == 0 {
+		t.Fatal("no pooled replica connection to kill")
+	}
+	time.Sleep(50 * time.Millisecond) // the closes reach the proxy's sockets
+	if srv, n := read(1); n != 1 {
+		t.Fatalf("after a resend, the session did not read its own write (answered by server %d)", srv)
+	}
+}
