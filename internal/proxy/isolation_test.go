@@ -275,3 +275,27 @@ func TestNoDatabaseAfterDirtyRelease(t *testing.T) {
 		noDB.Close()
 	}
 }
+
+// TestOversizedStatementsDoNotTakeServerOut: a client repeatedly sending
+// packets the server refuses (1153, then a close) is the client's doing:
+// the server stays in use for everyone.
+func TestOversizedStatementsDoNotTakeServerOut(t *testing.T) {
+	srv := testenv.Start(t, testenv.Options{ExtraArgs: []string{"--max-allowed-packet=4M"}})
+	cfg := proxyConfig(t, srv, "")
+	cfg.Server.MaxAllowedPacket = 64 << 20 // the proxy lets them through to the server
+	p := startProxy(t, cfg)
+	big := "SELECT '" + strings.Repeat("x", 5<<20) + "'"
+	for i := range 5 {
+		db := openDB(t, proxyDSN(p, appUser, appPass, "", "maxAllowedPacket=67108864"))
+		if _, err := db.Exec(big); mysqlErrCode(err) != 1153 {
+			t.Fatalf("oversized statement %d: want 1153, got %v", i, err)
+		}
+		db.Close()
+	}
+	if w := p.Cluster("main").Writer(); w == nil || !w.Available() {
+		t.Fatalf("the server was taken out by a client's oversized statements")
+	}
+	if got := queryString(t, openDB(t, proxyDSN(p, appUser, appPass, "", "")), "SELECT 1"); got != "1" {
+		t.Fatal(got)
+	}
+}
