@@ -230,8 +230,7 @@ func (s *Session) answerNoDiagnostics(sql []byte) bool {
 // backend, as the server would refuse them.
 func (s *Session) refuseQuery(st router.Stmt) *mysql.SQLError {
 	if st.Flags&router.FlagMultiStatement != 0 && !s.multiStatementsOn() {
-		return mysql.NewError(mysql.ERParse, mysql.StateSyntax,
-			"You have an error in your SQL syntax: multi-statements are not enabled for this connection")
+		return errMultiStatementsOff
 	}
 	if st.Flags&router.FlagLocal != 0 && s.caps&mysql.ClientLocalFiles == 0 {
 		return mysql.NewError(mysql.ERNotAllowedCommand, mysql.StateSyntax,
@@ -394,12 +393,10 @@ func (s *Session) run(c *backend.Conn, p []byte, rk relayKind) (info *mysql.Resp
 	default:
 		err = r.Query()
 	}
-	if err != nil && !r.Info.Sent && mysql.IsBackendError(err) {
+	if err != nil && !r.Info.Sent {
 		// The command's write may have failed inside the read of its
 		// reply (FlushForReply).
-		if se := c.ErrorBeforeClose(); se != nil {
-			err = mysql.BackendError(se)
-		}
+		err = withServerError(c, err)
 	}
 	return &r.Info, err
 }
@@ -412,7 +409,7 @@ func (s *Session) writeCommand(c *backend.Conn, p []byte) error {
 		return s.writeStream(c, p)
 	}
 	if err := c.WriteCommand(p); err != nil {
-		return mysql.BackendError(serverErrorOr(c, err))
+		return withServerError(c, mysql.BackendError(err))
 	}
 	return nil
 }
@@ -442,17 +439,9 @@ func (s *Session) writeStream(c *backend.Conn, head []byte) error {
 		}
 	}
 	if err := st.WriteTo(c.Conn, head, check); err != nil {
-		if mysql.IsBackendError(err) {
-			// A server refuses a packet over its max_allowed_packet with
-			// 1153 and closes, which the write of the rest runs into.
-			if se := c.ErrorBeforeClose(); se != nil {
-				return mysql.BackendError(se)
-			}
-		}
-		return err
+		return withServerError(c, err)
 	}
 	s.stream = nil
-	s.client.DisarmReadDeadline()
 	if err := c.FlushForReply(); err != nil {
 		return mysql.BackendError(err)
 	}
@@ -487,11 +476,15 @@ func (s *Session) streamAborted(c *backend.Conn, err error) (handled, ok bool) {
 	return false, false // a backend failure: handled as any other
 }
 
-// serverErrorOr returns the error the server sent before it closed c (see
-// backend.Conn.ErrorBeforeClose), else err.
-func serverErrorOr(c *backend.Conn, err error) error {
-	if se := c.ErrorBeforeClose(); se != nil {
-		return se
+// withServerError returns, for a failure on the backend side, the error
+// the server sent before it closed c (backend.Conn.ErrorBeforeClose) when
+// there is one: a server refuses a packet over its max_allowed_packet with
+// 1153 and closes, which the write of the rest runs into. Otherwise err.
+func withServerError(c *backend.Conn, err error) error {
+	if mysql.IsBackendError(err) {
+		if se := c.ErrorBeforeClose(); se != nil {
+			return mysql.BackendError(se)
+		}
 	}
 	return err
 }

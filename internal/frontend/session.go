@@ -182,7 +182,9 @@ func (s *Session) loop() (parked bool) {
 // not acknowledged is lost.
 func (s *Session) readCommand() ([]byte, error) {
 	s.client.ResetSeq()
-	s.client.DisarmReadDeadline() // a LOAD DATA LOCAL read client packets
+	// The wait for a command has no deadline: clear the one a read of the
+	// previous packet, streamed or not, or a LOAD DATA LOCAL set.
+	s.client.DisarmReadDeadline()
 	why := s.wakeReason
 	s.wakeReason = wakeNone
 	switch why {
@@ -206,9 +208,6 @@ func (s *Session) readCommand() ([]byte, error) {
 	var p []byte
 	if err == nil {
 		p, s.stream, err = s.client.ReadCommand(holdPacket, s.client.MaxPacket)
-		if s.stream == nil {
-			s.client.DisarmReadDeadline()
-		}
 		if err != nil && isTimeout(err) {
 			err = &stalledError{err}
 		}
@@ -245,7 +244,6 @@ func (s *Session) dropStream() bool {
 	st := s.stream
 	s.stream = nil
 	err := st.Discard()
-	s.client.DisarmReadDeadline()
 	if err != nil {
 		s.streamReadFailed(err)
 		return false
@@ -260,7 +258,6 @@ func (s *Session) readWhole(head []byte) []byte {
 	st := s.stream
 	s.stream = nil
 	p, err := st.ReadAll(head)
-	s.client.DisarmReadDeadline()
 	if err != nil {
 		s.streamReadFailed(err)
 		return nil
