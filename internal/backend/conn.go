@@ -519,11 +519,7 @@ func (c *Conn) Reset() error {
 	if err := c.DrainResponse(); err != nil {
 		return err
 	}
-	c.Vars = c.Vars[:0]
-	c.VarsFP = 0
-	c.LastInsertID = 0
-	c.Dirty = false
-	c.forgetStmts()
+	c.forgetSession()
 	return nil
 }
 
@@ -565,12 +561,19 @@ func (c *Conn) ClearDB() error {
 		return fmt.Errorf("change user to clear the database: %w", err)
 	}
 	c.DB = ""
+	c.forgetSession()
+	return c.setupSession()
+}
+
+// forgetSession drops the record of the session state a reset or a change
+// of user cleared on the server (the database, which a reset keeps, is the
+// caller's).
+func (c *Conn) forgetSession() {
 	c.Vars = c.Vars[:0]
 	c.VarsFP = 0
 	c.LastInsertID = 0
 	c.Dirty = false
 	c.forgetStmts()
-	return c.setupSession()
 }
 
 // forgetStmts drops the record of server-side statements (after a reset
