@@ -1,0 +1,84 @@
+package sharding
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+)
+
+// Schema is one logical database whose tables may be sharded: the name
+// clients see, which is also the database's name on every backend.
+// Tables not listed live unsharded on DefaultCluster.
+type Schema struct {
+	Name           string
+	DefaultCluster string
+	// Shards lists every cluster that holds a part of the schema, default
+	// cluster first: DDL on the database and reference tables go to all.
+	Shards []string
+	tables map[string]*SchemaTable // by lower-cased name
+}
+
+// TableType says how a listed table is placed.
+type TableType uint8
+
+const (
+	TableSharded   TableType = iota + 1 // rows spread over sub-tables by a rule
+	TableReference                      // a full copy on every shard
+)
+
+// SchemaTable is a listed table of a schema.
+type SchemaTable struct {
+	Table // Name, ShardKey and Group (sharded tables only)
+	Type  TableType
+
+	// keyType is the shard key's column type, learnt from DDL or the
+	// backends' information_schema; until then (nil) keys cannot be
+	// converted and statements go to every sub-table that could hold them.
+	keyType atomic.Pointer[ColumnType]
+}
+
+// NewSchema is an empty schema; tables are added with Add.
+func NewSchema(name, defaultCluster string, shards []string) *Schema {
+	return &Schema{Name: name, DefaultCluster: defaultCluster, Shards: shards, tables: make(map[string]*SchemaTable)}
+}
+
+// Add lists a table. Names are matched without regard to case, as MariaDB
+// does with lower_case_table_names = 1 and as clients expect of a proxy
+// that cannot know the backends' setting; a second table of the same name
+// in any case is an error.
+func (s *Schema) Add(t *SchemaTable) error {
+	k := strings.ToLower(t.Name)
+	if _, dup := s.tables[k]; dup {
+		return fmt.Errorf("table %q is listed twice in schema %q", t.Name, s.Name)
+	}
+	s.tables[k] = t
+	return nil
+}
+
+// Table returns the listed table named name, or nil for an unsharded one.
+func (s *Schema) Table(name string) *SchemaTable {
+	return s.tables[strings.ToLower(name)]
+}
+
+// Tables lists the listed tables in no particular order.
+func (s *Schema) Tables() []*SchemaTable {
+	out := make([]*SchemaTable, 0, len(s.tables))
+	for _, t := range s.tables {
+		out = append(out, t)
+	}
+	return out
+}
+
+// KeyType returns the shard key's column type, if known.
+func (t *SchemaTable) KeyType() (ColumnType, bool) {
+	ct := t.keyType.Load()
+	if ct == nil {
+		return ColumnType{}, false
+	}
+	return *ct, true
+}
+
+// SetKeyType records the shard key's column type.
+func (t *SchemaTable) SetKeyType(ct ColumnType) {
+	t.keyType.Store(&ct)
+}
