@@ -174,7 +174,7 @@ func (s *Session) authenticate(user, plugin string, resp []byte) error {
 		return err
 	}
 	s.srv.opt.AuthGuard.Succeeded(host)
-	s.user = u
+	s.user, s.cl = u, u.Cluster
 	return nil
 }
 

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
 )
 
@@ -77,16 +79,46 @@ func (s *Session) comQuery(p []byte) bool {
 			return ok
 		}
 	}
+	return s.statement(p, st)
+}
+
+// statement plans and runs a client statement, COM_QUERY or
+// COM_STMT_EXECUTE (s.exec set), once the command's own checks passed.
+func (s *Session) statement(p []byte, st router.Stmt) bool {
 	s.dropHeldElsewhere(st)
 	s.pinBefore(st)
-	var n needs = needDB
+	s.cmd = command{st: st, n: needDB}
 	if s.stream != nil || (st.Flags&router.FlagLastInsertID != 0 && st.Flags&router.FlagLastInsertIDArg == 0) {
-		n |= needLastID // a streamed statement may read LAST_INSERT_ID() past its head
+		s.cmd.n |= needLastID // a streamed statement may read LAST_INSERT_ID() past its head
 	}
-	if e := s.routeQuery(st); e != nil {
+	return s.plan(st).Execute(s, p)
+}
+
+// plan returns the plan of a statement. A cursor pins its connection, so
+// it is only ever opened on the writer.
+func (s *Session) plan(st router.Stmt) engine.Primitive {
+	p := planner.Unsharded(&s.planned, s.user.Cluster, s.user.Policy(), st, s)
+	if s.exec.cursor {
+		s.planned.ReplicaOK = false
+	}
+	return p
+}
+
+// command is the client command a plan runs: what its backend connection
+// needs and the statement's classification.
+type command struct {
+	st router.Stmt
+	n  needs
+}
+
+// Run implements engine.Cursor: it runs the current command (s.cmd) on
+// cl.
+func (s *Session) Run(cl *backend.Cluster, replicaOK bool, q []byte) bool {
+	s.cl = cl
+	if e := s.routeQuery(replicaOK); e != nil {
 		return s.writeErr(e)
 	}
-	return s.execute(p, n, relayQuery, st)
+	return s.execute(q, s.cmd.n, relayQuery, s.cmd.st)
 }
 
 // abortedTrx answers a statement in a session whose transaction was lost
@@ -112,19 +144,20 @@ func (s *Session) abortedTrx(st router.Stmt) bool {
 var errTrxAborted = mysql.NewError(mysql.ERConnectionKilled, mysql.StateConnFailure,
 	"The transaction was lost with its backend connection; ROLLBACK to continue")
 
-// routeQuery sets the server an unpinned statement runs on (s.target).
-// Pinned sessions (or about to be, see pinBefore) stay on their connection
-// or go to the writer.
-func (s *Session) routeQuery(st router.Stmt) *mysql.SQLError {
+// routeQuery sets the server of s.cl an unpinned statement runs on
+// (s.target). Pinned sessions (or about to be, see pinBefore) stay on their
+// connection or go to the writer.
+func (s *Session) routeQuery(replicaOK bool) *mysql.SQLError {
 	s.avoid = nil
-	if s.pinned != nil || s.pins != 0 {
+	s.replicaOK = replicaOK
+	if s.Pinned() {
 		return nil
 	}
-	srv, e := s.route(st)
+	srv, e := s.route()
 	if e != nil {
 		return e
 	}
-	s.target, s.routed = srv, st
+	s.target = srv
 	return nil
 }
 
@@ -136,7 +169,7 @@ func (s *Session) dropHeldElsewhere(st router.Stmt) {
 	if s.pinned == nil || s.pins != pinHeld || st.Flags&diagnosticsFlags != 0 {
 		return
 	}
-	if s.pinned.Pool().Server() == s.user.Cluster.Writer() {
+	if s.pinned.Pool().Server() == s.cl.Writer() {
 		return
 	}
 	c := s.pinned
@@ -292,14 +325,14 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 		}
 		if err == nil {
 			srv.StatementOK()
-			if isReadOnlyRefusal(info.Err) && srv == s.user.Cluster.Writer() {
+			if isReadOnlyRefusal(info.Err) && srv == s.cl.Writer() {
 				// read_only turned on since the last check: no more writes
 				// go there until a check says otherwise.
 				srv.MarkReadOnly()
-				s.user.Cluster.UpdateTopology()
+				s.cl.UpdateTopology()
 			}
 			inTrx := s.pins&pinTrx != 0
-			if info.Status&mysql.StatusInTrans != 0 && !inTrx && srv != s.user.Cluster.Writer() {
+			if info.Status&mysql.StatusInTrans != 0 && !inTrx && srv != s.cl.Writer() {
 				s.endReplicaTrx(c, info)
 			}
 			s.after(c, info, st)
@@ -340,7 +373,7 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 		s.client.DiscardOutput()
 		c.Pool().Discard(c, true)
 		s.avoid = srv
-		if e := s.reroute(st); e != nil {
+		if e := s.reroute(); e != nil {
 			return s.writeErr(e)
 		}
 	}
@@ -493,18 +526,18 @@ func withServerError(c *backend.Conn, err error) error {
 // replica-eligible read on a connection that held no session state (not
 // pinned, so no transaction either).
 func (s *Session) retryable(c *backend.Conn, st router.Stmt) bool {
-	if s.pins&^pinHeld != 0 || len(s.user.Cluster.Servers()) < 2 || s.exec.cursor || s.streamed {
+	if s.pins&^pinHeld != 0 || len(s.cl.Servers()) < 2 || s.exec.cursor || s.streamed {
 		return false
 	}
 	return router.IsReadOnly(st) || (st.Flags&router.FlagHintReplica != 0 && s.user.Policy().ReplicaEligible(st, s.db))
 }
 
 // reroute picks the server for a retry, avoiding the one that failed.
-func (s *Session) reroute(st router.Stmt) *mysql.SQLError {
+func (s *Session) reroute() *mysql.SQLError {
 	if s.pinned != nil {
 		s.pinned, s.pins = nil, 0
 	}
-	srv, e := s.route(st)
+	srv, e := s.route()
 	if e != nil {
 		return e
 	}

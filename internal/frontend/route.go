@@ -9,16 +9,14 @@ import (
 	"github.com/shardgate/shardgate/internal/router"
 )
 
-// route picks the server an unpinned statement runs on: a replica for a
-// read the policy allows (after the session's own recent writes only when
-// the replica is known to have them, see causalWait), else the writer. It
-// sets s.waitGTID when the chosen replica must first catch up with the
-// session's last write.
-func (s *Session) route(st router.Stmt) (*backend.Server, *mysql.SQLError) {
-	cl := s.user.Cluster
+// route picks the server of s.cl an unpinned statement runs on: a replica
+// when the plan allows one (planner.ReplicaOK) and one is fit, else the
+// writer. It sets s.waitGTID when the chosen replica must first catch up
+// with the session's last write (see causalWait).
+func (s *Session) route() (*backend.Server, *mysql.SQLError) {
 	s.waitGTID = ""
-	if len(cl.Servers()) > 1 && s.user.Policy().ReplicaEligible(st, s.db) && s.replicaReadsAllowed() && !s.readsOwnWritesOnPrimary() {
-		if r := cl.Reader(s.user.Policy().MaxReplicaLag, s.avoid); r != nil {
+	if s.replicaOK {
+		if r := s.cl.Reader(s.user.Policy().MaxReplicaLag, s.avoid); r != nil {
 			if s.needsCausalWait(r) {
 				s.waitGTID = s.lastGTID
 			}
@@ -27,6 +25,13 @@ func (s *Session) route(st router.Stmt) (*backend.Server, *mysql.SQLError) {
 	}
 	return s.writer()
 }
+
+// DB is the session's current database. For planner.Session.
+func (s *Session) DB() string { return s.db }
+
+// Pinned reports whether the session's statements stay on the connection
+// it holds (or is about to hold, see pinBefore). For planner.Session.
+func (s *Session) Pinned() bool { return s.pinned != nil || s.pins != 0 }
 
 // autocommit reports whether the session runs in autocommit mode: with it
 // off, any statement opens a transaction, which belongs on the writer.
@@ -38,11 +43,11 @@ func (s *Session) autocommit() bool {
 	return !ok || v == "ON" || v == "1"
 }
 
-// replicaReadsAllowed reports whether the session's mode lets an unpinned
+// ReplicaReadsAllowed reports whether the session's mode lets an unpinned
 // read (no transaction open) go to a replica: in autocommit mode, or with
 // autocommit off when the policy lets a read that would start the implicit
-// transaction run outside it (see endReplicaTrx).
-func (s *Session) replicaReadsAllowed() bool {
+// transaction run outside it (see endReplicaTrx). For planner.Session.
+func (s *Session) ReplicaReadsAllowed() bool {
 	return s.autocommit() || s.user.Policy().AutocommitOffReplicaReads
 }
 
@@ -66,10 +71,11 @@ func (s *Session) endReplicaTrx(c *backend.Conn, info *mysql.ResponseInfo) {
 	s.skipAffinity = true
 }
 
-// writer returns the server that takes writes, or the error for a cluster
-// with no writable server, which names each server and why it is out.
+// writer returns the server of s.cl that takes writes, or the error for a
+// cluster with no writable server, which names each server and why it is
+// out.
 func (s *Session) writer() (*backend.Server, *mysql.SQLError) {
-	cl := s.user.Cluster
+	cl := s.cl
 	if w := cl.Writer(); w != nil {
 		return w, nil
 	}
@@ -77,10 +83,11 @@ func (s *Session) writer() (*backend.Server, *mysql.SQLError) {
 		"shardgate: no writable server in cluster %s: %s", cl.Name, cl.DescribeUnwritable())
 }
 
-// readsOwnWritesOnPrimary reports whether the session's recent write keeps
+// ReadsOwnWritesOnPrimary reports whether the session's recent write keeps
 // its reads on the primary: within the write window, under the window
-// policy or under the causal one without a GTID to wait for.
-func (s *Session) readsOwnWritesOnPrimary() bool {
+// policy or under the causal one without a GTID to wait for. For
+// planner.Session.
+func (s *Session) ReadsOwnWritesOnPrimary() bool {
 	if s.lastWrite.IsZero() {
 		return false
 	}
@@ -132,7 +139,7 @@ func (s *Session) causalWait(c *backend.Conn, gtid string) bool {
 
 // wrote records a statement that may have written, for read-your-writes.
 func (s *Session) wrote() {
-	if s.user.Policy().Consistency != router.ConsistencyNone && len(s.user.Cluster.Servers()) > 1 {
+	if s.user.Policy().Consistency != router.ConsistencyNone && len(s.cl.Servers()) > 1 {
 		s.lastWrite = time.Now()
 	}
 }

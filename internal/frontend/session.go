@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
-	"github.com/shardgate/shardgate/internal/router"
 )
 
 // Session is one client connection.
@@ -70,11 +70,16 @@ type Session struct {
 	running *backend.Conn // backend connection running a statement now
 	killed  atomic.Bool
 
-	// Read/write splitting (route.go).
-	target *backend.Server // where the next unpinned statement goes; nil: the writer
-	avoid  *backend.Server // failed during this statement: retry elsewhere
-	routed router.Stmt     // the statement target was chosen for
-	exec   stmtExec        // the prepared statement being executed
+	// The statement being run: its plan (filled in place, see plan), the
+	// command it runs (Run), the cluster it runs on and, within it, where
+	// it goes (route.go).
+	planned   engine.Route
+	cmd       command
+	cl        *backend.Cluster // the user's cluster between statements
+	replicaOK bool             // the statement may read from a replica of cl
+	target    *backend.Server  // where the next unpinned statement goes; nil: the writer
+	avoid     *backend.Server  // failed during this statement: retry elsewhere
+	exec      stmtExec         // the prepared statement being executed
 
 	// trxAborted: the session's transaction died with its backend
 	// connection; statements fail until ROLLBACK or COMMIT ends it.
@@ -623,10 +628,10 @@ func (s *Session) borrow(n needs) (c *backend.Conn, ok bool) {
 		fromPool := s.pinned == nil
 		c, err := s.acquire(n)
 		if err != nil {
-			if target != nil && target != s.user.Cluster.Writer() && attempt < maxReadRetries {
+			if target != nil && target != s.cl.Writer() && attempt < maxReadRetries {
 				// A read's replica: try another server.
 				s.avoid = target
-				if e := s.reroute(s.routed); e == nil {
+				if e := s.reroute(); e == nil {
 					continue
 				}
 			}

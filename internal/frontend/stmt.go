@@ -123,20 +123,9 @@ func (s *Session) comStmtExecute(p []byte) bool {
 			return false
 		}
 	}
-	var n needs = needDB
-	if ps.stmt.Flags&router.FlagLastInsertID != 0 && ps.stmt.Flags&router.FlagLastInsertIDArg == 0 {
-		n |= needLastID
-	}
-	s.dropHeldElsewhere(ps.stmt)
-	s.pinBefore(ps.stmt)
 	cursor := p[5]&(mysql.CursorTypeReadOnly|mysql.CursorTypeForUpdate|mysql.CursorTypeScrollable) != 0
-	if !cursor { // a cursor pins its connection: only ever on the writer
-		if e := s.routeQuery(ps.stmt); e != nil {
-			return s.writeErr(e)
-		}
-	}
 	s.exec = stmtExec{ps: ps, bound: bound, cursor: cursor}
-	ok = s.execute(p, n, relayQuery, ps.stmt)
+	ok = s.statement(p, ps.stmt)
 	s.exec = stmtExec{}
 	return ok
 }

@@ -1,0 +1,50 @@
+// Package engine executes plans. A plan is a tree of small primitives (a
+// Route to one cluster today; Scatter, InsertSplit, Fanout and the merges of
+// the sharding issues next) that send statements to backend clusters and
+// stream the answers to the client through a Cursor, which the client
+// session implements. Primitives decide what runs where; the cursor owns
+// the connections: borrowing one, bringing it in step with the session's
+// state, relaying, pinning and releasing it.
+//
+// Primitives are values the planner fills in place (see planner.Unsharded):
+// executing the plan of an unsharded statement allocates nothing.
+package engine
+
+import "github.com/shardgate/shardgate/internal/backend"
+
+// Cursor is the client session as primitives see it.
+type Cursor interface {
+	// Run sends q, a complete client command packet (COM_QUERY or
+	// COM_STMT_EXECUTE, rewritten or as the client sent it), to a server of
+	// cl: a replica when replicaOK and one is fit to serve the session,
+	// else the writer. It relays the whole answer to the client and reports
+	// whether the session goes on; the client has been answered either way.
+	Run(cl *backend.Cluster, replicaOK bool, q []byte) bool
+}
+
+// Primitive is one step of a plan.
+type Primitive interface {
+	// Execute runs the step for the client command q and answers the
+	// client. false ends the session.
+	Execute(c Cursor, q []byte) bool
+}
+
+// Route runs a statement on one cluster: the whole of an unsharded
+// statement, or a sharded one whose rows all live on one server.
+type Route struct {
+	Cluster *backend.Cluster
+	// ReplicaOK: the statement may read from a replica (the policy, the
+	// statement and the session's state allow it).
+	ReplicaOK bool
+	// Query is the command rewritten for the cluster (sub-table names);
+	// nil sends the client's own.
+	Query []byte
+}
+
+// Execute implements Primitive.
+func (r *Route) Execute(c Cursor, q []byte) bool {
+	if r.Query != nil {
+		q = r.Query
+	}
+	return c.Run(r.Cluster, r.ReplicaOK, q)
+}

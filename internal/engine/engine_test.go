@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/shardgate/shardgate/internal/backend"
+)
+
+// fakeCursor records what primitives ask of the session.
+type fakeCursor struct {
+	runs []run
+	ok   bool
+}
+
+type run struct {
+	cl        *backend.Cluster
+	replicaOK bool
+	q         []byte
+}
+
+func (f *fakeCursor) Run(cl *backend.Cluster, replicaOK bool, q []byte) bool {
+	f.runs = append(f.runs, run{cl, replicaOK, append([]byte(nil), q...)})
+	return f.ok
+}
+
+func TestRouteSendsTheClientCommandUnlessRewritten(t *testing.T) {
+	cl := &backend.Cluster{Name: "s0"}
+	client := []byte("\x03SELECT 1")
+	for _, tc := range []struct {
+		name  string
+		route Route
+		want  []byte
+	}{
+		{"as sent", Route{Cluster: cl, ReplicaOK: true}, client},
+		{"rewritten", Route{Cluster: cl, Query: []byte("\x03SELECT 2")}, []byte("\x03SELECT 2")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeCursor{ok: true}
+			if !tc.route.Execute(f, client) {
+				t.Fatal("Execute reported the session over")
+			}
+			if len(f.runs) != 1 {
+				t.Fatalf("runs = %d, want 1", len(f.runs))
+			}
+			r := f.runs[0]
+			if r.cl != cl || r.replicaOK != tc.route.ReplicaOK || !bytes.Equal(r.q, tc.want) {
+				t.Fatalf("run = %s %v %q, want %s %v %q", r.cl.Name, r.replicaOK, r.q, cl.Name, tc.route.ReplicaOK, tc.want)
+			}
+		})
+	}
+}
+
+func TestRouteReportsTheSessionOver(t *testing.T) {
+	f := &fakeCursor{ok: false}
+	r := Route{Cluster: &backend.Cluster{}}
+	if r.Execute(f, []byte("\x03SELECT 1")) {
+		t.Fatal("Execute reported the session going on after the cursor ended it")
+	}
+}
