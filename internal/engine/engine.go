@@ -10,7 +10,10 @@
 // executing the plan of an unsharded statement allocates nothing.
 package engine
 
-import "github.com/shardgate/shardgate/internal/backend"
+import (
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/mysql"
+)
 
 // Cursor is the client session as primitives see it.
 type Cursor interface {
@@ -20,6 +23,12 @@ type Cursor interface {
 	// else the writer. It relays the whole answer to the client and reports
 	// whether the session goes on; the client has been answered either way.
 	Run(cl *backend.Cluster, replicaOK bool, q []byte) bool
+	// Fail answers the client with e instead of running anything.
+	Fail(e *mysql.SQLError) bool
+	// EndTransaction runs q, COMMIT or ROLLBACK, on the connection of
+	// every shard the session's transaction touched, the shard that wrote
+	// last, and answers the client with that shard's answer.
+	EndTransaction(q []byte) bool
 }
 
 // Primitive is one step of a plan.
@@ -48,3 +57,18 @@ func (r *Route) Execute(c Cursor, q []byte) bool {
 	}
 	return c.Run(r.Cluster, r.ReplicaOK, q)
 }
+
+// Refuse answers a statement the proxy will not run with an error that
+// says why (an unknown shard in a hint, a construct sharding does not
+// support), as the server answers one it cannot.
+type Refuse struct{ Err *mysql.SQLError }
+
+// Execute implements Primitive.
+func (r *Refuse) Execute(c Cursor, _ []byte) bool { return c.Fail(r.Err) }
+
+// EndTransaction ends a transaction that touched several shards (see
+// Cursor.EndTransaction).
+type EndTransaction struct{}
+
+// Execute implements Primitive.
+func (EndTransaction) Execute(c Cursor, q []byte) bool { return c.EndTransaction(q) }

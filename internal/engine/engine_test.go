@@ -5,18 +5,31 @@ import (
 	"testing"
 
 	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/mysql"
 )
 
 // fakeCursor records what primitives ask of the session.
 type fakeCursor struct {
-	runs []run
-	ok   bool
+	runs   []run
+	failed []*mysql.SQLError
+	ended  int
+	ok     bool
 }
 
 type run struct {
 	cl        *backend.Cluster
 	replicaOK bool
 	q         []byte
+}
+
+func (f *fakeCursor) Fail(e *mysql.SQLError) bool {
+	f.failed = append(f.failed, e)
+	return true
+}
+
+func (f *fakeCursor) EndTransaction(q []byte) bool {
+	f.ended++
+	return f.ok
 }
 
 func (f *fakeCursor) Run(cl *backend.Cluster, replicaOK bool, q []byte) bool {
@@ -56,5 +69,17 @@ func TestRouteReportsTheSessionOver(t *testing.T) {
 	r := Route{Cluster: &backend.Cluster{}}
 	if r.Execute(f, []byte("\x03SELECT 1")) {
 		t.Fatal("Execute reported the session going on after the cursor ended it")
+	}
+}
+
+func TestRefuseAnswersWithItsErrorAndRunsNothing(t *testing.T) {
+	f := &fakeCursor{ok: true}
+	e := mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax, "shardgate: no")
+	r := Refuse{Err: e}
+	if !r.Execute(f, []byte("\x03SELECT 1")) {
+		t.Fatal("Execute reported the session over")
+	}
+	if len(f.runs) != 0 || len(f.failed) != 1 || f.failed[0] != e {
+		t.Fatalf("runs %d, failed %v; want 0 runs and the refusal", len(f.runs), f.failed)
 	}
 }

@@ -174,7 +174,9 @@ func (s *Session) authenticate(user, plugin string, resp []byte) error {
 		return err
 	}
 	s.srv.opt.AuthGuard.Succeeded(host)
-	s.user, s.cl = u, u.Cluster
+	s.user = u
+	s.home = s.homeCluster(u)
+	s.cl = s.home
 	return nil
 }
 

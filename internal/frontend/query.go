@@ -85,23 +85,27 @@ func (s *Session) comQuery(p []byte) bool {
 // statement plans and runs a client statement, COM_QUERY or
 // COM_STMT_EXECUTE (s.exec set), once the command's own checks passed.
 func (s *Session) statement(p []byte, st router.Stmt) bool {
-	s.dropHeldElsewhere(st)
-	s.pinBefore(st)
+	s.dropHeldElsewhere(st) // before planning: a connection it drops no longer pins
 	s.cmd = command{st: st, n: needDB}
 	if s.stream != nil || (st.Flags&router.FlagLastInsertID != 0 && st.Flags&router.FlagLastInsertIDArg == 0) {
 		s.cmd.n |= needLastID // a streamed statement may read LAST_INSERT_ID() past its head
 	}
-	return s.plan(st).Execute(s, p)
+	return s.plan(st, p).Execute(s, p)
 }
 
-// plan returns the plan of a statement. A cursor pins its connection, so
+// plan returns the plan of statement p. A cursor pins its connection, so
 // it is only ever opened on the writer.
-func (s *Session) plan(st router.Stmt) engine.Primitive {
-	p := planner.Unsharded(&s.planned, s.user.Cluster, s.user.Policy(), st, s)
+func (s *Session) plan(st router.Stmt, p []byte) engine.Primitive {
+	var prim engine.Primitive
+	if ks := s.srv.opt.Keyspaces.Lookup(s.db); ks != nil {
+		prim = s.planSharded(ks, st, p)
+	} else {
+		prim = planner.Unsharded(&s.planned, s.home, s.user.Policy(), st, s)
+	}
 	if s.exec.cursor {
 		s.planned.ReplicaOK = false
 	}
-	return p
+	return prim
 }
 
 // command is the client command a plan runs: what its backend connection
@@ -114,7 +118,9 @@ type command struct {
 // Run implements engine.Cursor: it runs the current command (s.cmd) on
 // cl.
 func (s *Session) Run(cl *backend.Cluster, replicaOK bool, q []byte) bool {
-	s.cl = cl
+	s.enter(cl)
+	s.joinTransaction(q)
+	s.pinBefore(s.cmd.st)
 	if e := s.routeQuery(replicaOK); e != nil {
 		return s.writeErr(e)
 	}

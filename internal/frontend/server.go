@@ -20,6 +20,7 @@ import (
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/mysql/auth"
+	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
 )
 
@@ -112,6 +113,9 @@ type Options struct {
 	AuthGuard *AuthGuard
 	// Poller rations busy polling of client and backend sockets; nil: none.
 	Poller *mysql.Poller
+	// Keyspaces are the sharded schemas: statements in these databases
+	// are planned by the sharding planner.
+	Keyspaces planner.Keyspaces
 }
 
 // Server accepts clients on one listener.

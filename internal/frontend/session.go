@@ -74,12 +74,17 @@ type Session struct {
 	// command it runs (Run), the cluster it runs on and, within it, where
 	// it goes (route.go).
 	planned   engine.Route
+	refusal   engine.Refuse
 	cmd       command
-	cl        *backend.Cluster // the user's cluster between statements
+	home      *backend.Cluster // the user's cluster, or its schema's default cluster
+	cl        *backend.Cluster // the cluster the statement runs on (home between statements)
 	replicaOK bool             // the statement may read from a replica of cl
 	target    *backend.Server  // where the next unpinned statement goes; nil: the writer
 	avoid     *backend.Server  // failed during this statement: retry elsewhere
 	exec      stmtExec         // the prepared statement being executed
+	others    []heldConn       // connections held on other clusters (shards.go)
+	beginSQL  []byte           // the client's BEGIN, repeated on each shard its transaction touches
+	trxWriter *backend.Cluster // the shard the open transaction wrote to
 
 	// trxAborted: the session's transaction died with its backend
 	// connection; statements fail until ROLLBACK or COMMIT ends it.
@@ -493,6 +498,7 @@ func (s *Session) close() {
 			s.releaseDirty(c) // rolls back an open transaction too
 		}
 	}
+	s.releaseOthers()
 	_ = s.client.Close()
 }
 
@@ -556,7 +562,7 @@ func (s *Session) status() uint16 {
 	if !s.autocommit() {
 		st = 0
 	}
-	if s.pins&pinTrx != 0 {
+	if s.heldPins()&pinTrx != 0 {
 		st |= mysql.StatusInTrans
 	}
 	return st
@@ -591,6 +597,7 @@ const (
 	needDB       needs = 1 << iota // current database and variables in step
 	needLastID                     // LAST_INSERT_ID() in step
 	needPrevious                   // the connection that ran the previous statement
+	needBegin                      // join the session's transaction, open on other shards (shards.go)
 )
 
 // acquire returns the backend connection a command runs on: the pinned one
@@ -675,7 +682,7 @@ func (s *Session) sync(c *backend.Conn, n needs) error {
 	dbOK := c.DB == s.db || s.db == ""
 	varsOK := c.VarsFP == s.varsFP && c.Vars.Equal(s.vars)
 	lidOK := n&needLastID == 0 || c.LastInsertID == s.lastInsertID
-	if dbOK && varsOK && lidOK {
+	if dbOK && varsOK && lidOK && n&needBegin == 0 {
 		return nil
 	}
 	b := s.scratch[:0]
@@ -701,6 +708,9 @@ func (s *Session) sync(c *backend.Conn, n needs) error {
 		if len(b) == set && set > 0 {
 			b = b[:set-1]
 		}
+	}
+	if n&needBegin != 0 {
+		b = s.appendBegin(b)
 	}
 	s.scratch = b
 	if len(b) == 0 {

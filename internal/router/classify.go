@@ -158,6 +158,10 @@ const (
 	// too, and the words are case-insensitive), anywhere in the text.
 	FlagHintPrimary
 	FlagHintReplica
+	// FlagHintShard: /* shardgate:shard=NAME */ sends a statement on a
+	// sharded schema to the named shard as written (ShardHint reads the
+	// name); elsewhere it is ignored.
+	FlagHintShard
 	// FlagSetNotVariable: a SET statement that does not assign variables:
 	// SET PASSWORD, SET DEFAULT ROLE (which write the grant tables) and
 	// MariaDB's SET STATEMENT ... FOR <statement>.
@@ -170,7 +174,7 @@ var flagNames = [...]string{
 	"UserVar", "SysVarSet", "GetLock", "TempTable", "CalcFoundRows", "FoundRows",
 	"RowCount", "LastInsertID", "LastInsertIDArg", "Warnings", "Local", "ForUpdate",
 	"MultiStatement", "ConnectionID", "SideEffectFunc", "SelectInto", "TrxIsolationSet",
-	"Autocommit", "AnalyzeExec", "HintPrimary", "HintReplica", "SetNotVariable",
+	"Autocommit", "AnalyzeExec", "HintPrimary", "HintReplica", "HintShard", "SetNotVariable",
 }
 
 // Has reports whether all the flags in x are set in f.
@@ -225,7 +229,7 @@ type Stmt struct {
 const notReadOnlyFlags = (flagsEnd - 1) &^ hintFlags // every flag but the hints disqualifies
 
 // hintFlags are the routing hints.
-const hintFlags = FlagHintPrimary | FlagHintReplica
+const hintFlags = FlagHintPrimary | FlagHintReplica | FlagHintShard
 
 // IsReadOnly reports whether s can run on any backend connection, including
 // one to a replica: a SELECT (also WITH ... SELECT and (SELECT ...)), SHOW,

@@ -257,6 +257,8 @@ func hintIn(s []byte, i int) Flags {
 		return FlagHintPrimary
 	case len(w) >= 7 && eqUpper(w[:7], "REPLICA") && (len(w) == 7 || !isIdent[w[7]]):
 		return FlagHintReplica
+	case len(w) > len(shardHintPrefix) && eqUpper(w[:len(shardHintPrefix)], shardHintPrefix):
+		return FlagHintShard
 	}
 	return 0
 }
