@@ -418,8 +418,8 @@ func (b *schemaBuilder) dateRule(tp, rule string, periods []string) (sharding.Ru
 		var err1, err2 error
 		runs[i].First, err1 = sharding.ParsePeriod(unit, strings.TrimSpace(first))
 		runs[i].Last, err2 = sharding.ParsePeriod(unit, strings.TrimSpace(last))
-		if err := firstErr(err1, err2); err != nil {
-			b.fail(fmt.Sprintf("%s.periods[%d]", tp, i), "%v; want FIRST..LAST or one period", err)
+		if err1 != nil || err2 != nil {
+			b.fail(fmt.Sprintf("%s.periods[%d]", tp, i), "%q is not FIRST..LAST or one period of %s, such as %q", s, rule, periodExamples[unit])
 			ok = false
 		}
 	}
@@ -429,14 +429,7 @@ func (b *schemaBuilder) dateRule(tp, rule string, periods []string) (sharding.Ru
 	return sharding.NewDate(unit, runs)
 }
 
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
+var periodExamples = map[sharding.DateUnit]string{sharding.Year: "2024..2025", sharding.Month: "2024-01..2024-06", sharding.Day: "2024-01-01..2024-01-31"}
 
 // orderedValue types a range bound or list value: a number (integer or
 // decimal, as MySQL's exact literals; an exponent makes it a double) or a
