@@ -65,8 +65,8 @@ type SubTables struct {
 	set    bool
 }
 
-// IsSet reports whether sub_tables was given.
-func (s SubTables) IsSet() bool { return s.set }
+// isSet reports whether sub_tables was given.
+func (s SubTables) isSet() bool { return s.set }
 
 // Counts returns the sub-table count of each of n shards.
 func (s SubTables) Counts(n int) []int {
@@ -140,16 +140,6 @@ func (k *KeyValue) decodeNode(n *yaml.Node) (string, bool) {
 	}
 	*k = KeyValue{Text: n.Value, Null: isNull(n)}
 	return "", true
-}
-
-// Schema returns the schema with the given name, or nil.
-func (c *Config) Schema(name string) *Schema {
-	for i := range c.Schemas {
-		if strings.EqualFold(c.Schemas[i].Name, name) {
-			return &c.Schemas[i]
-		}
-	}
-	return nil
 }
 
 // Table returns the listed table named name (in any case), or nil.

@@ -150,7 +150,7 @@ var (
 	keyLike      = tableKey{"like", func(t *Table) bool { return t.Like != "" }}
 	keyRule      = tableKey{"rule", func(t *Table) bool { return t.Rule != "" }}
 	keyShards    = tableKey{"shards", func(t *Table) bool { return t.Shards != nil }}
-	keySubTables = tableKey{"sub_tables", func(t *Table) bool { return t.SubTables.IsSet() }}
+	keySubTables = tableKey{"sub_tables", func(t *Table) bool { return t.SubTables.isSet() }}
 	keyRanges    = tableKey{"ranges", func(t *Table) bool { return t.Ranges != nil }}
 	keyValues    = tableKey{"values", func(t *Table) bool { return t.Values != nil }}
 	keyPeriods   = tableKey{"periods", func(t *Table) bool { return t.Periods != nil }}
