@@ -4,6 +4,7 @@
 //	shardgate serve --config FILE
 //	shardgate serve --listen 127.0.0.1:6033 --backend USER:PASSWORD@HOST:PORT[/DB] [--admin-http ADDR]
 //	shardgate check-config FILE
+//	shardgate import-kingshard FILE
 //	shardgate hash-password [PASSWORD]   (prompts on a terminal, else reads stdin, when no argument)
 //	shardgate version
 package main
@@ -46,6 +47,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return checkConfig(args[1:], stdout, stderr)
 	case "hash-password":
 		return hashPassword(args[1:], stdin, stdout, stderr)
+	case "import-kingshard":
+		return importKingshard(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fs := newFlagSet("version", "", "Prints the version, the commit it was built from and the Go version.")
 		if code, done := parseFlags(fs, args[1:], stdout, stderr); done {
@@ -67,6 +70,7 @@ func usage(w io.Writer) {
   shardgate serve --config FILE
   shardgate serve --listen 127.0.0.1:6033 --backend USER:PASSWORD@HOST:PORT[/DB] [--admin-http ADDR]
   shardgate check-config FILE
+  shardgate import-kingshard FILE       (prints a shardgate configuration made from a kingshard one)
   shardgate hash-password [PASSWORD]    (prompts for it on a terminal, else reads stdin, when not given)
   shardgate version
 
@@ -335,7 +339,8 @@ func logLevel(name string) slog.Level {
 
 func checkConfig(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("check-config", "FILE",
-		"Loads and validates FILE and reports every problem as FILE:LINE: KEY: REASON (exit status 1).")
+		"Loads and validates FILE and reports every problem as FILE:LINE: KEY: REASON (exit status 1).\n"+
+			"A valid file's schemas are printed: each listed table, its rule and which sub-tables live on which cluster.")
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
@@ -353,8 +358,12 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
-	fmt.Fprintf(stdout, "%s: OK (%d listener(s), %d user(s), %d cluster(s))\n",
-		file, len(cfg.Listeners), len(cfg.Users), len(cfg.Clusters))
+	fmt.Fprintf(stdout, "%s: OK (%d listener(s), %d user(s), %d cluster(s), %d schema(s))\n",
+		file, len(cfg.Listeners), len(cfg.Users), len(cfg.Clusters), len(cfg.Schemas))
+	if err := printLayout(stdout, cfg); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
 	return 0
 }
 

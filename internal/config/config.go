@@ -25,6 +25,10 @@ type Config struct {
 	Log       Log        `yaml:"log"`
 	Users     []User     `yaml:"users"`
 	Clusters  []Cluster  `yaml:"clusters" reload:"addonly"`
+	// Schemas are the logical databases whose tables are sharded or
+	// copied to every shard (see schemas.go); the proxy does not route by
+	// them yet, so changing them needs a restart.
+	Schemas []Schema `yaml:"schemas" reload:"restart"`
 
 	// File is the file name the configuration was parsed from, as given to
 	// Load or Parse ("" for QuickStart). It is used in messages only.

@@ -331,7 +331,7 @@ func TestProblems(t *testing.T) {
 		{"unknown key camel case", "server:\n  shutdownTimeout: 5s\n" + validTail, []string{
 			f + `:2: server.shutdownTimeout: unknown key (did you mean "shutdown_timeout"?)`}},
 		{"unknown key without suggestion", "frobnicate: 1\n" + validTail, []string{
-			f + ":1: frobnicate: unknown key (known keys: listeners, admin, server, log, users, clusters)"}},
+			f + ":1: frobnicate: unknown key (known keys: listeners, admin, server, log, users, clusters, schemas)"}},
 		{"non-string key", "log:\n  [a]: b\n" + validTail, []string{
 			f + ":2: log: keys must be strings, got a list"}},
 		{"bad merge value", "log:\n  <<: [1]\n" + validTail, []string{
@@ -432,7 +432,7 @@ func TestProblems(t *testing.T) {
 		{"primary weight", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary:\n      address: h:1\n      weight: 2\n", []string{
 			f + ":7: clusters[0].primary.weight: only replicas have a weight"}},
 		{"missing cluster fields", "users: [{name: a, password: x}]\nclusters:\n  - password: p\n  - name: \"\"\n    user: \"\"\n    primary: {}\n", []string{
-			f + ":1: users[0].cluster: required when more than one cluster is defined",
+			f + ":1: users[0].cluster: required when more than one cluster is defined and there are no schemas",
 			f + ":3: clusters[0].name: required",
 			f + ":3: clusters[0].user: required",
 			f + ":3: clusters[0].primary.address: required",
@@ -440,14 +440,14 @@ func TestProblems(t *testing.T) {
 			f + ":5: clusters[1].user: must not be empty",
 			f + ":6: clusters[1].primary.address: required"}},
 		{"duplicate names", "users:\n  - {name: a, password: x}\n  - {name: a, password: y}\nclusters:\n  - {name: m, user: u, primary: {address: \"h:1\"}}\n  - {name: m, user: u, primary: {address: \"h:2\"}}\n", []string{
-			f + ":2: users[0].cluster: required when more than one cluster is defined",
+			f + ":2: users[0].cluster: required when more than one cluster is defined and there are no schemas",
 			f + `:3: users[1].name: duplicate user name "a" (also users[0])`,
-			f + ":3: users[1].cluster: required when more than one cluster is defined",
+			f + ":3: users[1].cluster: required when more than one cluster is defined and there are no schemas",
 			f + `:6: clusters[1].name: duplicate cluster name "m" (also clusters[0])`}},
 		{"user cluster", "users:\n  - {name: a, password: x, cluster: nope}\n  - {name: b, password: x, cluster: \"\"}\n  - {name: c, password: x}\nclusters:\n  - {name: m1, user: u, primary: {address: \"h:1\"}}\n  - {name: m2, user: u, primary: {address: \"h:2\"}}\n", []string{
 			f + `:2: users[0].cluster: unknown cluster "nope" (defined: m1, m2)`,
 			f + ":3: users[1].cluster: must not be empty",
-			f + ":4: users[2].cluster: required when more than one cluster is defined"}},
+			f + ":4: users[2].cluster: required when more than one cluster is defined and there are no schemas"}},
 		{"user names", "users:\n  - password: x\n  - name: " + strings.Repeat("é", 81) + "\n    password: x\nclusters:\n  - {name: m, user: u, primary: {address: \"h:1\"}}\n", []string{
 			f + ":2: users[0].name: required",
 			f + ":3: users[1].name: must be at most 80 characters (got 81)"}},

@@ -86,9 +86,23 @@ func (d *decoder) typeError(n *yaml.Node, path, want string) {
 
 var durationType = reflect.TypeOf(time.Duration(0))
 
+// nodeValue is a configuration value whose YAML shape the generic decoder
+// cannot express (an integer or a list; a scalar whose null matters): it
+// decodes its node itself, null included, and says what it wanted when
+// the node does not fit.
+type nodeValue interface {
+	decodeNode(n *yaml.Node) (want string, ok bool)
+}
+
 // value decodes n into v, which already holds the default.
 func (d *decoder) value(n *yaml.Node, path string, v reflect.Value) {
 	n = resolveAlias(n)
+	if nv, ok := v.Addr().Interface().(nodeValue); ok {
+		if want, ok := nv.decodeNode(n); !ok {
+			d.typeError(n, path, want)
+		}
+		return
+	}
 	if isNull(n) {
 		return // "key:" with no value keeps the default
 	}

@@ -58,9 +58,12 @@ func parseFieldTag(f reflect.StructField, parent fieldTag) fieldTag {
 
 type differ struct{ out []Change }
 
+// nodeValueType: such values are compared whole, their fields are not keys.
+var nodeValueType = reflect.TypeFor[nodeValue]()
+
 func (d *differ) value(key string, a, b reflect.Value, tag fieldTag) {
 	switch {
-	case a.Kind() == reflect.Struct:
+	case a.Kind() == reflect.Struct && !reflect.PointerTo(a.Type()).Implements(nodeValueType):
 		d.fields(key, a, b, tag)
 	case a.Kind() == reflect.Slice && a.Type().Elem().Kind() == reflect.Struct:
 		d.list(key, a, b, tag)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -92,7 +93,8 @@ func (v *validator) config(c *Config) {
 	v.server(&c.Server)
 	v.log(c.Log)
 	v.clusters(c.Clusters)
-	v.users(c.Users, c.Clusters)
+	buildSchemas(c.Schemas, c.Clusters, v.fail)
+	v.users(c.Users, c.Clusters, c.Schemas)
 }
 
 func (v *validator) listeners(ls []Listener) {
@@ -286,7 +288,7 @@ func (v *validator) pool(p string, pl *Pool) {
 	v.positiveDuration(p+".health_check_interval", pl.HealthCheckInterval)
 }
 
-func (v *validator) users(us []User, cs []Cluster) {
+func (v *validator) users(us []User, cs []Cluster, schemas []Schema) {
 	if len(us) == 0 {
 		v.fail("users", "at least one user is required")
 	}
@@ -304,7 +306,7 @@ func (v *validator) users(us []User, cs []Cluster) {
 			seen[u.Name] = i
 		}
 		v.userPassword(p, u)
-		v.userCluster(p, u, cs)
+		v.userCluster(p, u, cs, schemas)
 		if u.ReadFrom != "" {
 			v.oneOf(p+".read_from", u.ReadFrom, "primary", "replica")
 		}
@@ -336,16 +338,20 @@ func (v *validator) userPassword(p string, u *User) {
 }
 
 // userCluster checks user.cluster and defaults it when there is exactly
-// one cluster.
-func (v *validator) userCluster(p string, u *User, cs []Cluster) {
+// one cluster. With schemas it may stay empty: the user's statements on a
+// schema go where the schema places them, so the user reaches data unless
+// its default database is neither a schema nor on a named cluster.
+func (v *validator) userCluster(p string, u *User, cs []Cluster, schemas []Schema) {
 	key := p + ".cluster"
 	if !v.has(key) {
-		switch len(cs) {
-		case 0: // already reported under clusters
-		case 1:
+		switch {
+		case len(cs) == 0: // already reported under clusters
+		case len(cs) == 1:
 			u.Cluster = cs[0].Name
-		default:
-			v.fail(key, "required when more than one cluster is defined")
+		case len(schemas) == 0:
+			v.fail(key, "required when more than one cluster is defined and there are no schemas")
+		case u.DefaultDatabase != "" && !slices.ContainsFunc(schemas, func(s Schema) bool { return strings.EqualFold(s.Name, u.DefaultDatabase) }):
+			v.fail(key, "required: default_database %q is not one of the schemas, so name the cluster that holds it", u.DefaultDatabase)
 		}
 		return
 	}

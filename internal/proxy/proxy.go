@@ -64,6 +64,9 @@ type Proxy struct {
 
 // New builds the proxy and opens its listeners; Start begins serving.
 func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
+	if err := refuseSchemas(cfg); err != nil {
+		return nil, err
+	}
 	p := &Proxy{cfg: cfg, log: log, clusters: map[string]*backend.Cluster{},
 		poolCollectors: map[*backend.Pool]prometheus.Collector{}, registry: prometheus.NewRegistry(), err: make(chan error, 1),
 		closed: make(chan struct{})}
@@ -80,6 +83,17 @@ func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// refuseSchemas refuses a configuration with schemas until statements are
+// routed by them: served as plain clusters, a sharded schema's rows would
+// go to the wrong servers.
+func refuseSchemas(cfg *config.Config) error {
+	if len(cfg.Schemas) == 0 {
+		return nil
+	}
+	return fmt.Errorf("schemas: %s configures sharded schemas (%s), but routing by them is not wired into the proxy yet; "+
+		"shardgate check-config shows their layout, and serve needs a file without schemas", cfg.File, cfg.Schemas[0].Name)
 }
 
 func (p *Proxy) buildClusters() error {
