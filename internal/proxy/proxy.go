@@ -26,6 +26,7 @@ import (
 	"github.com/shardgate/shardgate/internal/frontend"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/mysql/auth"
+	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
 )
 
@@ -45,6 +46,8 @@ type Proxy struct {
 	reloadMu sync.Mutex // one Reload at a time
 	mu       sync.Mutex // guards clusters and poolCollectors, which Reload extends
 	clusters map[string]*backend.Cluster
+	// keyspaces are the sharded schemas, bound to clusters at start.
+	keyspaces planner.Keyspaces
 	// poolCollectors are the pools' metrics, unregistered when a reload
 	// removes a server.
 	poolCollectors map[*backend.Pool]prometheus.Collector
@@ -64,13 +67,14 @@ type Proxy struct {
 
 // New builds the proxy and opens its listeners; Start begins serving.
 func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
-	if err := refuseSchemas(cfg); err != nil {
-		return nil, err
-	}
 	p := &Proxy{cfg: cfg, log: log, clusters: map[string]*backend.Cluster{},
 		poolCollectors: map[*backend.Pool]prometheus.Collector{}, registry: prometheus.NewRegistry(), err: make(chan error, 1),
 		closed: make(chan struct{})}
 	if err := p.buildClusters(); err != nil {
+		p.closeClusters()
+		return nil, err
+	}
+	if err := p.buildKeyspaces(); err != nil {
 		p.closeClusters()
 		return nil, err
 	}
@@ -85,15 +89,23 @@ func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
 	return p, nil
 }
 
-// refuseSchemas refuses a configuration with schemas until statements are
-// routed by them: served as plain clusters, a sharded schema's rows would
-// go to the wrong servers.
-func refuseSchemas(cfg *config.Config) error {
-	if len(cfg.Schemas) == 0 {
-		return nil
+// buildKeyspaces binds the sharded schemas to their clusters.
+func (p *Proxy) buildKeyspaces() error {
+	schemas, err := p.cfg.ShardingSchemas()
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("schemas: %s configures sharded schemas (%s), but routing by them is not wired into the proxy yet; "+
-		"shardgate check-config shows their layout, and serve needs a file without schemas", cfg.File, cfg.Schemas[0].Name)
+	for _, s := range schemas {
+		ks, err := planner.NewKeyspace(s, p.clusters)
+		if err != nil {
+			return err
+		}
+		if p.keyspaces == nil {
+			p.keyspaces = planner.Keyspaces{}
+		}
+		p.keyspaces[s.Name] = ks
+	}
+	return nil
 }
 
 func (p *Proxy) buildClusters() error {
@@ -276,11 +288,27 @@ func storedPassword(u config.User) (auth.Stored, error) {
 	return stored, nil
 }
 
+// userCluster names the cluster whose routing policy a user follows: its
+// own, or for a user that reaches its data through sharded schemas, the
+// default cluster of its default database's schema (else the first
+// schema's).
+func userCluster(cfg *config.Config, u config.User) string {
+	if u.Cluster != "" || len(cfg.Schemas) == 0 {
+		return u.Cluster
+	}
+	for _, s := range cfg.Schemas {
+		if s.Name == u.DefaultDatabase {
+			return s.DefaultCluster
+		}
+	}
+	return cfg.Schemas[0].DefaultCluster
+}
+
 // policy builds a user's read/write splitting policy: its cluster's
 // routing, with the user's read_from when set.
 func policy(cfg *config.Config, u config.User) *router.Policy {
 	var r config.Routing
-	if c := cfg.Cluster(u.Cluster); c != nil {
+	if c := cfg.Cluster(userCluster(cfg, u)); c != nil {
 		r = c.Routing
 	}
 	cons, _ := router.ParseConsistency(r.Consistency)
@@ -322,7 +350,7 @@ func (p *Proxy) buildServers() error {
 			NetReadTimeout: p.cfg.Server.NetReadTimeout, NetWriteTimeout: p.cfg.Server.NetWriteTimeout,
 			HandshakeTimeout: p.cfg.Server.HandshakeTimeout, MaxConnections: l.MaxConnections,
 			ReservedAdmin: l.ReservedAdminConnections, MaxStmtsPerSess: p.cfg.Server.MaxPreparedStatementsPerSession,
-			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard,
+			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard, Keyspaces: p.keyspaces,
 		})
 		if err != nil {
 			return err
