@@ -181,8 +181,8 @@ type templateBuilder struct {
 	rename Rename
 	// exposed maps the lower-cased names of renamed tables, which a
 	// column qualifier without database may use, to their index.
-	exposed map[string]int
-	slots   []slot
+	exposed            map[string]int
+	slots              []slot
 	litSeen, paramSeen []bool
 	// inQualifier: formatting the qualifier of a column or star that is
 	// not renamed, which is no table reference.
