@@ -639,7 +639,7 @@ func walkGap(s []byte, i, end int, exec bool, note func(i int, k commentEvent)) 
 		case c == '-' && i+1 < n && s[i+1] == '-':
 			note(i, commentPlain)
 			i = skipLine(s, i+2)
-		case c == '/' && i+2 < n && s[i+1] == '*' && (s[i+2] == '!' || s[i+2] == 'M'):
+		case c == '/' && i+2 < n && s[i+1] == '*' && (s[i+2] == '!' || s[i+2] == 'M' && i+3 < n && s[i+3] == '!'):
 			note(i, commentExecStart)
 			if s[i+2] == '!' {
 				i = skipVersion(s, i+3)
