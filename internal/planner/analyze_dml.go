@@ -165,8 +165,8 @@ func (a *analyzer) insertRows(verb string, target *tableRef, cols sqlparser.Colu
 		}
 		v, ok := valueOf(row[ir.KeyColumn])
 		if !ok {
-			return notSupported(fmt.Sprintf("%s into sharded table %s whose shard key %s in row %d is %s, not a value",
-				verb, st.Name, st.ShardKey, i+1, sqlparser.String(row[ir.KeyColumn])))
+			return notSupported(fmt.Sprintf("%s into sharded table %s whose shard key %s in row %d is an expression, not a value",
+				verb, st.Name, st.ShardKey, i+1))
 		}
 		ir.keys[i] = v
 	}

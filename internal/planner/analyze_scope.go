@@ -58,11 +58,11 @@ func (r *tableRef) matches(q sqlparser.TableName) bool {
 // scope is one SELECT (or UPDATE, DELETE, INSERT) level: the tables its
 // FROM clause names and the key predicate of its WHERE and inner joins.
 type scope struct {
-	parent *scope
-	depth  int // 0 for the statement's row sources, +1 per expression subquery
-	refs   []*tableRef
-	ctes   map[string]bool
-	pred   *pnode
+	parent  *scope
+	depth   int // 0 for the statement's row sources, +1 per expression subquery
+	refs    []*tableRef
+	ctes    map[string]bool
+	pred    *pnode
 	sharded bool // it or a scope below it reads a sharded table
 }
 
@@ -117,6 +117,9 @@ type analyzer struct {
 	merge  Constructs
 	write  bool
 	insert *InsertRoute
+	// inLinks are the subqueries of top-level `key IN (SELECT key …)`
+	// conjuncts, with the outer key's table: a semi-join on the key.
+	inLinks map[*sqlparser.Subquery]*tableRef
 }
 
 func (a *analyzer) statement(stmt sqlparser.Statement) error {
@@ -425,7 +428,11 @@ func (a *analyzer) subqueries(sc *scope, nodes ...sqlparser.SQLNode) error {
 		_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
 			if sq, ok := n.(*sqlparser.Subquery); ok {
 				var sh bool
+				first := len(a.scopes)
 				sh, err = a.tableStatement(sq.Select, sc, sc.depth+1)
+				if outer := a.inLinks[sq]; outer != nil && err == nil {
+					a.linkIn(outer, sq, a.scopes[first])
+				}
 				if sh {
 					for s := sc; s != nil; s = s.parent {
 						s.sharded = true
@@ -448,7 +455,21 @@ func (a *analyzer) subqueries(sc *scope, nodes ...sqlparser.SQLNode) error {
 func (a *analyzer) condition(sc *scope, e sqlparser.Expr, filters bool) {
 	for _, c := range sqlparser.SplitAndExpression(nil, e) {
 		cmp, ok := c.(*sqlparser.ComparisonExpr)
-		if !ok || cmp.Operator != sqlparser.EqualOp || cmp.Modifier != sqlparser.Missing {
+		if !ok || cmp.Modifier != sqlparser.Missing {
+			continue
+		}
+		if sq, ok := cmp.Right.(*sqlparser.Subquery); ok && cmp.Operator == sqlparser.InOp {
+			if l, ok := cmp.Left.(*sqlparser.ColName); ok {
+				if ref, _ := sc.keyColumn(l); ref != nil {
+					if a.inLinks == nil {
+						a.inLinks = make(map[*sqlparser.Subquery]*tableRef)
+					}
+					a.inLinks[sq] = ref
+				}
+			}
+			continue
+		}
+		if cmp.Operator != sqlparser.EqualOp {
 			continue
 		}
 		l, lok := cmp.Left.(*sqlparser.ColName)
@@ -464,6 +485,26 @@ func (a *analyzer) condition(sc *scope, e sqlparser.Expr, filters bool) {
 	}
 	if filters {
 		sc.pred = and(sc.pred, a.predicate(sc, e, false))
+	}
+}
+
+// linkIn makes `outer IN (SELECT k FROM …)` one key class when k is the
+// shard key of a table of the subquery: for an outer row, only rows with
+// an equal key, on the same sub-table, can match. (NOT IN is not a
+// conjunct here: it depends on NULL keys anywhere.)
+func (a *analyzer) linkIn(outer *tableRef, sq *sqlparser.Subquery, inner *scope) {
+	sel, ok := sq.Select.(*sqlparser.Select)
+	if !ok || sel.SelectExprs == nil || len(sel.SelectExprs.Exprs) != 1 {
+		return
+	}
+	ae, ok := sel.SelectExprs.Exprs[0].(*sqlparser.AliasedExpr)
+	if !ok {
+		return
+	}
+	if col, ok := ae.Expr.(*sqlparser.ColName); ok {
+		if ref, own := inner.keyColumn(col); own && ref.st.Group == outer.st.Group {
+			a.union(outer, ref)
+		}
 	}
 }
 

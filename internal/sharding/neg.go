@@ -8,7 +8,7 @@ import (
 
 // Neg returns the literal -lit as MySQL evaluates unary minus on a
 // constant: numbers keep their kind, a numeric string becomes a double
-// (-'5' is the double -5), a 0x/b'' literal becomes the negative integer
+// (-'5' is the double -5), a 0x… or b'…' literal becomes the negative integer
 // (-0x01 is -1), and NULL stays NULL. It reports false when the result is
 // not one exact literal (a non-numeric string, a date, more than 64 bits),
 // so the caller treats the key as inexact.
