@@ -282,7 +282,7 @@ func literal(l *sqlparser.Literal) (valRef, bool) {
 	case sqlparser.IntVal, sqlparser.DecimalVal, sqlparser.FloatVal:
 		return valRef{lit: sharding.NumberLit(l.Val)}, true
 	case sqlparser.HexNum: // 0x2A: a number in numeric context
-		b, err := hex.DecodeString(evenHex(l.Val[2:]))
+		b, err := hex.DecodeString(evenHex(strings.TrimPrefix(strings.ToLower(l.Val), "0x")))
 		return valRef{lit: sharding.HexLit(string(b))}, err == nil
 	case sqlparser.HexVal: // X'2A': a string
 		b, err := hex.DecodeString(l.Val)

@@ -335,6 +335,8 @@ func TestRouteJoinsAndSubqueries(t *testing.T) {
 		{sql: "select * from sf_order o join sf_user u on o.user_id = u.id where u.id = 7", want: []int{h7}},
 		{sql: "select * from sf_user u, sf_order o where u.id = o.user_id and o.user_id = 7", want: []int{h7}},
 		{sql: "select * from sf_user u join sf_order o on u.id = o.user_id", want: all},
+		{sql: "select * from sf_user join sf_nokey using (id) where sf_user.id = 7", want: []int{h7}},
+		{sql: "select * from sf_user join sf_nokey using (x) where sf_user.id = 7", err: "a join of sf_user and sf_nokey across sub-tables"},
 		{sql: "select * from sf_user as u inner join shop.sf_order on u.id = sf_order.user_id where shop.sf_order.user_id = 7", want: []int{h7}},
 		{sql: "select * from sf_user u join sf_order o on u.id = o.user_id and o.user_id = 7", want: []int{h7}},
 		{sql: "select * from sf_user u left join sf_order o on u.id = o.user_id and o.user_id = 7", want: all},
