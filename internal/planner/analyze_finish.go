@@ -96,8 +96,9 @@ func (a *analyzer) checkSharded(an *Analysis, k refsByKind) error {
 		}
 	}
 	if a.insert != nil {
-		for _, r := range append(k.sharded[1:], k.unsharded...) {
-			return notSupported(fmt.Sprintf("an INSERT into sharded table %s that reads table %s", first.name, r.name))
+		// the rows are placed one by one; what they read must be on every shard
+		if read := append(k.sharded[1:len(k.sharded):len(k.sharded)], k.unsharded...); len(read) > 0 {
+			return notSupported(fmt.Sprintf("an INSERT into sharded table %s that reads table %s", first.name, read[0].name))
 		}
 	}
 	if len(k.unsharded) > 0 {
