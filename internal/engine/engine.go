@@ -6,7 +6,7 @@
 // the connections: borrowing one, bringing it in step with the session's
 // state, relaying, pinning and releasing it.
 //
-// Primitives are values the planner fills in place (see planner.Unsharded):
+// Primitives are values the planner fills in place (see planner.PlanCluster):
 // executing the plan of an unsharded statement allocates nothing.
 package engine
 

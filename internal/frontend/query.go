@@ -100,7 +100,7 @@ func (s *Session) plan(st router.Stmt, p []byte) engine.Primitive {
 	if ks := s.srv.opt.Keyspaces.Lookup(s.db); ks != nil {
 		prim = s.planSharded(ks, st, p)
 	} else {
-		prim = planner.Unsharded(&s.planned, s.home, s.user.Policy(), st, s)
+		prim = planner.PlanCluster(&s.planned, s.home, s.user.Policy(), st, s)
 	}
 	if s.exec.cursor {
 		s.planned.ReplicaOK = false

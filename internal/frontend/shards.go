@@ -99,9 +99,9 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 		if len(s.others) > 0 {
 			return engine.EndTransaction{}
 		}
-		return planner.Unsharded(&s.planned, s.cl, s.user.Policy(), st, s)
+		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
 	case router.KindBegin, router.KindSet, router.KindSavepoint:
-		return planner.Unsharded(&s.planned, s.cl, s.user.Policy(), st, s)
+		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
 	}
 	if st.Flags&router.FlagHintShard != 0 {
 		if name, ok := router.ShardHint(p[1:]); ok {
@@ -122,7 +122,7 @@ func (s *Session) routeToShard(cl *backend.Cluster, st router.Stmt) engine.Primi
 		s.refusal = engine.Refuse{Err: e}
 		return &s.refusal
 	}
-	return planner.Unsharded(&s.planned, cl, s.user.Policy(), st, s)
+	return planner.PlanCluster(&s.planned, cl, s.user.Policy(), st, s)
 }
 
 // refuse1235 plans the answer ER_NOT_SUPPORTED_YET with a message naming

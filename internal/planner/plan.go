@@ -1,6 +1,6 @@
 // Package planner turns a client statement and a small view of the
 // session into a plan of engine primitives. Statements on unsharded
-// clusters are planned from the classifier's result alone (Unsharded);
+// clusters are planned from the classifier's result alone (PlanCluster);
 // statements on sharded schemas are parsed once per statement shape, and
 // their plans cached (docs/sharding.md).
 package planner
@@ -29,11 +29,11 @@ type Session interface {
 	ReadsOwnWritesOnPrimary() bool
 }
 
-// Unsharded plans a statement on a cluster that is not sharded: one Route,
+// PlanCluster plans a statement on a cluster that is not sharded: one Route,
 // to a replica when the policy, the statement and the session allow it.
 // The Route is filled in dst, which the caller keeps, so planning
 // allocates nothing.
-func Unsharded(dst *engine.Route, cl *backend.Cluster, pol *router.Policy, st router.Stmt, s Session) engine.Primitive {
+func PlanCluster(dst *engine.Route, cl *backend.Cluster, pol *router.Policy, st router.Stmt, s Session) engine.Primitive {
 	*dst = engine.Route{Cluster: cl, ReplicaOK: ReplicaOK(cl, pol, st, s)}
 	return dst
 }

@@ -41,7 +41,7 @@ func testCluster(t *testing.T, n int) *backend.Cluster {
 	return cl
 }
 
-func TestUnshardedRoutesReadsToReplicasOnlyWhenAllowed(t *testing.T) {
+func TestPlanClusterRoutesReadsToReplicasOnlyWhenAllowed(t *testing.T) {
 	one, two := testCluster(t, 1), testCluster(t, 2)
 	read, write := router.Classify([]byte("SELECT 1")), router.Classify([]byte("UPDATE t SET a = 1"))
 	pol := &router.Policy{}
@@ -66,9 +66,9 @@ func TestUnshardedRoutesReadsToReplicasOnlyWhenAllowed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var dst engine.Route
 			s := tc.s
-			p := Unsharded(&dst, tc.cl, tc.pol, tc.st, &s)
+			p := PlanCluster(&dst, tc.cl, tc.pol, tc.st, &s)
 			if p != engine.Primitive(&dst) {
-				t.Fatal("Unsharded did not return the route it filled")
+				t.Fatal("PlanCluster did not return the route it filled")
 			}
 			if dst.Cluster != tc.cl || dst.ReplicaOK != tc.want || dst.Query != nil {
 				t.Fatalf("route = {%v %v %q}, want {%v %v nil}", dst.Cluster.Name, dst.ReplicaOK, dst.Query, tc.cl.Name, tc.want)
@@ -77,18 +77,18 @@ func TestUnshardedRoutesReadsToReplicasOnlyWhenAllowed(t *testing.T) {
 	}
 }
 
-func TestUnshardedReadsTheClockOnlyForReplicaReads(t *testing.T) {
+func TestPlanClusterReadsTheClockOnlyForReplicaReads(t *testing.T) {
 	one := testCluster(t, 1)
 	var dst engine.Route
 	s := fakeSession{allowed: true}
-	Unsharded(&dst, one, &router.Policy{}, router.Classify([]byte("SELECT 1")), &s)
-	Unsharded(&dst, testCluster(t, 2), &router.Policy{}, router.Classify([]byte("UPDATE t SET a = 1")), &s)
+	PlanCluster(&dst, one, &router.Policy{}, router.Classify([]byte("SELECT 1")), &s)
+	PlanCluster(&dst, testCluster(t, 2), &router.Policy{}, router.Classify([]byte("UPDATE t SET a = 1")), &s)
 	if s.asked != 0 {
 		t.Fatalf("read-your-writes was asked %d times for statements no replica could serve", s.asked)
 	}
 }
 
-func BenchmarkUnsharded(b *testing.B) {
+func BenchmarkPlanCluster(b *testing.B) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	p := backend.NewPool("t", &backend.DialConfig{Addr: "127.0.0.1:1", ConnectTimeout: 10 * time.Millisecond}, backend.PoolConfig{MaxOpen: 1}, log)
 	cl := backend.NewCluster("t", []*backend.Server{backend.NewServer(p, 1, backend.BreakerConfig{Failures: 3, Backoff: time.Second, MaxBackoff: time.Second})}, backend.HealthConfig{Interval: time.Hour}, log)
@@ -99,6 +99,6 @@ func BenchmarkUnsharded(b *testing.B) {
 	var dst engine.Route
 	b.ReportAllocs()
 	for b.Loop() {
-		Unsharded(&dst, cl, pol, st, s)
+		PlanCluster(&dst, cl, pol, st, s)
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	"vitess.io/vitess/go/vt/sqlparser"
 
-	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/router"
 )
 
@@ -139,11 +138,6 @@ func appendSubTableSuffix(dst []byte, i int) []byte {
 		dst = append(dst, '0')
 	}
 	return strconv.AppendInt(dst, int64(i), 10)
-}
-
-// notSupported is ER_NOT_SUPPORTED_YET with shardgate's wording.
-func notSupported(what string) error {
-	return mysql.NewError(mysql.ERNotSupportedYet, "42000", "This version of shardgate doesn't yet support '%s'", what)
 }
 
 // checkFaithful refuses what Vitess reads or writes back differently from
