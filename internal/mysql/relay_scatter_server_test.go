@@ -157,3 +157,82 @@ func andParam(sql string) string {
 	}
 	return " WHERE id > ?"
 }
+
+// readUntilEOF reads frames up to and including an EOF or ERR (a
+// COM_FIELD_LIST response).
+func (c *serverConn) readUntilEOF(t *testing.T) []frame {
+	t.Helper()
+	var fs []frame
+	for {
+		p := c.readPacketFrames(t)
+		fs = append(fs, p...)
+		if len(p) == 1 && (mysql.IsErr(p[0].payload) || mysql.IsEOF(p[0].payload)) {
+			return fs
+		}
+	}
+}
+
+// readPrepareResponse reads a COM_STMT_PREPARE response as frames.
+func (c *serverConn) readPrepareResponse(t *testing.T) []frame {
+	t.Helper()
+	fs := c.readPacketFrames(t)
+	p := fs[0].payload
+	for _, n := range []int{int(p[7]) | int(p[8])<<8, int(p[5]) | int(p[6])<<8} {
+		for i := 0; i < n; i++ {
+			fs = append(fs, c.readPacketFrames(t)...)
+		}
+		if n > 0 && c.caps&mysql.ClientDeprecateEOF == 0 {
+			fs = append(fs, c.readPacketFrames(t)...)
+		}
+	}
+	return fs
+}
+
+// TestRenameAgainstServer: a prepare response and a COM_FIELD_LIST response
+// for sub-table t_0, relayed with RenameTable, are byte for byte a real
+// server's for t_all.
+func TestRenameAgainstServer(t *testing.T) {
+	srv := testenv.Shared(t)
+	setupScatter(t, srv)
+	for _, dep := range []bool{false, true} {
+		extra := mysql.ClientSessionTrack
+		if dep {
+			extra |= mysql.ClientDeprecateEOF
+		}
+		ref := dialServer(t, srv, scatterDB, extra)
+		back := dialServer(t, srv, scatterDB, extra)
+		for _, tc := range []struct {
+			name string
+			cmd  byte
+			arg  func(table string) string
+		}{
+			{name: "prepare", cmd: mysql.ComStmtPrepare, arg: func(tbl string) string { return "SELECT a.id AS x, v, w FROM " + tbl + " a WHERE id > ?" }},
+			{name: "field list", cmd: mysql.ComFieldList, arg: func(tbl string) string { return tbl + "\x00" }},
+		} {
+			t.Run(fmt.Sprintf("%s/deprecateEOF=%v", tc.name, dep), func(t *testing.T) {
+				ref.send(t, tc.cmd, []byte(tc.arg("t_all")))
+				var want []frame
+				if tc.cmd == mysql.ComStmtPrepare {
+					want = ref.readPrepareResponse(t)
+				} else {
+					want = ref.readUntilEOF(t)
+				}
+				bc := &bufConn{}
+				r := &mysql.Relay{Client: mysql.NewConn(bc), Backend: back.Conn, ClientCaps: ref.caps, BackendCaps: back.caps, RenameTable: renameToAll}
+				r.Client.SetSeq(1)
+				back.send(t, tc.cmd, []byte(tc.arg("t_0")))
+				var err error
+				if tc.cmd == mysql.ComStmtPrepare {
+					p := want[0].payload
+					_, _, _, _, err = r.Prepare(uint32(p[1]) | uint32(p[2])<<8 | uint32(p[3])<<16 | uint32(p[4])<<24)
+				} else {
+					err = r.FieldList()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				compareWithServer(t, bc.out.Bytes(), want, -1)
+			})
+		}
+	}
+}
