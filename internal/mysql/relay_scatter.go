@@ -257,7 +257,8 @@ func (c *Concat) Finish(status uint16) error {
 // alias the backend's read buffer: feed it to an OKMerge before the next
 // read. An ERR is not relayed either: it is r.Info.Err, with a zero OK and
 // a nil error, for the caller to report. A result set, a LOAD DATA LOCAL
-// request or an OK announcing more results is a backend error.
+// request or an OK announcing more results is a backend error. r.Client
+// must be set: output pending for it is flushed before a read would block.
 func (r *Relay) PartOK() (OKPacket, error) {
 	r.Info.reset()
 	p, more, err := r.readBackend()
