@@ -428,12 +428,14 @@ func (c *Conn) noteOK(ok *mysql.OKPacket) {
 	}
 }
 
-// Relay returns the connection's relay, set up for a client.
+// Relay returns the connection's relay, set up for a client. It renames no
+// tables: a sharded statement sets RenameTable after this call.
 func (c *Conn) Relay(client *mysql.Conn, clientCaps uint32) *mysql.Relay {
 	r := &c.relay
 	r.Client, r.Backend = client, c.Conn
 	r.ClientCaps, r.BackendCaps = clientCaps, c.Caps
 	r.LocalFiles = clientCaps&mysql.ClientLocalFiles != 0
+	r.RenameTable = nil
 	return r
 }
 

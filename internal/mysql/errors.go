@@ -40,17 +40,21 @@ const (
 	// Not 2013 (CR_SERVER_LOST): codes 2000-2999 belong to client
 	// libraries, and libmariadb turns an ERR packet carrying one into
 	// 2027 "Received malformed packet".
-	ERConnectionKilled    uint16 = 1927
-	ERNetReadInterrupted  uint16 = 1159
-	ERNetErrorOnWrite     uint16 = 1160
-	ERNotAllowedCommand   uint16 = 1148
-	ERUnknownError        uint16 = 1105
-	ERNoSuchThread        uint16 = 1094
-	ERKillDenied          uint16 = 1095
-	ERQueryInterrupted    uint16 = 1317
-	ERUnknownStmtHandler  uint16 = 1243
-	ERMaxPreparedStmt     uint16 = 1461
-	ERNotSupportedYet     uint16 = 1235
+	ERConnectionKilled   uint16 = 1927
+	ERNetReadInterrupted uint16 = 1159
+	ERNetErrorOnWrite    uint16 = 1160
+	ERNotAllowedCommand  uint16 = 1148
+	ERUnknownError       uint16 = 1105
+	ERNoSuchThread       uint16 = 1094
+	ERKillDenied         uint16 = 1095
+	ERQueryInterrupted   uint16 = 1317
+	ERUnknownStmtHandler uint16 = 1243
+	ERMaxPreparedStmt    uint16 = 1461
+	ERNotSupportedYet    uint16 = 1235
+	// ERWrongColumnCount is MySQL's "The used SELECT statements have a
+	// different number of columns" (21000): shards whose parts of one
+	// result set disagree.
+	ERWrongColumnCount    uint16 = 1222
 	ERWrongArguments      uint16 = 1210
 	ERNewAbortingConn     uint16 = 1184
 	ERAbortingConnection  uint16 = 1152

@@ -65,10 +65,17 @@ type Relay struct {
 	ClientCaps, BackendCaps uint32
 	// LocalFiles reports whether the client accepts LOAD DATA LOCAL requests.
 	LocalFiles bool
-	Info       ResponseInfo
+	// RenameTable, when set, gives the column definitions of result sets,
+	// prepare responses and COM_FIELD_LIST the logical table names in
+	// place of a shard's sub-tables (coldef.go).
+	RenameTable TableRenamer
+	Info        ResponseInfo
 
 	pendingEOF bool // a column-definition EOF owed to a non-DEPRECATE_EOF client
-	scratch    []byte
+	// holdEnd: the rows being relayed are one part of a result set
+	// (Concat.Part); their terminator is read, not forwarded.
+	holdEnd bool
+	scratch []byte
 }
 
 func (r *Relay) sameEOF() bool {
@@ -228,20 +235,50 @@ func (r *Relay) resultSet(first []byte) (bool, error) {
 // columns relays n column definitions and the EOF that may follow them.
 func (r *Relay) columns(n uint64) error {
 	for i := uint64(0); i < n; i++ {
-		p, more, err := r.readBackend()
+		p, more, err := r.readColumn()
 		if err != nil {
 			return err
 		}
-		if len(p) > 0 && p[0] == HeaderErr && !more {
-			return backendErr(ParseErr(p))
-		}
-		if err := r.forward(p); err != nil {
-			return err
-		}
-		if err := r.forwardRest(more); err != nil {
+		if err := r.forwardColumn(p, more); err != nil {
 			return err
 		}
 	}
+	return r.columnsEnd()
+}
+
+// readColumn reads the first frame of a column definition.
+func (r *Relay) readColumn() ([]byte, bool, error) {
+	p, more, err := r.readBackend()
+	if err != nil {
+		return nil, false, err
+	}
+	if len(p) > 0 && p[0] == HeaderErr && !more {
+		return nil, false, backendErr(ParseErr(p))
+	}
+	return p, more, nil
+}
+
+// forwardColumn relays a column definition whose first frame is p, with
+// its table names made logical when RenameTable knows them. A definition
+// that names no such table (or spans frames) passes unchanged.
+func (r *Relay) forwardColumn(p []byte, more bool) error {
+	if r.RenameTable != nil && !more {
+		if cr, ok := colDefRename(p, r.RenameTable); ok {
+			r.Info.Sent = true
+			if err := r.Client.EndPacket(cr.appendTo(r.Client.BeginPacket(), p)); err != nil {
+				return clientErr(err)
+			}
+			return nil
+		}
+	}
+	if err := r.forward(p); err != nil {
+		return err
+	}
+	return r.forwardRest(more)
+}
+
+// columnsEnd relays or adapts the EOF that may follow column definitions.
+func (r *Relay) columnsEnd() error {
 	if r.BackendCaps&ClientDeprecateEOF == 0 {
 		p, _, err := r.readBackend()
 		if err != nil {
@@ -291,6 +328,9 @@ func (r *Relay) rows() (bool, error) {
 				r.Info.Err = ParseErr(p)
 				return false, r.forward(p)
 			case p[0] == HeaderEOF && len(p) < MaxPayload:
+				if r.holdEnd {
+					return false, r.partEnd(p)
+				}
 				return r.terminator(p)
 			}
 		}
@@ -529,10 +569,7 @@ func (r *Relay) fieldDefs() error {
 			_, err := r.terminator(p)
 			return err
 		}
-		if err := r.forward(p); err != nil {
-			return err
-		}
-		if err := r.forwardRest(more); err != nil {
+		if err := r.forwardColumn(p, more); err != nil {
 			return err
 		}
 	}

@@ -63,8 +63,16 @@ func (c *Conn) WriteTextResult(cols []Column, rows [][]string, caps uint32, stat
 			return err
 		}
 	}
-	if deprecateEOF {
-		return c.EndPacket(AppendOK(c.BeginPacket(), HeaderEOF, &OKPacket{Status: status}, caps))
+	return c.WriteTerminator(0, status, caps)
+}
+
+// WriteTerminator queues the packet that ends a result set's rows in the
+// form a client with capabilities caps expects: an OK with the 0xfe header
+// under CLIENT_DEPRECATE_EOF, a classic EOF otherwise.
+func (c *Conn) WriteTerminator(warnings, status uint16, caps uint32) error {
+	if caps&ClientDeprecateEOF != 0 {
+		ok := OKPacket{Status: status, Warnings: warnings}
+		return c.EndPacket(AppendOK(c.BeginPacket(), HeaderEOF, &ok, caps))
 	}
-	return c.EndPacket(AppendEOF(c.BeginPacket(), 0, status))
+	return c.EndPacket(AppendEOF(c.BeginPacket(), warnings, status))
 }
