@@ -102,6 +102,7 @@ func TestDiffErrors(t *testing.T) {
 // error against a reference that answered is a difference.
 func TestRefused(t *testing.T) {
 	opts := DefaultOptions()
+	const orderBy = "This version of shardgate doesn't yet support 'ORDER BY across shards'"
 	refusal := func(msg string) *mysql.SQLError {
 		return &mysql.SQLError{Code: mysql.ERNotSupportedYet, State: mysql.StateSyntax, Message: msg}
 	}
@@ -111,13 +112,14 @@ func TestRefused(t *testing.T) {
 		err       *mysql.SQLError
 		want      bool
 	}{
-		{"order by", true, refusal("This version of shardgate doesn't yet support 'ORDER BY across shards'"), true},
-		{"aggregate", true, refusal("shardgate does not yet support an aggregate across shards"), true},
-		{"shard key update", true, refusal("shardgate does not support an UPDATE that changes the shard key"), true},
-		{"message not allowed", true, refusal("This version of MariaDB doesn't yet support 'LIMIT & IN/ALL/ANY/SOME subquery'"), false},
-		{"wrong state", true, &mysql.SQLError{Code: mysql.ERNotSupportedYet, State: "HY000", Message: "ORDER BY across shards"}, false},
-		{"other error", true, &mysql.SQLError{Code: 1105, State: "HY000", Message: "ORDER BY across shards"}, false},
-		{"not refusable", false, refusal("ORDER BY across shards"), false},
+		{"order by", true, refusal("This version of shardgate doesn't yet support 'ORDER BY across shards on sharded table sf_user'"), true},
+		{"aggregate", true, refusal("This version of shardgate doesn't yet support 'an aggregate on sharded table sf_user'"), true},
+		{"shard key update", true, refusal("This version of shardgate doesn't yet support 'UPDATE of the shard key id of sf_user'"), true},
+		{"construct not listed", true, refusal("This version of shardgate doesn't yet support 'a JOIN on sharded table sf_user'"), false},
+		{"MariaDB's own", true, refusal("This version of MariaDB doesn't yet support 'LIMIT & IN/ALL/ANY/SOME subquery'"), false},
+		{"wrong state", true, &mysql.SQLError{Code: mysql.ERNotSupportedYet, State: "HY000", Message: orderBy}, false},
+		{"other error", true, &mysql.SQLError{Code: 1105, State: "HY000", Message: orderBy}, false},
+		{"not refusable", false, refusal(orderBy), false},
 		{"no error", true, nil, false},
 	}
 	for _, tt := range tests {

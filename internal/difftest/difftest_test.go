@@ -33,6 +33,8 @@ func TestHarnessAgainstTwoServers(t *testing.T) {
 		checkCoverage(t, rep)
 	})
 
+	t.Run("refusals", func(t *testing.T) { testRefusals(t, srvs) })
+
 	// The alterations run with a fixed seed: whether a random statement
 	// happens to read the altered row is up to the seed, and these tests
 	// check the harness, not the generator's luck.
