@@ -1,0 +1,432 @@
+package difftest
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/shardgate/shardgate/internal/mysql"
+)
+
+// Answer is everything a client sees of one statement.
+type Answer struct {
+	// Prepare is the COM_STMT_PREPARE answer of a prepared statement (nil
+	// for text statements and when the prepare failed: then Err is set).
+	Prepare *PrepareInfo
+	// Results are the OKs and result sets, in order (several for a
+	// multi-statement); a result set cut short by an ERR is kept.
+	Results []Result
+	// Err is the ERR that ended the statement, if any.
+	Err *mysql.SQLError
+	// Warnings are SHOW WARNINGS's rows after the statement.
+	Warnings []Warning
+}
+
+// PrepareInfo is what a prepare response describes.
+type PrepareInfo struct {
+	Params       int
+	ParamColumns []Column // the servers send placeholder definitions
+	Columns      []Column
+	Warnings     uint16
+}
+
+// Result is one OK or one result set with its terminator.
+type Result struct {
+	Columns []Column // nil for an OK
+	Rows    []Row
+	Binary  bool // rows are in the binary protocol (COM_STMT_EXECUTE)
+	// The OK packet's fields, or the result set terminator's (status and
+	// warnings; under DEPRECATE_EOF the terminator is an OK and has all).
+	AffectedRows uint64
+	LastInsertID uint64
+	Status       uint16
+	Warnings     uint16
+	Info         string
+}
+
+// Column is a protocol 4.1 column definition, every field of it.
+type Column struct {
+	Catalog, Schema, Table, OrgTable, Name, OrgName string
+	Charset                                         uint16
+	Length                                          uint32
+	Type                                            byte
+	Flags                                           uint16
+	Decimals                                        byte
+}
+
+// Row is one row's values.
+type Row []Value
+
+// Value is one value of a row: in the text protocol the text as sent, in
+// the binary protocol the raw encoding of the value (after the NULL
+// bitmap; compared byte for byte, decoded per type only for reports).
+type Value struct {
+	Null  bool
+	Bytes string
+}
+
+// Warning is one row of SHOW WARNINGS.
+type Warning struct {
+	Level   string
+	Code    uint16
+	Message string
+}
+
+// ignoredStatus are the status flags Diff does not compare:
+//   - NO_INDEX_USED and NO_GOOD_INDEX_USED describe the optimizer's plan,
+//     which depends on table statistics: a sub-table holding a quarter of
+//     the rows may well be scanned where the whole table is not;
+//   - QUERY_WAS_SLOW depends on timing;
+//   - SESSION_STATE_CHANGED reports session tracking, which the harness's
+//     connection turns on itself and a proxy answers for its own session.
+//
+// Every other flag (autocommit, in transaction, more results, cursor...)
+// must be equal.
+const ignoredStatus = mysql.StatusNoIndexUsed | mysql.StatusNoGoodIndexUsed |
+	mysql.StatusQueryWasSlow | mysql.StatusSessionStateChange
+
+// Diff compares got with the reference answer ref and describes every
+// difference, one per line; "" means equal. Rows are compared in order when
+// ordered (the statement's ORDER BY is total), as a multiset otherwise.
+// Everything is compared exactly, error messages included, except the
+// status flags in ignoredStatus. Refusals are the caller's business (see
+// Options.Refusals): to Diff a refusal is a difference.
+func Diff(ref, got Answer, ordered bool) string {
+	return diff(ref, got, ordered, true)
+}
+
+// diff is Diff; without counts, row differences leave out the row counts,
+// so that the difference of a table's contents stays the same while rows
+// are added elsewhere in the table.
+func diff(ref, got Answer, ordered, counts bool) string {
+	d := differ{counts: counts}
+	d.errors(ref.Err, got.Err)
+	d.prepare(ref.Prepare, got.Prepare)
+	if len(ref.Results) != len(got.Results) {
+		d.addf("results: %d in reference, %d in got", len(ref.Results), len(got.Results))
+	}
+	for i := range min(len(ref.Results), len(got.Results)) {
+		d.result(fmt.Sprintf("result %d: ", i+1), &ref.Results[i], &got.Results[i], ordered)
+	}
+	d.warnings(ref.Warnings, got.Warnings)
+	return strings.Join(d.lines, "\n")
+}
+
+type differ struct {
+	lines  []string
+	counts bool
+}
+
+func (d *differ) addf(format string, args ...any) {
+	d.lines = append(d.lines, fmt.Sprintf(format, args...))
+}
+
+func (d *differ) errors(ref, got *mysql.SQLError) {
+	switch {
+	case ref == nil && got == nil:
+	case ref == nil:
+		d.addf("error: reference succeeded, got %v", got)
+	case got == nil:
+		d.addf("error: reference failed with %v, got succeeded", ref)
+	case *ref != *got:
+		d.addf("error: reference %v, got %v", ref, got)
+	}
+}
+
+func (d *differ) prepare(ref, got *PrepareInfo) {
+	switch {
+	case ref == nil && got == nil:
+		return
+	case ref == nil || got == nil:
+		d.addf("prepare: reference %s, got %s", describePrepare(ref), describePrepare(got))
+		return
+	}
+	if ref.Params != got.Params {
+		d.addf("prepare: %d parameters in reference, %d in got", ref.Params, got.Params)
+	}
+	if ref.Warnings != got.Warnings {
+		d.addf("prepare: %d warnings in reference, %d in got", ref.Warnings, got.Warnings)
+	}
+	d.columns("prepare parameter ", ref.ParamColumns, got.ParamColumns)
+	d.columns("prepare ", ref.Columns, got.Columns)
+}
+
+func describePrepare(p *PrepareInfo) string {
+	if p == nil {
+		return "no prepare answer"
+	}
+	return fmt.Sprintf("%d parameters, %d columns", p.Params, len(p.Columns))
+}
+
+func (d *differ) result(at string, ref, got *Result, ordered bool) {
+	if (ref.Columns == nil) != (got.Columns == nil) {
+		d.addf("%sreference is %s, got %s", at, describeResult(ref), describeResult(got))
+		return
+	}
+	d.columns(at, ref.Columns, got.Columns)
+	if ref.Binary != got.Binary {
+		d.addf("%sreference rows binary=%v, got binary=%v", at, ref.Binary, got.Binary)
+	}
+	d.rows(at, ref, got, ordered)
+	if ref.AffectedRows != got.AffectedRows {
+		d.addf("%saffected rows: reference %d, got %d", at, ref.AffectedRows, got.AffectedRows)
+	}
+	if ref.LastInsertID != got.LastInsertID {
+		d.addf("%slast insert id: reference %d, got %d", at, ref.LastInsertID, got.LastInsertID)
+	}
+	if rs, gs := ref.Status&^ignoredStatus, got.Status&^ignoredStatus; rs != gs {
+		d.addf("%sstatus flags: reference 0x%04x, got 0x%04x", at, rs, gs)
+	}
+	if ref.Warnings != got.Warnings {
+		d.addf("%swarning count: reference %d, got %d", at, ref.Warnings, got.Warnings)
+	}
+	if ref.Info != got.Info {
+		d.addf("%sinfo: reference %q, got %q", at, ref.Info, got.Info)
+	}
+}
+
+func describeResult(r *Result) string {
+	if r.Columns == nil {
+		return "an OK"
+	}
+	return fmt.Sprintf("a result set of %d columns", len(r.Columns))
+}
+
+func (d *differ) columns(at string, ref, got []Column) {
+	if len(ref) != len(got) {
+		d.addf("%scolumns: %d in reference, %d in got", at, len(ref), len(got))
+		return
+	}
+	for i := range ref {
+		for _, f := range columnDiff(&ref[i], &got[i]) {
+			d.addf("%scolumn %d (%s): %s", at, i+1, ref[i].Name, f)
+		}
+	}
+}
+
+// columnDiff lists the fields of two column definitions that differ.
+func columnDiff(r, g *Column) []string {
+	var out []string
+	str := func(name, a, b string) {
+		if a != b {
+			out = append(out, fmt.Sprintf("%s: reference %q, got %q", name, a, b))
+		}
+	}
+	num := func(name string, a, b uint64) {
+		if a != b {
+			out = append(out, fmt.Sprintf("%s: reference %d, got %d", name, a, b))
+		}
+	}
+	str("catalog", r.Catalog, g.Catalog)
+	str("schema", r.Schema, g.Schema)
+	str("table", r.Table, g.Table)
+	str("org_table", r.OrgTable, g.OrgTable)
+	str("name", r.Name, g.Name)
+	str("org_name", r.OrgName, g.OrgName)
+	num("charset", uint64(r.Charset), uint64(g.Charset))
+	num("length", uint64(r.Length), uint64(g.Length))
+	num("type", uint64(r.Type), uint64(g.Type))
+	if r.Flags != g.Flags {
+		out = append(out, fmt.Sprintf("flags: reference 0x%04x, got 0x%04x", r.Flags, g.Flags))
+	}
+	num("decimals", uint64(r.Decimals), uint64(g.Decimals))
+	return out
+}
+
+// maxRowsShown bounds the rows a difference lists.
+const maxRowsShown = 5
+
+func (d *differ) rows(at string, ref, got *Result, ordered bool) {
+	if ordered {
+		for i := range max(len(ref.Rows), len(got.Rows)) {
+			if i < len(ref.Rows) && i < len(got.Rows) && slices.Equal(ref.Rows[i], got.Rows[i]) {
+				continue
+			}
+			d.addf("%srows differ (in order) from row %d: reference %d rows, got %d\n  reference: %s\n  got:       %s",
+				at, i+1, len(ref.Rows), len(got.Rows), rowAt(ref, i), rowAt(got, i))
+			return
+		}
+		return
+	}
+	onlyRef, onlyGot := multisetDiff(ref.Rows, got.Rows)
+	if len(onlyRef) == 0 && len(onlyGot) == 0 {
+		return
+	}
+	counts := ""
+	if d.counts {
+		counts = fmt.Sprintf(": reference %d rows, got %d", len(ref.Rows), len(got.Rows))
+	}
+	d.addf("%srows differ (as a multiset)%s\n  only in reference: %s\n  only in got:       %s",
+		at, counts, formatRows(ref, onlyRef), formatRows(got, onlyGot))
+}
+
+func rowAt(r *Result, i int) string {
+	if i >= len(r.Rows) {
+		return "(none)"
+	}
+	return FormatRow(r.Columns, r.Rows[i], r.Binary)
+}
+
+func formatRows(r *Result, rows []Row) string {
+	if len(rows) == 0 {
+		return "(none)"
+	}
+	var parts []string
+	for i, row := range rows {
+		if i == maxRowsShown {
+			parts = append(parts, fmt.Sprintf("… %d more", len(rows)-i))
+			break
+		}
+		parts = append(parts, FormatRow(r.Columns, row, r.Binary))
+	}
+	return strings.Join(parts, " ")
+}
+
+// multisetDiff returns the rows of a missing from b and of b missing from a,
+// counting duplicates.
+func multisetDiff(a, b []Row) (onlyA, onlyB []Row) {
+	count := make(map[string]int, len(a))
+	for _, r := range a {
+		count[rowKey(r)]++
+	}
+	for _, r := range b {
+		k := rowKey(r)
+		if count[k] > 0 {
+			count[k]--
+			continue
+		}
+		onlyB = append(onlyB, r)
+	}
+	for _, r := range a {
+		k := rowKey(r)
+		if count[k] > 0 {
+			count[k]--
+			onlyA = append(onlyA, r)
+		}
+	}
+	return onlyA, onlyB
+}
+
+// rowKey encodes a row unambiguously (lengths prefix the values).
+func rowKey(r Row) string {
+	var b strings.Builder
+	for _, v := range r {
+		if v.Null {
+			b.WriteString("N;")
+			continue
+		}
+		b.WriteString(strconv.Itoa(len(v.Bytes)))
+		b.WriteByte(':')
+		b.WriteString(v.Bytes)
+	}
+	return b.String()
+}
+
+func (d *differ) warnings(ref, got []Warning) {
+	if slices.Equal(ref, got) {
+		return
+	}
+	d.addf("warnings: reference %s, got %s", formatWarnings(ref), formatWarnings(got))
+}
+
+func formatWarnings(ws []Warning) string {
+	if len(ws) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		parts[i] = fmt.Sprintf("[%s %d %q]", w.Level, w.Code, w.Message)
+	}
+	return strings.Join(parts, " ")
+}
+
+// FormatRow renders a row for a report: text values quoted as sent, binary
+// values decoded per column type.
+func FormatRow(cols []Column, row Row, binaryRow bool) string {
+	parts := make([]string, len(row))
+	for i, v := range row {
+		switch {
+		case v.Null:
+			parts[i] = "NULL"
+		case binaryRow && i < len(cols):
+			parts[i] = decodeBinary(cols[i], []byte(v.Bytes))
+		default:
+			parts[i] = strconv.Quote(v.Bytes)
+		}
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// decodeBinary renders a binary-protocol value. Temporal values show their
+// encoded length too ("/7"), since servers may encode the same time with
+// or without its zero fraction and the comparison is of bytes.
+func decodeBinary(col Column, b []byte) string {
+	unsigned := col.Flags&mysql.FlagUnsigned != 0
+	le := binary.LittleEndian
+	switch col.Type {
+	case mysql.TypeTiny:
+		if unsigned {
+			return strconv.FormatUint(uint64(b[0]), 10)
+		}
+		return strconv.FormatInt(int64(int8(b[0])), 10)
+	case mysql.TypeShort, mysql.TypeYear:
+		if unsigned {
+			return strconv.FormatUint(uint64(le.Uint16(b)), 10)
+		}
+		return strconv.FormatInt(int64(int16(le.Uint16(b))), 10)
+	case mysql.TypeLong, mysql.TypeInt24:
+		if unsigned {
+			return strconv.FormatUint(uint64(le.Uint32(b)), 10)
+		}
+		return strconv.FormatInt(int64(int32(le.Uint32(b))), 10)
+	case mysql.TypeLongLong:
+		if unsigned {
+			return strconv.FormatUint(le.Uint64(b), 10)
+		}
+		return strconv.FormatInt(int64(le.Uint64(b)), 10)
+	case mysql.TypeFloat:
+		return strconv.FormatFloat(float64(math.Float32frombits(le.Uint32(b))), 'g', -1, 32)
+	case mysql.TypeDouble:
+		return strconv.FormatFloat(math.Float64frombits(le.Uint64(b)), 'g', -1, 64)
+	case mysql.TypeDate, mysql.TypeDateTime, mysql.TypeTimestamp:
+		return decodeDateTime(b)
+	case mysql.TypeTime:
+		return decodeTime(b)
+	}
+	return strconv.Quote(string(b))
+}
+
+func decodeDateTime(b []byte) string {
+	n := int(b[0])
+	v := make([]int, 7) // year month day hour minute second microsecond
+	if n >= 4 {
+		v[0], v[1], v[2] = int(binary.LittleEndian.Uint16(b[1:])), int(b[3]), int(b[4])
+	}
+	if n >= 7 {
+		v[3], v[4], v[5] = int(b[5]), int(b[6]), int(b[7])
+	}
+	if n >= 11 {
+		v[6] = int(binary.LittleEndian.Uint32(b[8:]))
+	}
+	return fmt.Sprintf("%04d-%02d-%02d %02d:%02d:%02d.%06d/%d", v[0], v[1], v[2], v[3], v[4], v[5], v[6], n)
+}
+
+func decodeTime(b []byte) string {
+	n := int(b[0])
+	if n < 8 {
+		return fmt.Sprintf("00:00:00/%d", n)
+	}
+	sign := ""
+	if b[1] == 1 {
+		sign = "-"
+	}
+	days := binary.LittleEndian.Uint32(b[2:])
+	micro := uint32(0)
+	if n >= 12 {
+		micro = binary.LittleEndian.Uint32(b[9:])
+	}
+	return fmt.Sprintf("%s%dd %02d:%02d:%02d.%06d/%d", sign, days, b[6], b[7], b[8], micro, n)
+}

@@ -1,0 +1,157 @@
+package difftest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/shardgate/shardgate/internal/mysql"
+)
+
+func userColumn() Column {
+	return Column{Catalog: "def", Schema: "shop", Table: "u", OrgTable: "sf_user", Name: "id", OrgName: "id",
+		Charset: 63, Length: 11, Type: mysql.TypeLong, Flags: 0x4203, Decimals: 0}
+}
+
+func sampleAnswer() Answer {
+	return Answer{
+		Results: []Result{{
+			Columns: []Column{userColumn()},
+			Rows:    []Row{{{Bytes: "1"}}, {{Bytes: "2"}}, {{Null: true}}},
+			Status:  mysql.StatusAutocommit,
+		}},
+		Warnings: []Warning{{Level: "Warning", Code: 1292, Message: "Truncated incorrect DOUBLE value: 'x'"}},
+	}
+}
+
+func TestDiff(t *testing.T) {
+	tests := []struct {
+		name    string
+		ordered bool
+		alter   func(a *Answer)
+		want    string // substring of the difference; "" for none
+	}{
+		{"equal", true, func(a *Answer) {}, ""},
+		{"catalog", true, func(a *Answer) { a.Results[0].Columns[0].Catalog = "x" }, `catalog: reference "def", got "x"`},
+		{"schema", true, func(a *Answer) { a.Results[0].Columns[0].Schema = "shop_0" }, `schema: reference "shop", got "shop_0"`},
+		{"table", true, func(a *Answer) { a.Results[0].Columns[0].Table = "sf_user_0003" }, `table: reference "u", got "sf_user_0003"`},
+		{"org_table", true, func(a *Answer) { a.Results[0].Columns[0].OrgTable = "sf_user_0003" }, `org_table: reference "sf_user", got "sf_user_0003"`},
+		{"name", true, func(a *Answer) { a.Results[0].Columns[0].Name = "ID" }, `name: reference "id", got "ID"`},
+		{"org_name", true, func(a *Answer) { a.Results[0].Columns[0].OrgName = "ID" }, `org_name: reference "id", got "ID"`},
+		{"charset", true, func(a *Answer) { a.Results[0].Columns[0].Charset = 45 }, "charset: reference 63, got 45"},
+		{"length", true, func(a *Answer) { a.Results[0].Columns[0].Length = 10 }, "length: reference 11, got 10"},
+		{"type", true, func(a *Answer) { a.Results[0].Columns[0].Type = mysql.TypeLongLong }, "type: reference 3, got 8"},
+		{"flags", true, func(a *Answer) { a.Results[0].Columns[0].Flags = 0x4003 }, "flags: reference 0x4203, got 0x4003"},
+		{"decimals", true, func(a *Answer) { a.Results[0].Columns[0].Decimals = 2 }, "decimals: reference 0, got 2"},
+		{"columns", true, func(a *Answer) { a.Results[0].Columns = append(a.Results[0].Columns, userColumn()) }, "columns: 1 in reference, 2 in got"},
+		{"row order, ordered", true, func(a *Answer) { r := a.Results[0].Rows; r[0], r[1] = r[1], r[0] }, "rows differ (in order) from row 1"},
+		{"row order, multiset", false, func(a *Answer) { r := a.Results[0].Rows; r[0], r[1] = r[1], r[0] }, ""},
+		{"row missing, multiset", false, func(a *Answer) { a.Results[0].Rows = a.Results[0].Rows[1:] }, `only in reference: ("1")`},
+		{"row duplicated, multiset", false, func(a *Answer) { a.Results[0].Rows = append(a.Results[0].Rows, Row{{Bytes: "2"}}) }, `only in got:       ("2")`},
+		{"NULL is not empty", false, func(a *Answer) { a.Results[0].Rows[2][0] = Value{} }, `only in got:       ("")`},
+		{"affected rows", true, func(a *Answer) { a.Results[0].AffectedRows = 2 }, "affected rows: reference 0, got 2"},
+		{"last insert id", true, func(a *Answer) { a.Results[0].LastInsertID = 7 }, "last insert id: reference 0, got 7"},
+		{"info", true, func(a *Answer) { a.Results[0].Info = "Records: 2" }, `info: reference "", got "Records: 2"`},
+		{"warning count", true, func(a *Answer) { a.Results[0].Warnings = 1 }, "warning count: reference 0, got 1"},
+		{"status in transaction", true, func(a *Answer) { a.Results[0].Status |= mysql.StatusInTrans }, "status flags: reference 0x0002, got 0x0003"},
+		{"status index use ignored", true, func(a *Answer) { a.Results[0].Status |= mysql.StatusNoIndexUsed | mysql.StatusSessionStateChange }, ""},
+		{"warnings", true, func(a *Answer) { a.Warnings[0].Code = 1366 }, "warnings: reference [Warning 1292"},
+		{"warning missing", true, func(a *Answer) { a.Warnings = nil }, "got none"},
+		{"results", true, func(a *Answer) { a.Results = append(a.Results, Result{}) }, "results: 1 in reference, 2 in got"},
+		{"OK for result set", true, func(a *Answer) { a.Results[0] = Result{} }, "reference is a result set of 1 columns, got an OK"},
+		{"unexpected error", true, func(a *Answer) {
+			a.Err = &mysql.SQLError{Code: 1146, State: "42S02", Message: "Table 'shop.sf_user_0003' doesn't exist"}
+		}, "error: reference succeeded, got ERROR 1146 (42S02)"},
+		{"prepare missing", true, func(a *Answer) { a.Prepare = &PrepareInfo{Params: 1} }, "prepare: reference no prepare answer, got 1 parameters"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ref, got := sampleAnswer(), sampleAnswer()
+			tt.alter(&got)
+			d := Diff(ref, got, tt.ordered)
+			if tt.want == "" && d != "" || !strings.Contains(d, tt.want) {
+				t.Errorf("Diff = %q, want it to contain %q", d, tt.want)
+			}
+		})
+	}
+}
+
+func TestDiffErrors(t *testing.T) {
+	dup := &mysql.SQLError{Code: 1062, State: "23000", Message: "Duplicate entry '5' for key 'PRIMARY'"}
+	tests := []struct {
+		name     string
+		ref, got *mysql.SQLError
+		want     string
+	}{
+		{"same", dup, dup, ""},
+		{"message", dup, &mysql.SQLError{Code: 1062, State: "23000", Message: "Duplicate entry '5' for key 'x'"}, "error: reference ERROR 1062"},
+		{"state", dup, &mysql.SQLError{Code: 1062, State: "HY000", Message: dup.Message}, "got ERROR 1062 (HY000)"},
+		{"reference failed", dup, nil, "error: reference failed with ERROR 1062 (23000)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Diff(Answer{Err: tt.ref}, Answer{Err: tt.got}, true)
+			if tt.want == "" && d != "" || !strings.Contains(d, tt.want) {
+				t.Errorf("Diff = %q, want it to contain %q", d, tt.want)
+			}
+		})
+	}
+}
+
+// TestRefused: only a refusable statement answered with 1235 (42000) and
+// an allowed message is a refusal; anything else goes to Diff, where an
+// error against a reference that answered is a difference.
+func TestRefused(t *testing.T) {
+	opts := DefaultOptions()
+	const orderBy = "This version of shardgate doesn't yet support 'ORDER BY across shards'"
+	refusal := func(msg string) *mysql.SQLError {
+		return &mysql.SQLError{Code: mysql.ERNotSupportedYet, State: mysql.StateSyntax, Message: msg}
+	}
+	tests := []struct {
+		name      string
+		refusable bool
+		err       *mysql.SQLError
+		want      bool
+	}{
+		{"order by", true, refusal("This version of shardgate doesn't yet support 'ORDER BY across shards on sharded table sf_user'"), true},
+		{"aggregate", true, refusal("This version of shardgate doesn't yet support 'an aggregate on sharded table sf_user'"), true},
+		{"shard key update", true, refusal("This version of shardgate doesn't yet support 'UPDATE of the shard key id of sf_user'"), true},
+		{"construct not listed", true, refusal("This version of shardgate doesn't yet support 'a JOIN on sharded table sf_user'"), false},
+		{"MariaDB's own", true, refusal("This version of MariaDB doesn't yet support 'LIMIT & IN/ALL/ANY/SOME subquery'"), false},
+		{"wrong state", true, &mysql.SQLError{Code: mysql.ERNotSupportedYet, State: "HY000", Message: orderBy}, false},
+		{"other error", true, &mysql.SQLError{Code: 1105, State: "HY000", Message: orderBy}, false},
+		{"not refusable", false, refusal(orderBy), false},
+		{"no error", true, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := Statement{Refusable: tt.refusable}
+			got := Answer{Err: tt.err}
+			if r := opts.Refused(&st, &got); r != tt.want {
+				t.Fatalf("Refused = %v, want %v", r, tt.want)
+			}
+			if !tt.want && tt.err != nil && Diff(Answer{}, got, true) == "" {
+				t.Errorf("an error where the reference succeeded is no difference")
+			}
+		})
+	}
+}
+
+func TestFormatRowBinary(t *testing.T) {
+	cols := []Column{
+		{Type: mysql.TypeLong}, {Type: mysql.TypeLongLong, Flags: mysql.FlagUnsigned}, {Type: mysql.TypeDouble},
+		{Type: mysql.TypeDate}, {Type: mysql.TypeDateTime}, {Type: mysql.TypeNewDecimal}, {Type: mysql.TypeTiny},
+	}
+	row := Row{
+		{Bytes: "\xfe\xff\xff\xff"},
+		{Bytes: "\xff\xff\xff\xff\xff\xff\xff\xff"},
+		{Bytes: "\x00\x00\x00\x00\x00\x00\xf8\x3f"},
+		{Bytes: "\x04\xe8\x07\x02\x1d"},
+		{Bytes: "\x0b\xe8\x07\x02\x1d\x17\x3b\x3a\x40\xe2\x01\x00"},
+		{Bytes: "-1.50"},
+		{Null: true},
+	}
+	want := `(-2, 18446744073709551615, 1.5, 2024-02-29 00:00:00.000000/4, 2024-02-29 23:59:58.123456/11, "-1.50", NULL)`
+	if got := FormatRow(cols, row, true); got != want {
+		t.Errorf("FormatRow = %s\nwant         %s", got, want)
+	}
+}

@@ -1,0 +1,113 @@
+package difftest
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestGeneratorDeterministic(t *testing.T) {
+	a, b, c := NewGenerator(7), NewGenerator(7), NewGenerator(8)
+	if !reflect.DeepEqual(a.Data(), b.Data()) {
+		t.Fatal("the same seed gives different data")
+	}
+	same := true
+	for i := range 500 {
+		sa, sb, sc := a.Next(), b.Next(), c.Next()
+		if !reflect.DeepEqual(sa, sb) {
+			t.Fatalf("statement %d differs for the same seed:\n%+v\n%+v", i+1, sa, sb)
+		}
+		same = same && reflect.DeepEqual(sa, sc)
+	}
+	if same {
+		t.Error("seeds 7 and 8 give the same statements")
+	}
+}
+
+// TestGeneratorStatements checks what the runner relies on: a prepared
+// form with one argument per placeholder, writes naming their tables,
+// refusals allowed only for merges and key updates, every kind made.
+func TestGeneratorStatements(t *testing.T) {
+	g := NewGenerator(1)
+	seen := map[string]int{}
+	for range 5000 {
+		st := g.Next()
+		seen[st.Kind]++
+		if n := placeholders(st.Prepared); n != len(st.Args) {
+			t.Fatalf("%d placeholders, %d args: %s", n, len(st.Args), st.Prepared)
+		}
+		if strings.ContainsAny(st.SQL, "?\\") {
+			t.Fatalf("text form holds ? or a backslash: %s", st.SQL)
+		}
+		isWrite := !strings.HasPrefix(st.SQL, "SELECT")
+		if isWrite != (len(st.Writes) > 0) {
+			t.Fatalf("writes %v for %s", st.Writes, st.SQL)
+		}
+		for _, w := range st.Writes {
+			if !strings.Contains(st.SQL, w) || !slices.Contains(Tables, w) {
+				t.Fatalf("writes %s for %s", w, st.SQL)
+			}
+		}
+		if st.Refusable != strings.HasPrefix(st.Kind, "refused") {
+			t.Fatalf("kind %s refusable=%v: %s", st.Kind, st.Refusable, st.SQL)
+		}
+	}
+	for _, k := range Kinds() {
+		if seen[k] == 0 {
+			t.Errorf("kind %s never generated", k)
+		}
+	}
+}
+
+// placeholders counts the ? outside string literals.
+func placeholders(s string) int {
+	n, inQuote := 0, false
+	for _, c := range s {
+		switch {
+		case c == '\'':
+			inQuote = !inQuote
+		case c == '?' && !inQuote:
+			n++
+		}
+	}
+	return n
+}
+
+func TestGeneratorData(t *testing.T) {
+	stmts := NewGenerator(3).Data()
+	written := map[string]bool{}
+	for _, st := range stmts {
+		if !strings.HasPrefix(st.SQL, "INSERT INTO "+st.Writes[0]+" ") {
+			t.Fatalf("load statement %s writes %v", st.SQL, st.Writes)
+		}
+		written[st.Writes[0]] = true
+	}
+	for _, tbl := range Tables {
+		if !written[tbl] {
+			t.Errorf("no data for %s", tbl)
+		}
+	}
+}
+
+func TestSchemaYAML(t *testing.T) {
+	y, err := SchemaYAML("shop", []string{"s0", "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  - name: shop\n    default_cluster: s0\n",
+		"{name: sf_user, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 4}",
+		"{name: sf_order, shard_key: user_id, like: sf_user}",
+		"{name: sf_city, type: reference}",
+		"rule: range, shards: [s0, s1], sub_tables: 2, ranges: [[null, 0], [0, 100], [100, 1000], [1000, null]]",
+		"rule: date_month, shards: [s0, s1], sub_tables: 2, periods: [2023-01..2023-06,",
+	} {
+		if !strings.Contains(y, want) {
+			t.Errorf("schema YAML lacks %q:\n%s", want, y)
+		}
+	}
+	if _, err := SchemaYAML("shop", []string{"s0", "s1", "s2"}); err == nil {
+		t.Error("3 shards for 4 sub-tables accepted")
+	}
+}

@@ -1,0 +1,349 @@
+package difftest
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+var (
+	seedFlag  = flag.Int64("difftest.seed", 0, "seed of the differential tests' data and statements (0: a new one, logged)")
+	countFlag = flag.Int("difftest.n", 0, "number of statements a differential test runs (0: the test's own)")
+)
+
+// Seed returns the seed a differential test should use: -difftest.seed
+// when given, else a new one. The runner reports it with every difference.
+func Seed() int64 {
+	if *seedFlag != 0 {
+		return *seedFlag
+	}
+	return time.Now().UnixNano()
+}
+
+// Count returns -difftest.n when given, else def.
+func Count(def int) int {
+	if *countFlag > 0 {
+		return *countFlag
+	}
+	return def
+}
+
+// Options tune a run.
+type Options struct {
+	// Refusals are the messages a refusal may carry. A Refusable statement
+	// answered with 1235 (SQLSTATE 42000) and a message matching one of
+	// them is counted as refused, not as a difference. Any other error
+	// where the reference answered is a difference.
+	Refusals []*regexp.Regexp
+	// MaxDifferences stops a run once it has found this many (0: 50).
+	MaxDifferences int
+}
+
+// DefaultRefusals accept shardgate's form of 1235 (MySQL's own wording
+// with the product's name, see docs/sharding.md) naming one of the
+// constructs issue 13 refuses on a sharded schema: a merge across shards
+// or a change of a shard key. MariaDB's own 1235s ("This version of
+// MariaDB ...") are not refusals.
+var DefaultRefusals = []*regexp.Regexp{
+	regexp.MustCompile(`^This version of shardgate doesn't yet support '.*\b(?i:ORDER BY|GROUP BY|aggregate|DISTINCT|LIMIT|UNION|HAVING|shard key)\b.*'$`),
+}
+
+// DefaultOptions are the options Run uses.
+func DefaultOptions() Options { return Options{Refusals: DefaultRefusals} }
+
+// Report is the outcome of a run.
+type Report struct {
+	Seed       int64
+	Statements int
+	Kinds      map[string]*KindCount
+	Refusals   int
+	// ErrorCodes counts the reference's errors by code: duplicate keys
+	// (1062) are expected; a syntax error (1064) is a generator bug.
+	ErrorCodes  map[uint16]int
+	Differences []Difference
+}
+
+// KindCount counts one kind of statement.
+type KindCount struct {
+	Text, Prepared, Refused, Different int
+}
+
+// Difference is one statement whose answers differ, or a table whose
+// contents differ after a statement.
+type Difference struct {
+	Seed     int64
+	Index    int // statement number in its run, from 1; 0: before the first
+	Kind     string
+	Prepared bool
+	SQL      string // the text form; the prepared form and arguments follow when Prepared
+	Prep     string
+	Args     []any
+	Table    string // set for a contents difference: the table compared
+	Detail   string
+}
+
+func (d Difference) String() string {
+	var b strings.Builder
+	mode := "text"
+	if d.Prepared {
+		mode = "prepared"
+	}
+	fmt.Fprintf(&b, "seed %d statement #%d [%s] (%s)", d.Seed, d.Index, d.Kind, mode)
+	if d.Table != "" {
+		fmt.Fprintf(&b, ": contents of %s differ after it", d.Table)
+	}
+	if d.SQL != "" {
+		fmt.Fprintf(&b, "\n  sql: %s", d.SQL)
+	}
+	if d.Prepared {
+		fmt.Fprintf(&b, "\n  prepared as: %s\n  args: %s", d.Prep, formatArgs(d.Args))
+	}
+	for _, line := range strings.Split(d.Detail, "\n") {
+		b.WriteString("\n  ")
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+func formatArgs(args []any) string {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case nil:
+			parts[i] = "NULL"
+		case string:
+			parts[i] = fmt.Sprintf("%q", v)
+		case Decimal:
+			parts[i] = fmt.Sprintf("decimal(%s)", string(v))
+		case time.Time:
+			parts[i] = "datetime(" + v.Format("2006-01-02 15:04:05.000000") + ")"
+		default:
+			parts[i] = fmt.Sprintf("%T(%v)", a, a)
+		}
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// Summary is the per-kind table of a report.
+func (r *Report) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: %d statements, %d refused, %d differences, reference errors by code %v\n",
+		r.Seed, r.Statements, r.Refusals, len(r.Differences), r.ErrorCodes)
+	names := make([]string, 0, len(r.Kinds))
+	for k := range r.Kinds {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	fmt.Fprintf(&b, "  %-16s %6s %8s %7s %9s\n", "kind", "text", "prepared", "refused", "different")
+	for _, k := range names {
+		c := r.Kinds[k]
+		fmt.Fprintf(&b, "  %-16s %6d %8d %7d %9d\n", k, c.Text, c.Prepared, c.Refused, c.Different)
+	}
+	return b.String()
+}
+
+// ServerTarget is a target for the test account of a testenv server.
+func ServerTarget(name string, s *testenv.Server, database string) Target {
+	return Target{Name: name, Addr: s.Addr, User: s.User, Password: s.Password, Database: database}
+}
+
+// Load creates the generator's schema and loads its data on both targets,
+// comparing every answer, and fails the test on any difference: a harness
+// whose targets start out different compares nothing useful.
+func Load(t testing.TB, ref, got Target, gen *Generator) {
+	t.Helper()
+	stmts := append(gen.Schema(), gen.Data()...)
+	rep, err := Apply(ref, got, gen.Seed(), stmts, DefaultOptions())
+	if err != nil {
+		t.Fatalf("difftest: load: %v", err)
+	}
+	if len(rep.Differences) > 0 {
+		for _, d := range rep.Differences {
+			t.Errorf("difftest: load: %v", d)
+		}
+		t.FailNow()
+	}
+}
+
+// Run runs n statements of gen on both targets (see Check), logs the
+// per-kind summary and fails the test for each difference.
+func Run(t testing.TB, ref, got Target, gen *Generator, n int) *Report {
+	t.Helper()
+	rep, err := Check(ref, got, gen, n, DefaultOptions())
+	if err != nil {
+		t.Fatalf("difftest: seed %d: %v", gen.Seed(), err)
+	}
+	t.Logf("difftest: %s", rep.Summary())
+	for _, d := range rep.Differences {
+		t.Errorf("difftest: %v", d)
+	}
+	if len(rep.Differences) > 0 {
+		t.Logf("difftest: reproduce with -difftest.seed=%d", rep.Seed)
+	}
+	return rep
+}
+
+// Check compares the targets' tables, then runs n statements of gen on
+// both, odd-numbered ones as text and even-numbered ones prepared (binary
+// protocol), and compares every answer (Diff) and, after each statement
+// that writes, the written tables' contents; finally it compares every
+// table again. The error is for a broken connection, not a difference.
+func Check(ref, got Target, gen *Generator, n int, opts Options) (*Report, error) {
+	r, err := newRunner(ref, got, gen.Seed(), opts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	if err := r.contents(0, Statement{Kind: "initial"}, false, Tables); err != nil {
+		return r.rep, err
+	}
+	for i := 1; i <= n && !r.full(); i++ {
+		if err := r.statement(i, gen.Next()); err != nil {
+			return r.rep, err
+		}
+	}
+	return r.rep, r.contents(n, Statement{Kind: "final"}, false, Tables)
+}
+
+// Apply runs stmts in order on both targets, like Check.
+func Apply(ref, got Target, seed int64, stmts []Statement, opts Options) (*Report, error) {
+	r, err := newRunner(ref, got, seed, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	for i, st := range stmts {
+		if r.full() {
+			break
+		}
+		if err := r.statement(i+1, st); err != nil {
+			return r.rep, err
+		}
+	}
+	return r.rep, nil
+}
+
+type runner struct {
+	ref, got *Client
+	opts     Options
+	rep      *Report
+	// lastContents is the last contents difference reported per table, so
+	// one wrong row is reported once, not after every later write.
+	lastContents map[string]string
+}
+
+func newRunner(ref, got Target, seed int64, opts Options) (*runner, error) {
+	if opts.MaxDifferences == 0 {
+		opts.MaxDifferences = 50
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, err := Dial(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	gc, err := Dial(ctx, got)
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	return &runner{ref: rc, got: gc, opts: opts, lastContents: map[string]string{},
+		rep: &Report{Seed: seed, Kinds: map[string]*KindCount{}, ErrorCodes: map[uint16]int{}}}, nil
+}
+
+func (r *runner) close() {
+	r.ref.Close()
+	r.got.Close()
+}
+
+func (r *runner) full() bool { return len(r.rep.Differences) >= r.opts.MaxDifferences }
+
+// statement runs st number i on both targets. The target under test goes
+// first: when it refuses a refusable write, the reference does not run
+// it either, so both keep the same rows.
+func (r *runner) statement(i int, st Statement) error {
+	prepared := i%2 == 0 && st.Prepared != ""
+	kc := r.rep.Kinds[st.Kind]
+	if kc == nil {
+		kc = &KindCount{}
+		r.rep.Kinds[st.Kind] = kc
+	}
+	if prepared {
+		kc.Prepared++
+	} else {
+		kc.Text++
+	}
+	r.rep.Statements++
+	got, err := r.got.Run(&st, prepared)
+	if err != nil {
+		return fmt.Errorf("statement #%d %s: %w", i, st.SQL, err)
+	}
+	if r.opts.Refused(&st, &got) {
+		kc.Refused++
+		r.rep.Refusals++
+	} else {
+		ref, err := r.ref.Run(&st, prepared)
+		if err != nil {
+			return fmt.Errorf("statement #%d %s: %w", i, st.SQL, err)
+		}
+		if ref.Err != nil {
+			r.rep.ErrorCodes[ref.Err.Code]++
+		}
+		if d := Diff(ref, got, st.Ordered); d != "" {
+			kc.Different++
+			r.add(i, st, prepared, "", d)
+		}
+	}
+	return r.contents(i, st, prepared, st.Writes)
+}
+
+// Refused reports whether got is an acceptable refusal of st: st is
+// Refusable and got failed with 1235 (42000) and one of the Refusals.
+func (o Options) Refused(st *Statement, got *Answer) bool {
+	e := got.Err
+	if !st.Refusable || e == nil || e.Code != mysql.ERNotSupportedYet || e.State != mysql.StateSyntax {
+		return false
+	}
+	for _, re := range o.Refusals {
+		if re.MatchString(e.Message) {
+			return true
+		}
+	}
+	return false
+}
+
+// contents compares the rows of tables on both targets, as multisets
+// (SELECT * without ORDER BY: a scatter read needs no merge).
+func (r *runner) contents(i int, st Statement, prepared bool, tables []string) error {
+	for _, t := range tables {
+		q := "SELECT * FROM " + t
+		ref, err1 := r.ref.Query(q)
+		got, err2 := r.got.Query(q)
+		if err := errors.Join(err1, err2); err != nil {
+			return fmt.Errorf("contents of %s after statement #%d: %w", t, i, err)
+		}
+		d := diff(ref, got, false, false)
+		if d != "" && d != r.lastContents[t] {
+			r.add(i, st, prepared, t, d)
+		}
+		r.lastContents[t] = d
+	}
+	return nil
+}
+
+func (r *runner) add(i int, st Statement, prepared bool, table, detail string) {
+	d := Difference{Seed: r.rep.Seed, Index: i, Kind: st.Kind, Prepared: prepared, SQL: st.SQL, Table: table, Detail: detail}
+	if prepared {
+		d.Prep, d.Args = st.Prepared, st.Args
+	}
+	r.rep.Differences = append(r.rep.Differences, d)
+}
