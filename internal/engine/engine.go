@@ -29,6 +29,29 @@ type Cursor interface {
 	// every shard the session's transaction touched, the shard that wrote
 	// last, and answers the client with that shard's answer.
 	EndTransaction(q []byte) bool
+
+	// The steps of a statement that runs in parts (Scatter, Fanout):
+
+	// Acquire returns a connection to a server of cl (a replica when
+	// replicaOK and the session allows one), in step with the session's
+	// state, for one part. nil: the client has been answered with the
+	// error, and ok says whether the session goes on.
+	Acquire(cl *backend.Cluster, replicaOK bool) (c *backend.Conn, ok bool)
+	// Relay returns the relay from c to the client, which renames
+	// sub-tables to their logical tables in column definitions.
+	Relay(c *backend.Conn) *mysql.Relay
+	// Done ends a part c's server answered (OK, rows or ERR): the session
+	// learns its state changes, and c is released or stays pinned.
+	Done(c *backend.Conn, info *mysql.ResponseInfo)
+	// Failed handles a part whose connection failed (err says which
+	// side); sent: the client has part of the answer. It answers the
+	// client and reports whether the session goes on.
+	Failed(c *backend.Conn, err error, sent bool) bool
+	// Status is the server status the answer ends with.
+	Status() uint16
+	// Answer sends ok as the whole statement's answer and remembers its
+	// affected rows and insert id as the session's.
+	Answer(ok *mysql.OKPacket) bool
 }
 
 // Primitive is one step of a plan.

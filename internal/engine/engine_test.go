@@ -32,6 +32,15 @@ func (f *fakeCursor) EndTransaction(q []byte) bool {
 	return f.ok
 }
 
+// The part steps are exercised against real servers (internal/proxy
+// shards tests): a part needs a real backend connection.
+func (f *fakeCursor) Acquire(*backend.Cluster, bool) (*backend.Conn, bool) { return nil, false }
+func (f *fakeCursor) Relay(*backend.Conn) *mysql.Relay                     { return nil }
+func (f *fakeCursor) Done(*backend.Conn, *mysql.ResponseInfo)              {}
+func (f *fakeCursor) Failed(*backend.Conn, error, bool) bool               { return false }
+func (f *fakeCursor) Status() uint16                                       { return 0 }
+func (f *fakeCursor) Answer(*mysql.OKPacket) bool                          { return false }
+
 func (f *fakeCursor) Run(cl *backend.Cluster, replicaOK bool, q []byte) bool {
 	f.runs = append(f.runs, run{cl, replicaOK, append([]byte(nil), q...)})
 	return f.ok

@@ -176,6 +176,9 @@ func (s *Session) authenticate(user, plugin string, resp []byte) error {
 	s.srv.opt.AuthGuard.Succeeded(host)
 	s.user = u
 	s.home = s.homeCluster(u)
+	if len(s.srv.opt.Keyspaces) > 0 && s.renamer == nil {
+		s.renamer = s.renameSubTable
+	}
 	s.cl = s.home
 	return nil
 }

@@ -422,6 +422,7 @@ func (s *Session) run(c *backend.Conn, p []byte, rk relayKind) (info *mysql.Resp
 		return nil, err
 	}
 	r := c.Relay(s.client, s.caps)
+	r.RenameTable = s.renamer
 	switch rk {
 	case relaySingle:
 		err = r.Single()

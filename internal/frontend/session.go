@@ -15,6 +15,8 @@ import (
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/planner"
+	"github.com/shardgate/shardgate/internal/router"
 )
 
 // Session is one client connection.
@@ -85,6 +87,19 @@ type Session struct {
 	others    []heldConn       // connections held on other clusters (shards.go)
 	beginSQL  []byte           // the client's BEGIN, repeated on each shard its transaction touches
 	trxWriter *backend.Cluster // the shard the open transaction wrote to
+
+	// A statement on a sharded schema (shards.go): its shape and values,
+	// the parts it runs in, rendered into one buffer, and the primitives
+	// that run them.
+	shape    router.Shape
+	vals     planner.TextValues
+	sub      [1]int
+	parts    []engine.Part
+	partSQL  []byte
+	partEnds []int
+	scatter  engine.Scatter
+	fanout   engine.Fanout
+	renamer  mysql.TableRenamer // renameSubTable, made once
 
 	// trxAborted: the session's transaction died with its backend
 	// connection; statements fail until ROLLBACK or COMMIT ends it.

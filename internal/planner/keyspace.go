@@ -13,11 +13,14 @@ type Keyspace struct {
 	Schema  *sharding.Schema
 	Default *backend.Cluster // where unlisted tables live
 	shards  map[string]*backend.Cluster
+	parser  *Parser
+	cache   *Cache[*Plan]
 }
 
 // NewKeyspace binds a schema to the clusters its shards name.
 func NewKeyspace(s *sharding.Schema, clusters map[string]*backend.Cluster) (*Keyspace, error) {
-	k := &Keyspace{Schema: s, shards: make(map[string]*backend.Cluster, len(s.Shards))}
+	k := &Keyspace{Schema: s, shards: make(map[string]*backend.Cluster, len(s.Shards)),
+		parser: NewParser(), cache: NewCache[*Plan](maxPlans)}
 	for _, name := range s.Shards {
 		cl := clusters[name]
 		if cl == nil {

@@ -409,6 +409,7 @@ func listenerTLS(t *config.ListenerTLS) (*tls.Config, error) {
 
 // Start serves every listener in the background. Errors arrive on Err.
 func (p *Proxy) Start() {
+	p.startKeyTypes()
 	for i, srv := range p.servers {
 		srv, ln := srv, p.lns[i]
 		p.log.Info("listening for MySQL clients", "addr", ln.Addr().String())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/sharding"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
 
@@ -20,8 +21,10 @@ func shardedPair(t *testing.T, db string) (p0, p1 *sql.DB, s0, s1 *testenv.Serve
 	for _, s := range []*testenv.Server{s0, s1} {
 		s.Exec(t, "DROP DATABASE IF EXISTS "+db, "CREATE DATABASE "+db)
 	}
-	s0.Exec(t, "CREATE TABLE "+db+".t_0000 (id INT PRIMARY KEY, v INT)", "CREATE TABLE "+db+".t_0001 (id INT PRIMARY KEY, v INT)")
-	s1.Exec(t, "CREATE TABLE "+db+".t_0002 (id INT PRIMARY KEY, v INT)", "CREATE TABLE "+db+".t_0003 (id INT PRIMARY KEY, v INT)")
+	s0.Exec(t, "CREATE TABLE "+db+".t_0000 (id INT PRIMARY KEY, v INT)", "CREATE TABLE "+db+".t_0001 (id INT PRIMARY KEY, v INT)",
+		"CREATE TABLE "+db+".city (id INT PRIMARY KEY, name VARCHAR(20))", "CREATE TABLE "+db+".plain (id INT PRIMARY KEY)")
+	s1.Exec(t, "CREATE TABLE "+db+".t_0002 (id INT PRIMARY KEY, v INT)", "CREATE TABLE "+db+".t_0003 (id INT PRIMARY KEY, v INT)",
+		"CREATE TABLE "+db+".city (id INT PRIMARY KEY, name VARCHAR(20))")
 	yaml := fmt.Sprintf(`
 listeners: [{address: "127.0.0.1:0"}]
 users:
@@ -34,6 +37,7 @@ schemas:
     default_cluster: s0
     tables:
       - {name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}
+      - {name: city, type: reference}
 `, appUser, hashOf(appPass), db, testenv.User, testenv.Password, s0.Addr, testenv.User, testenv.Password, s1.Addr, db)
 	cfg, err := config.Parse([]byte(yaml), "sharded.yaml")
 	if err != nil {
@@ -62,12 +66,6 @@ func TestShardHintSendsAStatementToOneShard(t *testing.T) {
 	_, err := db.Exec("/* shardgate:shard=s9 */ SELECT 1")
 	if mysqlErrCode(err) != mysql.ERNotSupportedYet || !contains(err.Error(), `"s9"`) {
 		t.Fatalf("unknown shard in a hint: %v, want 1235 naming it", err)
-	}
-	// Until statements are routed by their shard key, the proxy refuses
-	// them rather than guess a shard.
-	_, err = db.Exec("SELECT * FROM t WHERE id = 1")
-	if mysqlErrCode(err) != mysql.ERNotSupportedYet || !contains(err.Error(), "shardgate:shard=") {
-		t.Fatalf("unrouted statement on a sharded schema: %v, want 1235", err)
 	}
 }
 
@@ -119,5 +117,105 @@ func TestTransactionAcrossShards(t *testing.T) {
 	mustExec(t, conn, "/* shardgate:shard=s0 */ INSERT INTO t_0000 VALUES (3, 3)")
 	if got := queryString(t, d0, "SELECT COUNT(*) FROM t_0000"); got != "1" {
 		t.Fatalf("s0 rows = %s after the transaction, want 1", got)
+	}
+}
+
+// subTableOf is where the hash rule puts an INT key among n sub-tables.
+func subTableOf(t *testing.T, id int64, n int) int {
+	t.Helper()
+	h, err := sharding.NewHash(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i, err := h.Index(sharding.IntValue(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
+}
+
+func TestShardedStatementsRouteByKey(t *testing.T) {
+	d0, d1, _, _, proxyDB := shardedPair(t, "sroute")
+	db := proxyDB("")
+	direct := []*sql.DB{d0, d0, d1, d1} // by sub-table
+	for id := int64(-5); id <= 14; id++ {
+		mustExec(t, db, fmt.Sprintf("INSERT INTO t (id, v) VALUES (%d, %d)", id, id*10))
+	}
+	// Each row is on the sub-table the hash rule names, and only there.
+	for id := int64(-5); id <= 14; id++ {
+		want := subTableOf(t, id, 4)
+		for i, d := range direct {
+			n := queryString(t, d, fmt.Sprintf("SELECT COUNT(*) FROM t_%04d WHERE id = %d", i, id))
+			if (n == "1") != (i == want) {
+				t.Fatalf("id %d: %s row(s) on t_%04d, want it on t_%04d only", id, n, i, want)
+			}
+		}
+	}
+	// The key is typed: every spelling of 7 finds the row.
+	for _, lit := range []string{"7", "'7'", "7.0", "0x07", "'7.0'"} {
+		if got := queryString(t, db, "SELECT v FROM t WHERE id = "+lit); got != "70" {
+			t.Errorf("id = %s: v = %q, want 70", lit, got)
+		}
+	}
+	if got := queryString(t, db, "SELECT v FROM t WHERE id = -1"); got != "-10" {
+		t.Errorf("id = -1: v = %q", got)
+	}
+	// A read without a key: every sub-table's rows, one result set.
+	rows, err := db.Query("SELECT id FROM t WHERE v >= 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	if err := rows.Err(); err != nil || n != 15 {
+		t.Fatalf("scatter read: %d rows, err %v; want 15", n, err)
+	}
+	// Writes without a key go to every sub-table, affected rows summed.
+	res, err := db.Exec("UPDATE t SET v = v + 1 WHERE v < 50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 10 {
+		t.Errorf("UPDATE over every sub-table: %d rows affected, want 10", n)
+	}
+	res, err = db.Exec("DELETE FROM t WHERE id IN (1, 2, 3, 4)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 4 {
+		t.Errorf("DELETE by keys: %d rows affected, want 4", n)
+	}
+	// What needs a merge across sub-tables is refused, naming it.
+	_, err = db.Query("SELECT id FROM t ORDER BY id")
+	if mysqlErrCode(err) != mysql.ERNotSupportedYet || !contains(err.Error(), "ORDER BY") {
+		t.Errorf("ORDER BY across sub-tables: %v, want 1235 naming ORDER BY", err)
+	}
+	// One key: the whole statement on its sub-table, ORDER BY included.
+	if got := queryString(t, db, "SELECT v FROM t WHERE id = 9 ORDER BY v LIMIT 1"); got != "90" {
+		t.Errorf("ORDER BY on one sub-table: %q", got)
+	}
+
+	// A reference table: written on every shard, read from one.
+	res, err = db.Exec("INSERT INTO city VALUES (1, 'Oslo'), (2, 'Rome')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 2 {
+		t.Errorf("reference INSERT: %d rows affected, want 2 (one server's)", n)
+	}
+	for i, d := range []*sql.DB{d0, d1} {
+		if got := queryString(t, d, "SELECT COUNT(*) FROM city"); got != "2" {
+			t.Errorf("shard s%d holds %s city rows, want 2", i, got)
+		}
+	}
+	if got := queryString(t, db, "SELECT name FROM city WHERE id = 2"); got != "Rome" {
+		t.Errorf("reference read: %q", got)
+	}
+	// Unlisted tables live on the default cluster.
+	mustExec(t, db, "INSERT INTO plain VALUES (5)")
+	if got := queryString(t, d0, "SELECT COUNT(*) FROM plain"); got != "1" {
+		t.Errorf("unsharded table on s0 has %s rows", got)
 	}
 }

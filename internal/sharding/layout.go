@@ -104,3 +104,16 @@ func CoLocated(a, b Table) bool { return a.Group != nil && a.Group == b.Group }
 func (t Table) SubTable(i int) (name, shard string) {
 	return SubTableName(t.Name, i), t.Group.Layout.Shard(i)
 }
+
+// LogicalName returns the logical table of a sub-table's name (the part
+// before "_NNNN", four or more digits), as SubTableName names them.
+func LogicalName(subTable []byte) ([]byte, bool) {
+	i := len(subTable)
+	for i > 0 && subTable[i-1] >= '0' && subTable[i-1] <= '9' {
+		i--
+	}
+	if len(subTable)-i < 4 || i < 2 || subTable[i-1] != '_' {
+		return nil, false
+	}
+	return subTable[:i-1], true
+}

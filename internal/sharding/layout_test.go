@@ -59,3 +59,22 @@ func TestLayoutCountsAndValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestLogicalName(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"sf_user_0003", "sf_user", true},
+		{"t_12345", "t", true},
+		{"t_003", "", false},
+		{"_0003", "", false},
+		{"t0003", "", false},
+		{"orders", "", false},
+	} {
+		got, ok := LogicalName([]byte(tc.in))
+		if string(got) != tc.want || ok != tc.ok {
+			t.Errorf("LogicalName(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -60,6 +60,17 @@ func (s *Schema) Table(name string) *SchemaTable {
 	return s.tables[strings.ToLower(name)]
 }
 
+// TableBytes is Table for a name in a packet, without allocating when
+// the name is in lower case.
+func (s *Schema) TableBytes(name []byte) *SchemaTable {
+	for _, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			return s.Table(string(name))
+		}
+	}
+	return s.tables[string(name)]
+}
+
 // Tables lists the listed tables in no particular order.
 func (s *Schema) Tables() []*SchemaTable {
 	out := make([]*SchemaTable, 0, len(s.tables))

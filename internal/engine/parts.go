@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/mysql"
+)
+
+// Part is one statement of a plan that runs in parts: the command packet
+// for one sub-table (nil: the client's own, as for a reference table) and
+// the cluster (shard) holding it.
+type Part struct {
+	Cluster *backend.Cluster
+	Query   []byte
+}
+
+// query is the packet p sends, given the client's command q.
+func (p *Part) query(q []byte) []byte {
+	if p.Query != nil {
+		return p.Query
+	}
+	return q
+}
+
+// Scatter streams the rows a SELECT finds on several sub-tables to the
+// client as one result set, part after part, memory flat: only a read
+// that needs no merge (no ORDER BY, GROUP BY, aggregate, DISTINCT,
+// LIMIT… the planner refuses those across sub-tables). A part's error
+// ends the result with that error, never with partial rows presented as
+// complete.
+type Scatter struct {
+	Parts     []Part
+	ReplicaOK bool
+	cat       mysql.Concat
+}
+
+// Execute implements Primitive.
+func (s *Scatter) Execute(c Cursor, q []byte) bool {
+	s.cat.Reset()
+	for i := range s.Parts {
+		p := &s.Parts[i]
+		conn, ok := c.Acquire(p.Cluster, s.ReplicaOK)
+		if conn == nil {
+			return ok
+		}
+		if err := conn.WriteCommand(p.query(q)); err != nil {
+			return c.Failed(conn, mysql.BackendError(err), s.cat.Info.Sent)
+		}
+		r := c.Relay(conn)
+		if err := s.cat.Part(r); err != nil {
+			return c.Failed(conn, err, s.cat.Info.Sent)
+		}
+		c.Done(conn, &r.Info)
+		if s.cat.Info.Err != nil {
+			// The part's ERR went to the client in place of the rest.
+			return s.cat.Finish(c.Status()) == nil
+		}
+	}
+	return s.cat.Finish(c.Status()) == nil
+}
+
+// Fanout runs a write on several sub-tables (UPDATE or DELETE without one
+// shard key, a write to a reference table on every shard) and answers
+// with one OK: the parts' merged, or, for a reference table (OneServer),
+// the first server's, since each holds the same rows. A part's error stops
+// the statement: the client gets it, naming the shards where parts had
+// already been applied, since outside a transaction those stay applied.
+type Fanout struct {
+	Parts     []Part
+	OneServer bool
+	merge     mysql.OKMerge
+	first     mysql.OKPacket
+}
+
+// Execute implements Primitive.
+func (f *Fanout) Execute(c Cursor, q []byte) bool {
+	f.merge.Reset()
+	for i := range f.Parts {
+		p := &f.Parts[i]
+		conn, ok := c.Acquire(p.Cluster, false)
+		if conn == nil {
+			return ok
+		}
+		if err := conn.WriteCommand(p.query(q)); err != nil {
+			return c.Failed(conn, mysql.BackendError(err), false)
+		}
+		r := c.Relay(conn)
+		okp, err := r.PartOK()
+		if err != nil {
+			return c.Failed(conn, err, false)
+		}
+		if e := r.Info.Err; e != nil {
+			c.Done(conn, &r.Info)
+			return c.Fail(partFailed(e, f.Parts[:i], *p))
+		}
+		f.merge.Add(&okp)
+		if i == 0 && f.OneServer {
+			f.first = okp
+			f.first.Info = append([]byte(nil), okp.Info...) // okp aliases the read buffer
+			f.first.SessionState = nil
+		}
+		c.Done(conn, &r.Info)
+	}
+	ok := f.merge.OK()
+	if f.OneServer {
+		ok.AffectedRows, ok.LastInsertID, ok.Info = f.first.AffectedRows, f.first.LastInsertID, f.first.Info
+	}
+	ok.Status = c.Status() | ok.Status&mysql.StatusSessionStateChange
+	return c.Answer(&ok)
+}
+
+// partFailed is the error of a write that failed on one part after others
+// were applied: the server's code and state, and a message that says
+// where it was applied (or the server's error as it is, when nothing was).
+func partFailed(e *mysql.SQLError, applied []Part, failed Part) *mysql.SQLError {
+	if len(applied) == 0 {
+		return e
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, p := range applied {
+		if !seen[p.Cluster.Name] {
+			seen[p.Cluster.Name] = true
+			names = append(names, p.Cluster.Name)
+		}
+	}
+	return &mysql.SQLError{Code: e.Code, State: e.State, Message: fmt.Sprintf(
+		"shardgate: the statement failed on shard %s after it was applied to %d sub-table(s) on shard(s) %s: %s",
+		failed.Cluster.Name, len(applied), strings.Join(names, ", "), e.Message)}
+}

@@ -1,0 +1,81 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/shardgate/shardgate/internal/sharding"
+)
+
+// LearnKeyTypes learns the shard-key column type of every sharded table
+// whose type is not known yet, from the information_schema of the shard
+// holding its sub-table 0 (all sub-tables are created alike). Until a
+// table's type is known its statements go to every sub-table that could
+// hold their rows: slower, never wrong. It returns the tables it could not
+// learn, each with the reason.
+func (k *Keyspace) LearnKeyTypes(ctx context.Context) []error {
+	var errs []error
+	for _, t := range k.Schema.Tables() {
+		if t.Type != sharding.TableSharded {
+			continue
+		}
+		if _, ok := t.KeyType(); ok {
+			continue
+		}
+		if err := k.learnKeyType(ctx, t); err != nil {
+			errs = append(errs, fmt.Errorf("%s.%s: %w", k.Schema.Name, t.Name, err))
+		}
+	}
+	return errs
+}
+
+func (k *Keyspace) learnKeyType(ctx context.Context, t *sharding.SchemaTable) error {
+	sub, shard := t.SubTable(0)
+	cl := k.Shard(shard)
+	w := cl.Writer()
+	if w == nil {
+		return fmt.Errorf("shard %s has no writable server to read %s's definition from", shard, sub)
+	}
+	c, err := w.Pool.Acquire(ctx, false)
+	if err != nil {
+		return fmt.Errorf("reading %s's definition on shard %s: %w", sub, shard, err)
+	}
+	rows, err := c.QueryRows("SELECT DATA_TYPE, COLUMN_TYPE, COALESCE(NUMERIC_PRECISION, 0), " +
+		"COALESCE(NUMERIC_SCALE, DATETIME_PRECISION, 0), COALESCE(COLLATION_NAME, ''), COLUMN_NAME " +
+		"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = " + quote(k.Schema.Name) +
+		" AND TABLE_NAME = " + quote(sub) + " AND (COLUMN_NAME = " + quote(t.ShardKey) + " OR ORDINAL_POSITION = 1)")
+	if err != nil {
+		c.Pool().Discard(c, false)
+		return fmt.Errorf("reading %s's definition on shard %s: %w", sub, shard, err)
+	}
+	c.Pool().Release(c)
+	// The table's first column is read too, to tell a missing table from
+	// a missing key column.
+	if len(rows) == 0 {
+		return fmt.Errorf("sub-table %s.%s does not exist on shard %s yet: create the table through shardgate, or each sub-table on its shard", k.Schema.Name, sub, shard)
+	}
+	var r []string
+	for _, row := range rows {
+		if strings.EqualFold(row[5], t.ShardKey) {
+			r = row
+		}
+	}
+	if r == nil {
+		return fmt.Errorf("shard key %s is not a column of %s.%s on shard %s", t.ShardKey, k.Schema.Name, sub, shard)
+	}
+	info := sharding.ColumnInfo{DataType: r[0], ColumnType: r[1], Collation: r[4]}
+	fmt.Sscan(r[2], &info.Precision)
+	fmt.Sscan(r[3], &info.Scale)
+	ct, err := sharding.KeyColumnType(info)
+	if err != nil {
+		return fmt.Errorf("shard key %s: %w", t.ShardKey, err)
+	}
+	t.SetKeyType(ct)
+	return nil
+}
+
+// quote writes s as a SQL string literal.
+func quote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'"
+}

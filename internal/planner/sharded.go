@@ -1,0 +1,99 @@
+package planner
+
+import (
+	"errors"
+
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/router"
+	"github.com/shardgate/shardgate/internal/sharding"
+)
+
+// Plan is the cached plan of a statement shape on a keyspace: what the
+// statement touches (An), the text to send to one sub-table (Tmpl), or the
+// refusal the shape alone decides (Err). Plans are immutable and shared by
+// every session.
+type Plan struct {
+	An   *Analysis
+	Tmpl *Template // the statement for a sub-table; nil when it runs as written
+	Err  error     // *mysql.SQLError: the shape is refused
+
+	// textual marks an entry filed under a shape whose statements parse
+	// only as written (Parsed.Exact): their plans are filed by text.
+	textual bool
+}
+
+// maxPlans bounds each keyspace's plan cache.
+const maxPlans = 4096
+
+// Plan returns the plan of statement sql, of shape sh, run with db as the
+// current database: from the cache, or parsed, analysed and cached. A
+// cache hit parses nothing and allocates nothing.
+func (k *Keyspace) Plan(sql []byte, sh *router.Shape, db string) *Plan {
+	hash, key := ShapeKey(sh)
+	p, ok := k.cache.Get(k.Schema.Name, db, hash, key)
+	if ok && !p.textual {
+		return p
+	}
+	if ok { // this shape parses only as written: look the text up
+		th, tk := TextKey(sql)
+		if p, ok := k.cache.Get(k.Schema.Name, db, th, tk); ok {
+			return p
+		}
+	}
+	p, exact := k.build(sql, sh, db)
+	if exact {
+		k.cache.Put(k.Schema.Name, db, hash, key, &Plan{textual: true})
+		hash, key = TextKey(sql)
+	}
+	k.cache.Put(k.Schema.Name, db, hash, key, p)
+	return p
+}
+
+// build parses and analyses a statement and compiles its template.
+func (k *Keyspace) build(sql []byte, sh *router.Shape, db string) (p *Plan, exact bool) {
+	parsed, err := k.parser.Parse(sql, sh)
+	if err != nil {
+		return &Plan{Err: parseRefusal(err)}, false
+	}
+	an, err := Analyze(parsed.Stmt, k.Schema, db)
+	if err != nil {
+		return &Plan{Err: err}, parsed.Exact
+	}
+	p = &Plan{An: an}
+	if an.Placement == Sharded {
+		p.Tmpl, err = NewTemplate(parsed, sh, k.renamer(db))
+		if err != nil {
+			return &Plan{Err: err}, parsed.Exact
+		}
+	}
+	return p, parsed.Exact
+}
+
+// renamer renames every sharded table of the schema (named with the
+// schema's name or unqualified in it) to the one sub-table a part runs
+// on: slot 0, since the tables of one statement share their sub-table
+// number (a like-group, or each on the same single sub-table).
+func (k *Keyspace) renamer(db string) Rename {
+	return func(qualifier, name string) int {
+		if qualifier == "" && db != k.Schema.Name || qualifier != "" && qualifier != k.Schema.Name {
+			return -1
+		}
+		t := k.Schema.Table(name)
+		if t == nil || t.Type != sharding.TableSharded {
+			return -1
+		}
+		return 0
+	}
+}
+
+// parseRefusal is the client's error for a statement the parser cannot
+// read: its own error when it has one (a server would refuse the text
+// too), else 1235 naming the parser, since the server might take it.
+func parseRefusal(err error) error {
+	var se *mysql.SQLError
+	if errors.As(err, &se) {
+		return se
+	}
+	return mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax,
+		"This version of shardgate doesn't yet support '%s' on a sharded schema (%v)", "this statement", err)
+}

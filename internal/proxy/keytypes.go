@@ -1,0 +1,66 @@
+package proxy
+
+import (
+	"context"
+	"time"
+)
+
+// keyTypeRetry is how often shard-key types that could not be learnt are
+// tried again; learnKeyTypesWait bounds the first attempt, which Start
+// makes before serving so that the first statements route by key.
+const (
+	keyTypeRetry      = 2 * time.Second
+	learnKeyTypesWait = 3 * time.Second
+)
+
+// startKeyTypes learns the shard-key column types of the sharded tables
+// (planner.Keyspace.LearnKeyTypes): once before serving, then in the
+// background until every one is known. Statements on a table whose key
+// type is unknown go to all of its sub-tables meanwhile.
+func (p *Proxy) startKeyTypes() {
+	if len(p.keyspaces) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), learnKeyTypesWait)
+	pending := p.learnKeyTypes(ctx, nil)
+	cancel()
+	if pending == nil {
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(keyTypeRetry)
+		defer t.Stop()
+		for pending != nil {
+			select {
+			case <-p.closed:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), learnKeyTypesWait)
+			pending = p.learnKeyTypes(ctx, pending)
+			cancel()
+		}
+		p.log.Info("shard-key types learnt for every sharded table; statements now route by key")
+	}()
+}
+
+// learnKeyTypes makes one attempt and returns what is still unknown, as
+// messages. A message is logged when it first appears, not at each retry.
+func (p *Proxy) learnKeyTypes(ctx context.Context, before map[string]bool) map[string]bool {
+	var pending map[string]bool
+	for _, ks := range p.keyspaces {
+		for _, err := range ks.LearnKeyTypes(ctx) {
+			if pending == nil {
+				pending = map[string]bool{}
+			}
+			msg := err.Error()
+			pending[msg] = true
+			if !before[msg] {
+				p.log.Warn("shard-key type unknown: statements on this table go to all of its sub-tables until it is learnt", "err", msg)
+			}
+		}
+	}
+	return pending
+}
