@@ -121,35 +121,45 @@ func (t *sqlTable) explain(err error) error {
 
 // exec runs one statement on a connection of the Store's and returns the
 // insert id its OK packet reports. The round trip ends when ctx does or
-// after the timeout, by closing the connection.
+// after the timeout, by closing the connection. An idle connection that
+// fails (its server restarted since) is replaced once: every statement of
+// the table may run twice, at worst leaving a gap.
 func (t *sqlTable) exec(ctx context.Context, sql string) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
-	c, err := t.conn(ctx)
+	select {
+	case c := <-t.idle:
+		id, err := t.run(ctx, c, sql)
+		if err == nil || isSQLError(err) || ctx.Err() != nil {
+			return id, err
+		}
+	default:
+	}
+	c, err := t.dialConn(ctx)
 	if err != nil {
 		return 0, err
 	}
+	return t.run(ctx, c, sql)
+}
+
+// run runs sql on c, then keeps c for later unless it failed.
+func (t *sqlTable) run(ctx context.Context, c *backend.Conn, sql string) (uint64, error) {
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	c.LastInsertID = 0
-	err = c.Exec(sql)
+	err := c.Exec(sql)
 	if !stop() {
 		return 0, fmt.Errorf("%w (connection closed mid-statement)", context.Cause(ctx))
 	}
-	var se *mysql.SQLError
-	if err != nil && !errors.As(err, &se) {
+	if err != nil && !isSQLError(err) {
 		_ = c.Close()
 		return 0, err
 	}
+	id := c.LastInsertID
 	t.put(c)
-	return c.LastInsertID, err
+	return id, err
 }
 
-func (t *sqlTable) conn(ctx context.Context) (*backend.Conn, error) {
-	select {
-	case c := <-t.idle:
-		return c, nil
-	default:
-	}
+func (t *sqlTable) dialConn(ctx context.Context) (*backend.Conn, error) {
 	c, err := t.dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
@@ -187,6 +197,11 @@ func (t *sqlTable) close() {
 
 func where(key Key) string {
 	return "schema_name = " + quoteString(key.Schema) + " AND table_name = " + quoteString(key.Table)
+}
+
+func isSQLError(err error) bool {
+	var se *mysql.SQLError
+	return errors.As(err, &se)
 }
 
 func isCode(err error, codes ...uint16) bool {
