@@ -205,7 +205,7 @@ func TestInitialisedFromMax(t *testing.T) {
 	}
 	// The table the Store created has the documented shape.
 	var name, ddl string
-	if err := root.QueryRow("SHOW CREATE TABLE " + db + ".shardgate_sequences").Scan(&name, &ddl); err != nil {
+	if err := root.QueryRow("SHOW CREATE TABLE "+db+".shardgate_sequences").Scan(&name, &ddl); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"`next_id` bigint(20) unsigned NOT NULL", "PRIMARY KEY (`schema_name`,`table_name`)", "ENGINE=InnoDB"} {
