@@ -283,13 +283,13 @@ func Generates(isNull, isZero, noAutoValueOnZero bool) bool {
 }
 
 // CheckIncrement refuses the session settings sequences do not implement:
-// ids are consecutive, so auto_increment_increment must be 1 (with it,
-// auto_increment_offset has no effect in MySQL either).
-func CheckIncrement(increment, offset uint64) error {
+// ids are consecutive, so auto_increment_increment must be 1. With 1, MySQL
+// ignores auto_increment_offset, and so do sequences.
+func CheckIncrement(increment uint64) error {
 	if increment == 1 {
 		return nil
 	}
 	return mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax,
-		"shardgate doesn't yet support 'auto_increment_increment other than 1 on a sharded table' (it is %d, offset %d)",
-		increment, offset)
+		"This version of shardgate doesn't yet support 'auto_increment_increment = %d on a sharded table'",
+		increment)
 }
