@@ -158,6 +158,7 @@ func (q *Sequence) Next(ctx context.Context, n int) (first uint64, err error) {
 			q.mu.Unlock()
 			return first, nil
 		}
+		floor := q.end
 		done, wait := q.claim()
 		if wait != nil {
 			if err := waitFor(ctx, wait); err != nil {
@@ -165,7 +166,7 @@ func (q *Sequence) Next(ctx context.Context, n int) (first uint64, err error) {
 			}
 			continue
 		}
-		return q.refill(ctx, q.end, max(q.store.block, want), want, done)
+		return q.refill(ctx, floor, max(q.store.block, want), want, done)
 	}
 }
 
