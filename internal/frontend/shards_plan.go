@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/engine"
@@ -72,6 +73,9 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 // plan: where its tables are, and for sharded ones, which sub-tables its
 // key values pick.
 func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte) engine.Primitive {
+	if mode := s.parserMode(); mode != "" {
+		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "sql_mode "+mode+" on a sharded schema")
+	}
 	router.ScanShape(sql, &s.shape)
 	plan := ks.Plan(sql, &s.shape, s.db)
 	if plan.Err != nil {
@@ -204,4 +208,31 @@ func (s *Session) routeToShard(cl *backend.Cluster, st router.Stmt) engine.Primi
 func (s *Session) refuse1235(format string, args ...any) engine.Primitive {
 	s.refusal = engine.Refuse{Err: mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax, format, args...)}
 	return &s.refusal
+}
+
+// parserModes are the sql_mode flags that change how a statement parses.
+// The planner's parser (Vitess) knows none of them: with ANSI_QUOTES it
+// would read "id" as a string, with PIPES_AS_CONCAT || as OR; a sharded
+// statement must never be routed by a misreading.
+var parserModes = []string{"ANSI_QUOTES", "PIPES_AS_CONCAT", "NO_BACKSLASH_ESCAPES", "HIGH_NOT_PRECEDENCE"}
+
+// parserMode returns the first parser-changing flag of the session's
+// sql_mode, as the client set it, or "". (The server's global default is
+// not read: a server started with such a mode is documented as
+// unsupported for sharded schemas.)
+func (s *Session) parserMode() string {
+	m, ok := s.vars.Get("sql_mode")
+	if !ok {
+		return ""
+	}
+	for m != "" {
+		f, rest, _ := strings.Cut(m, ",")
+		for _, mode := range parserModes {
+			if strings.EqualFold(strings.TrimSpace(f), mode) {
+				return mode
+			}
+		}
+		m = rest
+	}
+	return ""
 }

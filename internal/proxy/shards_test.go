@@ -219,3 +219,25 @@ func TestShardedStatementsRouteByKey(t *testing.T) {
 		t.Errorf("unsharded table on s0 has %s rows", got)
 	}
 }
+
+func TestShardedSchemaRefusesParserChangingSQLModes(t *testing.T) {
+	_, _, _, _, proxyDB := shardedPair(t, "smode")
+	ctx := context.Background()
+	conn, err := proxyDB("").Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	mustExec(t, conn, "INSERT INTO t (id, v) VALUES (1, 1)")
+	for _, mode := range []string{"ANSI_QUOTES", "ANSI", "PIPES_AS_CONCAT", "NO_BACKSLASH_ESCAPES", "HIGH_NOT_PRECEDENCE"} {
+		mustExec(t, conn, "SET sql_mode = '"+mode+"'")
+		_, err := conn.ExecContext(ctx, `SELECT v FROM t WHERE id = 1`)
+		if mysqlErrCode(err) != mysql.ERNotSupportedYet || !contains(err.Error(), "sql_mode") {
+			t.Errorf("sql_mode %s: %v, want 1235 naming the sql_mode", mode, err)
+		}
+	}
+	mustExec(t, conn, "SET sql_mode = 'STRICT_TRANS_TABLES'")
+	if got := queryString(t, conn, "SELECT v FROM t WHERE id = 1"); got != "1" {
+		t.Fatalf("after a plain sql_mode: %q", got)
+	}
+}
