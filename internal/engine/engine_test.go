@@ -92,3 +92,28 @@ func TestRefuseAnswersWithItsErrorAndRunsNothing(t *testing.T) {
 		t.Fatalf("runs %d, failed %v; want 0 runs and the refusal", len(f.runs), f.failed)
 	}
 }
+
+func TestExplainDescribesEachStatementSent(t *testing.T) {
+	s0, s1 := &backend.Cluster{Name: "s0"}, &backend.Cluster{Name: "s1"}
+	q := []byte("\x03SELECT * FROM t")
+	for _, tc := range []struct {
+		p    Primitive
+		want []Step
+	}{
+		{&Route{Cluster: s1, Query: []byte("\x03SELECT * FROM t_0005")}, []Step{{"Route", "s1", "SELECT * FROM t_0005"}}},
+		{&Route{Cluster: s0}, []Step{{"Route", "s0", "SELECT * FROM t"}}},
+		{&Scatter{Parts: []Part{{s0, []byte("\x03A")}, {s1, []byte("\x03B")}}}, []Step{{"Scatter", "s0", "A"}, {"Scatter", "s1", "B"}}},
+		{&Fanout{OneServer: true, Parts: []Part{{Cluster: s0}}}, []Step{{"Fanout (every shard, one server's answer)", "s0", "SELECT * FROM t"}}},
+		{&Refuse{Err: mysql.NewError(1235, "42000", "no")}, []Step{{"Refuse", "", "1235 (42000): no"}}},
+	} {
+		got := Explain(tc.p, q)
+		if len(got) != len(tc.want) {
+			t.Fatalf("Explain(%T) = %v, want %v", tc.p, got, tc.want)
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("Explain(%T)[%d] = %v, want %v", tc.p, i, got[i], tc.want[i])
+			}
+		}
+	}
+}

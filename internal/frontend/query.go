@@ -90,6 +90,9 @@ func (s *Session) statement(p []byte, st router.Stmt) bool {
 	if s.stream != nil || (st.Flags&router.FlagLastInsertID != 0 && st.Flags&router.FlagLastInsertIDArg == 0) {
 		s.cmd.n |= needLastID // a streamed statement may read LAST_INSERT_ID() past its head
 	}
+	if st.Flags&router.FlagHintExplain != 0 && s.srv.opt.Keyspaces.Lookup(s.db) != nil {
+		return s.explain(st, p)
+	}
 	return s.plan(st, p).Execute(s, p)
 }
 

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/shardgate/shardgate/internal/backend"
@@ -235,4 +236,25 @@ func (s *Session) parserMode() string {
 		m = rest
 	}
 	return ""
+}
+
+// explain answers a statement hinted /* shardgate:explain */ on a sharded
+// schema with its plan, one row per statement it would send, instead of
+// running it. Planning it changes nothing of the session's.
+func (s *Session) explain(st router.Stmt, p []byte) bool {
+	w := s.trxWriter
+	steps := engine.Explain(s.plan(st, p), p)
+	s.trxWriter = w
+	text := func(name string, length uint32) mysql.Column {
+		return mysql.Column{Name: name, Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: length, Flags: mysql.FlagNotNull}
+	}
+	cols := []mysql.Column{text("step", 84), text("primitive", 256), text("shard", 256), text("query", 1<<20)}
+	rows := make([][]string, len(steps))
+	for i, st := range steps {
+		rows[i] = []string{strconv.Itoa(i + 1), st.Primitive, st.Shard, st.Query}
+	}
+	if err := s.client.WriteTextResult(cols, rows, s.caps, s.status()); err != nil {
+		return false
+	}
+	return s.client.Flush() == nil
 }

@@ -241,3 +241,43 @@ func TestShardedSchemaRefusesParserChangingSQLModes(t *testing.T) {
 		t.Fatalf("after a plain sql_mode: %q", got)
 	}
 }
+
+func TestExplainHintShowsThePlanWithoutRunningIt(t *testing.T) {
+	_, d1, _, _, proxyDB := shardedPair(t, "sexplain")
+	db := proxyDB("")
+	explain := func(sql string) [][]string {
+		t.Helper()
+		rows, err := db.Query("/* shardgate:explain */ " + sql)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		defer rows.Close()
+		var out [][]string
+		for rows.Next() {
+			var step, prim, shard, q string
+			if err := rows.Scan(&step, &prim, &shard, &q); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, []string{prim, shard, q})
+		}
+		return out
+	}
+	id := int64(0)
+	for subTableOf(t, id, 4) < 2 { // a key on s1
+		id++
+	}
+	got := explain(fmt.Sprintf("INSERT INTO t (id, v) VALUES (%d, 1)", id))
+	want := fmt.Sprintf("t_%04d", subTableOf(t, id, 4))
+	if len(got) != 1 || got[0][0] != "Route" || got[0][1] != "s1" || !contains(got[0][2], want) {
+		t.Fatalf("explain of an INSERT on s1: %v, want one Route to s1 naming %s", got, want)
+	}
+	if n := queryString(t, d1, "SELECT COUNT(*) FROM "+want); n != "0" {
+		t.Fatalf("the explained INSERT ran: %s rows", n)
+	}
+	if got := explain("SELECT * FROM t WHERE v = 1"); len(got) != 4 || got[0][0] != "Scatter" {
+		t.Fatalf("explain of a read without key: %v, want a Scatter over 4 sub-tables", got)
+	}
+	if got := explain("SELECT * FROM t ORDER BY v"); len(got) != 1 || got[0][0] != "Refuse" || !contains(got[0][2], "1235") {
+		t.Fatalf("explain of a refused statement: %v", got)
+	}
+}

@@ -162,6 +162,9 @@ const (
 	// sharded schema to the named shard as written (ShardHint reads the
 	// name); elsewhere it is ignored.
 	FlagHintShard
+	// FlagHintExplain: /* shardgate:explain */ on a sharded schema answers
+	// with the statement's plan and per-shard SQL instead of running it.
+	FlagHintExplain
 	// FlagSetNotVariable: a SET statement that does not assign variables:
 	// SET PASSWORD, SET DEFAULT ROLE (which write the grant tables) and
 	// MariaDB's SET STATEMENT ... FOR <statement>.
@@ -174,7 +177,7 @@ var flagNames = [...]string{
 	"UserVar", "SysVarSet", "GetLock", "TempTable", "CalcFoundRows", "FoundRows",
 	"RowCount", "LastInsertID", "LastInsertIDArg", "Warnings", "Local", "ForUpdate",
 	"MultiStatement", "ConnectionID", "SideEffectFunc", "SelectInto", "TrxIsolationSet",
-	"Autocommit", "AnalyzeExec", "HintPrimary", "HintReplica", "HintShard", "SetNotVariable",
+	"Autocommit", "AnalyzeExec", "HintPrimary", "HintReplica", "HintShard", "HintExplain", "SetNotVariable",
 }
 
 // Has reports whether all the flags in x are set in f.
@@ -229,7 +232,7 @@ type Stmt struct {
 const notReadOnlyFlags = (flagsEnd - 1) &^ hintFlags // every flag but the hints disqualifies
 
 // hintFlags are the routing hints.
-const hintFlags = FlagHintPrimary | FlagHintReplica | FlagHintShard
+const hintFlags = FlagHintPrimary | FlagHintReplica | FlagHintShard | FlagHintExplain
 
 // IsReadOnly reports whether s can run on any backend connection, including
 // one to a replica: a SELECT (also WITH ... SELECT and (SELECT ...)), SHOW,

@@ -259,6 +259,8 @@ func hintIn(s []byte, i int) Flags {
 		return FlagHintReplica
 	case len(w) > len(shardHintPrefix) && eqUpper(w[:len(shardHintPrefix)], shardHintPrefix):
 		return FlagHintShard
+	case len(w) >= 7 && eqUpper(w[:7], "EXPLAIN") && (len(w) == 7 || !isIdent[w[7]]):
+		return FlagHintExplain
 	}
 	return 0
 }

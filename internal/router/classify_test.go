@@ -623,7 +623,7 @@ func TestKindString(t *testing.T) {
 }
 
 func TestFlags(t *testing.T) {
-	if len(flagNames) != 23 || flagsEnd != 1<<len(flagNames) {
+	if len(flagNames) != 24 || flagsEnd != 1<<len(flagNames) {
 		t.Fatalf("flagNames has %d names for flagsEnd %#x", len(flagNames), uint32(flagsEnd))
 	}
 	f := FlagUserVar | FlagForUpdate

@@ -34,3 +34,16 @@ func TestShardHintKeepsReadsReadOnly(t *testing.T) {
 		t.Fatalf("a shard hint made a plain SELECT not read-only: %v", st.Flags)
 	}
 }
+
+func TestExplainHint(t *testing.T) {
+	for sql, want := range map[string]bool{
+		"/* shardgate:explain */ SELECT * FROM t WHERE id = 1": true,
+		"SELECT /*+ SHARDGATE:EXPLAIN */ 1":                    true,
+		"SELECT '/* shardgate:explain */'":                     false,
+		"/* shardgate:explained */ SELECT 1":                   false,
+	} {
+		if got := Classify([]byte(sql)).Flags&FlagHintExplain != 0; got != want {
+			t.Errorf("Classify(%q) FlagHintExplain = %v, want %v", sql, got, want)
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package engine
+
+import "strconv"
+
+// Step is one line of a plan's description: what runs where.
+type Step struct {
+	Primitive string // Route, Scatter, Fanout, Refuse …
+	Shard     string // the cluster it runs on; "" for none
+	Query     string // the SQL sent there, or the refusal's message
+}
+
+// Explain describes the plan p for the client command q without running
+// it: one step per statement sent, in the order they would run.
+func Explain(p Primitive, q []byte) []Step {
+	text := func(b []byte) string {
+		if len(b) == 0 {
+			return ""
+		}
+		return string(b[1:]) // the command byte off
+	}
+	switch p := p.(type) {
+	case *Route:
+		return []Step{{Primitive: "Route", Shard: p.Cluster.Name, Query: text(queryOr(p.Query, q))}}
+	case *Scatter:
+		return partSteps("Scatter", p.Parts, q, text)
+	case *Fanout:
+		name := "Fanout"
+		if p.OneServer {
+			name = "Fanout (every shard, one server's answer)"
+		}
+		return partSteps(name, p.Parts, q, text)
+	case *Refuse:
+		return []Step{{Primitive: "Refuse", Query: strconv.Itoa(int(p.Err.Code)) + " (" + p.Err.State + "): " + p.Err.Message}}
+	case EndTransaction:
+		return []Step{{Primitive: "EndTransaction", Query: text(q)}}
+	}
+	return []Step{{Primitive: "unknown"}}
+}
+
+func partSteps(name string, parts []Part, q []byte, text func([]byte) string) []Step {
+	steps := make([]Step, len(parts))
+	for i := range parts {
+		steps[i] = Step{Primitive: name, Shard: parts[i].Cluster.Name, Query: text(parts[i].query(q))}
+	}
+	return steps
+}
+
+func queryOr(own, q []byte) []byte {
+	if own != nil {
+		return own
+	}
+	return q
+}
