@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/proxy"
 	"github.com/shardgate/shardgate/internal/sharding"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
@@ -15,7 +16,14 @@ import (
 // shardedPair starts a proxy over two shards s0 (the shared server) and s1
 // (a server of its own) with schema db: table t hash-sharded over both, 2
 // sub-tables each, whose sub-tables the test creates on the backends.
-func shardedPair(t *testing.T, db string) (p0, p1 *sql.DB, s0, s1 *testenv.Server, proxyDB func(params string) *sql.DB) {
+func shardedPair(t testing.TB, db string) (p0, p1 *sql.DB, s0, s1 *testenv.Server, proxyDB func(params string) *sql.DB) {
+	t.Helper()
+	p0, p1, s0, s1, proxyDB, _ = shardedPairProxy(t, db)
+	return
+}
+
+// shardedPairProxy is shardedPair, with the proxy.
+func shardedPairProxy(t testing.TB, db string) (p0, p1 *sql.DB, s0, s1 *testenv.Server, proxyDB func(params string) *sql.DB, p *proxy.Proxy) {
 	t.Helper()
 	s0, s1 = testenv.Shared(t), testenv.Start(t, testenv.Options{})
 	for _, s := range []*testenv.Server{s0, s1} {
@@ -43,10 +51,10 @@ schemas:
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
 	}
-	p := startProxy(t, cfg)
+	p = startProxy(t, cfg)
 	return openDB(t, s0.DSN(db)), openDB(t, s1.DSN(db)), s0, s1, func(params string) *sql.DB {
 		return openDB(t, proxyDSN(p, appUser, appPass, db, params))
-	}
+	}, p
 }
 
 func TestShardHintSendsAStatementToOneShard(t *testing.T) {
@@ -121,7 +129,7 @@ func TestTransactionAcrossShards(t *testing.T) {
 }
 
 // subTableOf is where the hash rule puts an INT key among n sub-tables.
-func subTableOf(t *testing.T, id int64, n int) int {
+func subTableOf(t testing.TB, id int64, n int) int {
 	t.Helper()
 	h, err := sharding.NewHash(n)
 	if err != nil {

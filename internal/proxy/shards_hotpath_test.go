@@ -1,0 +1,47 @@
+package proxy_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/mysql"
+)
+
+// TestShardedHotPathDoesNotAllocate: once a statement's shape is cached,
+// routing a point select by key and forwarding it costs the proxy no heap
+// allocation.
+func TestShardedHotPathDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector (it drops sync.Pool items)")
+	}
+	h := shardedHot(t)
+	h.roundTrip(t, h.query) // plans and caches the shape
+	if n := testing.AllocsPerRun(500, func() { h.roundTrip(t, h.query) }); n != 0 {
+		t.Errorf("%.2f allocations per routed point select, want 0", n)
+	}
+}
+
+func BenchmarkShardedPointSelectText(b *testing.B) {
+	h := shardedHot(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h.roundTrip(b, h.query)
+	}
+}
+
+// shardedHot logs a raw client in to a proxy over two shards.
+func shardedHot(t testing.TB) *hotClient {
+	t.Helper()
+	_, _, _, _, proxyDB, p := shardedPairProxy(t, "shot")
+	mustExec(t, proxyDB(""), "INSERT INTO t (id, v) VALUES (5000, 7)")
+	cl := mfDial(t, p.Addrs()[0])
+	if err := cl.greeting(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.authenticateAs(appUser, appPass); err != nil {
+		t.Fatal(err)
+	}
+	_ = cl.nc.SetDeadline(time.Time{})
+	return &hotClient{mfClient: cl, query: append([]byte{mysql.ComQuery}, "SELECT v FROM t WHERE id=5000"...)}
+}
