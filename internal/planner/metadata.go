@@ -85,8 +85,11 @@ func (k *Keyspace) describe(s *sqlparser.ExplainTab, db string) (engine.Primitiv
 	}
 	sub := sharding.SubTableName(t.Name, 0)
 	q := "DESCRIBE " + quoteName(where) + "." + quoteName(sub)
-	if s.Wild != "" {
-		q += " " + sqlparser.String(sqlparser.NewStrLiteral(s.Wild))
+	switch {
+	case strings.HasPrefix(s.Wild, "'"): // a pattern, as Vitess encodes it
+		q += " " + s.Wild
+	case s.Wild != "": // a column name
+		q += " " + quoteName(s.Wild)
 	}
 	return k.onSubTableZero(t, q, engine.SubTableAnswer(t.Name, sub)), nil
 }

@@ -1,0 +1,193 @@
+package proxy_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/shardgate/shardgate/internal/config"
+	"github.com/shardgate/shardgate/internal/difftest"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/proxy"
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+// metaTables are the logical tables of the metadata tests, as a reference
+// server holds them. Through the proxy, t is sharded over s0 and s1 (2
+// sub-tables each), u over s1 then s0 (its sub-table 0 is not on the
+// default cluster), city is a reference table and plain and t1 are
+// unlisted.
+var metaTables = map[string]string{
+	"t":     "(id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20) COMMENT 'a value', KEY kv (v)) COMMENT 'sharded'",
+	"u":     "(uid BIGINT NOT NULL PRIMARY KEY, note TEXT, UNIQUE KEY un (note(10)))",
+	"city":  "(id INT PRIMARY KEY, name VARCHAR(20))",
+	"plain": "(id INT PRIMARY KEY)",
+	"t1":    "(x INT)",
+}
+
+// metaEnv starts the reference server and a proxy over two shards for
+// schema db, with metaTables created and the same rows in both.
+func metaEnv(t *testing.T, db string) (ref, got difftest.Target, p *proxy.Proxy) {
+	t.Helper()
+	srvs := testenv.StartN(t, 2, testenv.Options{})
+	s0, s1, rs := testenv.Shared(t), srvs[0], srvs[1]
+	for _, s := range []*testenv.Server{s0, s1, rs} {
+		s.Exec(t, "DROP DATABASE IF EXISTS "+db, "CREATE DATABASE "+db)
+	}
+	on := func(s *testenv.Server, name, table string) {
+		s.Exec(t, fmt.Sprintf("CREATE TABLE %s.%s %s", db, name, metaTables[table]))
+	}
+	for name := range metaTables {
+		on(rs, name, name)
+	}
+	on(s0, "t_0000", "t")
+	on(s0, "t_0001", "t")
+	on(s1, "t_0002", "t")
+	on(s1, "t_0003", "t")
+	on(s1, "u_0000", "u")
+	on(s0, "u_0001", "u")
+	on(s0, "city", "city")
+	on(s1, "city", "city")
+	on(s0, "plain", "plain")
+	on(s0, "t1", "t1")
+	yaml := fmt.Sprintf(`
+listeners: [{address: "127.0.0.1:0"}]
+users:
+  - {name: %s, password_hash: "%s", default_database: %s}
+clusters:
+  - {name: s0, user: %s, password: %s, pool: {max_open: 4}, primary: {address: "%s"}}
+  - {name: s1, user: %s, password: %s, pool: {max_open: 4}, primary: {address: "%s"}}
+schemas:
+  - name: %s
+    default_cluster: s0
+    tables:
+      - {name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}
+      - {name: u, shard_key: uid, rule: hash, shards: [s1, s0], sub_tables: 1}
+      - {name: city, type: reference}
+`, appUser, hashOf(appPass), db, testenv.User, testenv.Password, s0.Addr, testenv.User, testenv.Password, s1.Addr, db)
+	cfg, err := config.Parse([]byte(yaml), "meta.yaml")
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, yaml)
+	}
+	p = startProxy(t, cfg)
+	ref = difftest.ServerTarget("reference", rs, db)
+	got = difftest.Target{Name: "shardgate", Addr: p.Addrs()[0], User: appUser, Password: appPass, Database: db}
+	rc, pc := metaDial(t, ref), metaDial(t, got)
+	for i := 1; i <= 8; i++ {
+		for _, q := range []string{
+			fmt.Sprintf("INSERT INTO t (id, v) VALUES (%d, 'v%d')", i*3, i),
+			fmt.Sprintf("INSERT INTO u (uid, note) VALUES (%d, 'n%d')", i, i),
+		} {
+			metaQuery(t, rc, q)
+			metaQuery(t, pc, q)
+		}
+	}
+	return ref, got, p
+}
+
+func metaDial(t *testing.T, tgt difftest.Target) *difftest.Client {
+	t.Helper()
+	c, err := difftest.Dial(context.Background(), tgt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func metaQuery(t *testing.T, c *difftest.Client, q string) difftest.Answer {
+	t.Helper()
+	a, err := c.Query(q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	if a.Err != nil {
+		t.Fatalf("%s: %v", q, a.Err)
+	}
+	return a
+}
+
+// TestShardedMetadataAsOneServer compares the answers of metadata
+// statements through the proxy with a server holding the logical tables:
+// rows, their order and every field of the column definitions.
+func TestShardedMetadataAsOneServer(t *testing.T) {
+	ref, got, _ := metaEnv(t, "smeta")
+	rc, pc := metaDial(t, ref), metaDial(t, got)
+	for _, q := range []string{
+		"SHOW TABLES", "SHOW FULL TABLES", "SHOW TABLES IN smeta", "SHOW FULL TABLES FROM `smeta` LIKE '%'",
+		"SHOW TABLES LIKE 't'", "SHOW TABLES LIKE 't%'", "SHOW TABLES LIKE 'u'", "SHOW TABLES LIKE 'T'", "SHOW TABLES LIKE 't\\_%'",
+		"SHOW CREATE TABLE t", "SHOW CREATE TABLE smeta.u", "SHOW CREATE TABLE `t`", "SHOW CREATE TABLE city",
+		"SHOW COLUMNS FROM t", "SHOW FULL COLUMNS FROM t FROM smeta", "SHOW FIELDS FROM u LIKE 'n%'",
+		"SHOW COLUMNS FROM t WHERE Field = 'v'", "SHOW FULL FIELDS IN smeta.u",
+		"SHOW INDEX FROM t", "SHOW KEYS FROM smeta.u", "SHOW INDEXES IN t WHERE Key_name = 'kv'", "SHOW INDEX FROM plain",
+		"DESCRIBE t", "DESC t v", "EXPLAIN u", "DESCRIBE t 'i%'", "DESC smeta.u",
+		"SHOW COLUMNS FROM nosuch", "SHOW CREATE TABLE nosuch",
+	} {
+		ra, err := rc.Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ga, err := pc.Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maskColumns(&ra, "Cardinality")
+		maskColumns(&ga, "Cardinality")
+		if d := difftest.Diff(ra, ga, true); d != "" {
+			t.Errorf("%s:\n%s", q, d)
+		}
+	}
+}
+
+// maskColumns replaces the values of the named columns, estimates that
+// differ between any two servers (index cardinality, sizes, times).
+func maskColumns(a *difftest.Answer, names ...string) {
+	for _, r := range a.Results {
+		for j, c := range r.Columns {
+			for _, n := range names {
+				if c.Name != n {
+					continue
+				}
+				for _, row := range r.Rows {
+					row[j] = difftest.Value{Bytes: "(varies)"}
+				}
+			}
+		}
+	}
+}
+
+// TestShardedTableStatus checks SHOW TABLE STATUS: the columns one server
+// reports alike exactly, and the row count summed over the sub-tables
+// (sizes and times are the server's estimates: they differ between any
+// two servers).
+func TestShardedTableStatus(t *testing.T) {
+	ref, got, _ := metaEnv(t, "sstatus")
+	rc, pc := metaDial(t, ref), metaDial(t, got)
+	metaQuery(t, rc, "ANALYZE TABLE t, u")
+	for _, sub := range []string{"t_0000", "t_0001", "t_0002", "t_0003", "u_0000", "u_0001"} {
+		metaQuery(t, pc, "/* shardgate:shard="+map[bool]string{true: "s0", false: "s1"}[sub == "t_0000" || sub == "t_0001" || sub == "u_0001"]+" */ ANALYZE TABLE "+sub)
+	}
+	for _, q := range []string{"SHOW TABLE STATUS", "SHOW TABLE STATUS LIKE 't'", "SHOW TABLE STATUS FROM sstatus LIKE '%u%'"} {
+		ra, ga := metaQuery(t, rc, q), metaQuery(t, pc, q)
+		for _, a := range []*difftest.Answer{&ra, &ga} {
+			maskColumns(a, "Avg_row_length", "Data_length", "Max_data_length", "Index_length", "Data_free", "Create_time", "Update_time", "Check_time")
+		}
+		if d := difftest.Diff(ra, ga, true); d != "" {
+			t.Errorf("%s:\n%s", q, d)
+		}
+	}
+}
+
+func TestShardedMetadataRefusals(t *testing.T) {
+	_, got, _ := metaEnv(t, "smetaref")
+	pc := metaDial(t, got)
+	for _, q := range []string{"SHOW TABLES WHERE Tables_in_smetaref = 't'", "SHOW TRIGGERS", "EXPLAIN SELECT * FROM t"} {
+		a, err := pc.Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Err == nil || a.Err.Code != mysql.ERNotSupportedYet {
+			t.Errorf("%s: %+v, want error 1235", q, a.Err)
+		}
+	}
+}
