@@ -122,6 +122,10 @@ func TestShardedMetadataAsOneServer(t *testing.T) {
 		"SHOW INDEX FROM t", "SHOW KEYS FROM smeta.u", "SHOW INDEXES IN t WHERE Key_name = 'kv'", "SHOW INDEX FROM plain",
 		"DESCRIBE t", "DESC t v", "EXPLAIN u", "DESCRIBE t 'i%'", "DESC smeta.u",
 		"SHOW COLUMNS FROM nosuch", "SHOW CREATE TABLE nosuch",
+		// What MySQL Connector/J's DatabaseMetaData sends (getTables,
+		// getColumns, getPrimaryKeys, getIndexInfo; useInformationSchema off).
+		"SHOW FULL TABLES FROM `smeta` LIKE 't'", "SHOW FULL COLUMNS FROM `t` FROM `smeta` LIKE '%'",
+		"SHOW KEYS FROM `t` FROM `smeta`", "SHOW INDEX FROM `u` FROM `smeta`",
 	} {
 		ra, err := rc.Query(q)
 		if err != nil {
@@ -188,6 +192,29 @@ func TestShardedMetadataRefusals(t *testing.T) {
 		}
 		if a.Err == nil || a.Err.Code != mysql.ERNotSupportedYet {
 			t.Errorf("%s: %+v, want error 1235", q, a.Err)
+		}
+	}
+}
+
+// TestShardedFieldList compares COM_FIELD_LIST through the proxy with the
+// reference: a sharded table's fields carry its logical name.
+func TestShardedFieldList(t *testing.T) {
+	ref, got, _ := metaEnv(t, "sfields")
+	rc, pc := metaDial(t, ref), metaDial(t, got)
+	for _, tc := range [][2]string{{"t", ""}, {"u", "n%"}, {"city", ""}, {"plain", ""}, {"nosuch", ""}} {
+		rcols, rerr, err := rc.FieldList(tc[0], tc[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		gcols, gerr, err := pc.FieldList(tc[0], tc[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc[0] == "t" && len(rcols) != 2 {
+			t.Fatalf("reference fields of t: %+v", rcols)
+		}
+		if fmt.Sprint(rerr) != fmt.Sprint(gerr) || fmt.Sprintf("%+v", rcols) != fmt.Sprintf("%+v", gcols) {
+			t.Errorf("COM_FIELD_LIST %s %q:\nreference %+v %v\ngot       %+v %v", tc[0], tc[1], rcols, rerr, gcols, gerr)
 		}
 	}
 }
