@@ -272,3 +272,26 @@ func likeMatch(name, pattern []byte) bool {
 	}
 	return len(name) == 0
 }
+
+// tableListing are the information_schema tables with a row per table
+// (or per column, index, constraint… of one): on a sharded schema the
+// server would list sub-tables in them.
+var tableListing = map[string]bool{
+	"TABLES": true, "COLUMNS": true, "STATISTICS": true, "KEY_COLUMN_USAGE": true, "PARTITIONS": true,
+	"TABLE_CONSTRAINTS": true, "REFERENTIAL_CONSTRAINTS": true, "CHECK_CONSTRAINTS": true, "TRIGGERS": true,
+	"VIEWS": true, "COLUMN_PRIVILEGES": true, "TABLE_PRIVILEGES": true, "TABLE_STATISTICS": true,
+	"INDEX_STATISTICS": true,
+}
+
+// infoSchemaRefusal refuses a statement that reads an information_schema
+// table listing tables: its rows would name sub-tables, and rewriting
+// arbitrary queries on them is not supported yet (SHOW statements are).
+func (a *analyzer) infoSchemaRefusal(other []*tableRef) error {
+	for _, r := range other {
+		if strings.EqualFold(r.db, "information_schema") && tableListing[strings.ToUpper(r.name)] {
+			return notSupported(fmt.Sprintf("information_schema.%s on sharded schema %s (SHOW TABLES, SHOW TABLE STATUS, SHOW COLUMNS, SHOW INDEX and SHOW CREATE TABLE show the logical tables)",
+				strings.ToUpper(r.name), a.schema.Name))
+		}
+	}
+	return nil
+}

@@ -185,7 +185,10 @@ func TestShardedTableStatus(t *testing.T) {
 func TestShardedMetadataRefusals(t *testing.T) {
 	_, got, _ := metaEnv(t, "smetaref")
 	pc := metaDial(t, got)
-	for _, q := range []string{"SHOW TABLES WHERE Tables_in_smetaref = 't'", "SHOW TRIGGERS", "EXPLAIN SELECT * FROM t"} {
+	for _, q := range []string{"SHOW TABLES WHERE Tables_in_smetaref = 't'", "SHOW TRIGGERS", "EXPLAIN SELECT * FROM t",
+		"SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'smetaref'",
+		"SELECT c.COLUMN_NAME FROM INFORMATION_SCHEMA.columns c WHERE c.TABLE_NAME = 't'",
+		"SELECT 1 FROM information_schema.STATISTICS s JOIN information_schema.KEY_COLUMN_USAGE k USING (TABLE_NAME)"} {
 		a, err := pc.Query(q)
 		if err != nil {
 			t.Fatal(err)
@@ -193,6 +196,11 @@ func TestShardedMetadataRefusals(t *testing.T) {
 		if a.Err == nil || a.Err.Code != mysql.ERNotSupportedYet {
 			t.Errorf("%s: %+v, want error 1235", q, a.Err)
 		}
+	}
+	// information_schema tables that list no tables still answer.
+	a := metaQuery(t, pc, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'smetaref'")
+	if len(a.Results) != 1 || len(a.Results[0].Rows) != 1 {
+		t.Errorf("SCHEMATA: %+v", a.Results)
 	}
 }
 
