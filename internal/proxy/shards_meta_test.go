@@ -3,7 +3,11 @@ package proxy_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/difftest"
@@ -224,5 +228,45 @@ func TestShardedFieldList(t *testing.T) {
 		if fmt.Sprint(rerr) != fmt.Sprint(gerr) || fmt.Sprintf("%+v", rcols) != fmt.Sprintf("%+v", gcols) {
 			t.Errorf("COM_FIELD_LIST %s %q:\nreference %+v %v\ngot       %+v %v", tc[0], tc[1], rcols, rerr, gcols, gerr)
 		}
+	}
+}
+
+// connectorJ is the MySQL Connector/J jar: $SHARDGATE_CONNECTOR_J, else
+// version 9.7.0 in the local Maven repository (scripts/install-deps.sh
+// fetches it).
+func connectorJ(t *testing.T) string {
+	t.Helper()
+	jar := os.Getenv("SHARDGATE_CONNECTOR_J")
+	if jar == "" {
+		home, _ := os.UserHomeDir()
+		jar = filepath.Join(home, ".m2/repository/com/mysql/mysql-connector-j/9.7.0/mysql-connector-j-9.7.0.jar")
+	}
+	if _, err := os.Stat(jar); err != nil {
+		t.Fatalf("MySQL Connector/J: %v: run scripts/install-deps.sh (or set SHARDGATE_CONNECTOR_J)", err)
+	}
+	return jar
+}
+
+// TestConnectorJMetadata runs MySQL Connector/J's DatabaseMetaData
+// (getTables, getColumns, getPrimaryKeys, getIndexInfo) against the
+// reference server and the proxy over two shards: the outputs must be
+// equal.
+func TestConnectorJMetadata(t *testing.T) {
+	jar := connectorJ(t)
+	javac, java := clientsBinary(t, "javac"), clientsBinary(t, "java")
+	dir := t.TempDir()
+	clientsMustExec(t, 2*time.Minute, nil, javac, "-d", dir, filepath.Join("testdata", "jdbc", "Meta.java"))
+	ref, got, _ := metaEnv(t, "sjdbc")
+	run := func(tg difftest.Target) string {
+		url := "jdbc:mysql://" + tg.Addr + "/" + tg.Database + "?sslMode=DISABLED&allowPublicKeyRetrieval=true"
+		return clientsMustExec(t, 2*time.Minute, nil, java, "-cp", jar+string(os.PathListSeparator)+dir, "Meta",
+			url, tg.User, tg.Password, tg.Database, "t", "u", "city", "plain").stdout
+	}
+	want, have := run(ref), run(got)
+	if !strings.Contains(want, "|t|") || !strings.Contains(want, "PRIMARY") {
+		t.Fatalf("the reference's metadata lacks table t:\n%s", want)
+	}
+	if want != have {
+		t.Errorf("Connector/J metadata differs:\n--- reference ---\n%s\n--- shardgate ---\n%s", want, have)
 	}
 }
