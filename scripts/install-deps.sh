@@ -2,7 +2,8 @@
 # Installs what shardgate needs on Debian/Ubuntu, by purpose, and downloads
 # the Go modules:
 #   install-deps.sh [all|test]  mariadb-server mariadb-client sysbench haproxy
-#                               python3-pymysql: the test suite (which includes
+#                               python3-pymysql default-jdk-headless maven, and
+#                               MySQL Connector/J through maven: the test suite (which includes
 #                               the benchmark harness's smoke test), benchmarks
 #                               and demo (the default)
 #   install-deps.sh demo        mariadb-server mariadb-client: what
@@ -54,6 +55,8 @@ have_pkg() {
 	sysbench) command -v sysbench >/dev/null 2>&1 ;;
 	haproxy) command -v haproxy >/dev/null 2>&1 ;;
 	python3-pymysql) dpkg_installed python3-pymysql || /usr/bin/python3 -c 'import pymysql' >/dev/null 2>&1 ;;
+	default-jdk-headless) command -v javac >/dev/null 2>&1 && command -v java >/dev/null 2>&1 ;;
+	maven) command -v mvn >/dev/null 2>&1 ;;
 	*) dpkg_installed "$1" ;;
 	esac
 }
@@ -65,7 +68,7 @@ if [[ "${1:-}" == --packages ]]; then
 fi
 SET="${1:-all}"
 case "$SET" in
-all | test) PACKAGES=(mariadb-server mariadb-client sysbench haproxy python3-pymysql) ;;
+all | test) PACKAGES=(mariadb-server mariadb-client sysbench haproxy python3-pymysql default-jdk-headless maven) ;;
 demo) PACKAGES=(mariadb-server mariadb-client) ;;
 -h | --help)
 	sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
@@ -153,6 +156,13 @@ if ((${#missing[@]} > 0)); then
 	log "installed: ${missing[*]}"
 else
 	log "system packages for '$SET' already installed: ${PACKAGES[*]}"
+fi
+
+# MySQL Connector/J, for the JDBC metadata test (internal/proxy).
+CONNECTOR_J="${HOME}/.m2/repository/com/mysql/mysql-connector-j/9.7.0/mysql-connector-j-9.7.0.jar"
+if [[ "$SET" != demo && ! -f "$CONNECTOR_J" ]]; then
+	log "fetching MySQL Connector/J 9.7.0 with maven"
+	mvn -q dependency:get -Dartifact=com.mysql:mysql-connector-j:9.7.0 || die "could not fetch MySQL Connector/J"
 fi
 
 if [[ "${SHARDGATE_SKIP_GO_DOWNLOAD:-0}" != 1 ]]; then

@@ -493,3 +493,30 @@ func (c *Client) runPrepared(st *Statement) (Answer, error) {
 	ex.Prepare = a.Prepare
 	return ex, s.Close()
 }
+
+// FieldList sends COM_FIELD_LIST for table with wildcard and returns the
+// column definitions, or the server's error.
+func (c *Client) FieldList(table, wildcard string) ([]Column, *mysql.SQLError, error) {
+	arg := append(append([]byte(table), 0), wildcard...)
+	if err := c.command(mysql.ComFieldList, arg); err != nil {
+		return nil, nil, err
+	}
+	var cols []Column
+	for {
+		p, err := c.read()
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case mysql.IsErr(p):
+			return nil, mysql.ParseErr(p), nil
+		case mysql.IsEOF(p):
+			return cols, nil, nil
+		}
+		col, err := parseColumn(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		cols = append(cols, col)
+	}
+}

@@ -52,6 +52,9 @@ type Cursor interface {
 	// Answer sends ok as the whole statement's answer and remembers its
 	// affected rows and insert id as the session's.
 	Answer(ok *mysql.OKPacket) bool
+	// AnswerResult sends rs, a result set the plan composed, as the whole
+	// statement's answer.
+	AnswerResult(rs *mysql.ResultSet) bool
 }
 
 // Primitive is one step of a plan.

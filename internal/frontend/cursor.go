@@ -60,6 +60,15 @@ func (s *Session) Answer(ok *mysql.OKPacket) bool {
 	return s.writeOK(ok)
 }
 
+// AnswerResult implements engine.Cursor.
+func (s *Session) AnswerResult(rs *mysql.ResultSet) bool {
+	s.lastRowCount, s.lastFoundRows = -1, uint64(len(rs.Rows))
+	if err := s.client.WriteResultSet(rs, s.caps, s.status()); err != nil {
+		return false
+	}
+	return s.client.Flush() == nil
+}
+
 // Fail implements engine.Cursor.
 func (s *Session) Fail(e *mysql.SQLError) bool { return s.writeErr(e) }
 

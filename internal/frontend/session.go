@@ -537,7 +537,7 @@ func (s *Session) dispatch(p []byte) bool {
 	case mysql.ComInitDB:
 		return s.comInitDB(p)
 	case mysql.ComFieldList:
-		return s.forward(p, needDB, relayFieldList)
+		return s.comFieldList(p)
 	case mysql.ComStatistics:
 		return s.forward(p, 0, relaySingle)
 	case mysql.ComSetOption:

@@ -67,7 +67,27 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 	if s.stream != nil {
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "statements larger than the packet buffer on a sharded schema")
 	}
+	if st.Kind == router.KindShow || st.Kind == router.KindAnalyze && st.Flags&router.FlagAnalyzeExec == 0 {
+		return s.planMetadata(ks, st, p[1:])
+	}
 	return s.planStatement(ks, st, p[1:])
+}
+
+// planMetadata plans SHOW and DESCRIBE: rewritten to show the logical
+// tables (planner.Keyspace.Metadata), else run as written: where the
+// session is when not about tables (SHOW VARIABLES, SHOW WARNINGS), on
+// the default cluster when about tables that are not sharded.
+func (s *Session) planMetadata(ks *planner.Keyspace, st router.Stmt, sql []byte) engine.Primitive {
+	prim, session, err := ks.Metadata(sql, s.db)
+	switch {
+	case err != nil:
+		return s.refuseErr(err)
+	case prim != nil:
+		return prim
+	case !session:
+		return s.routeToShard(ks.Default, st)
+	}
+	return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
 }
 
 // planStatement plans a text statement on a sharded schema by its cached

@@ -45,6 +45,9 @@ func (a *analyzer) finish() (*Analysis, error) {
 			an.Tables = append(an.Tables, r.st)
 		}
 	}
+	if err := a.infoSchemaRefusal(k.other); err != nil {
+		return nil, err
+	}
 	if len(k.sharded) == 0 {
 		return an, a.withoutSharded(an, k)
 	}

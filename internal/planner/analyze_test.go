@@ -499,7 +499,9 @@ func TestAnalyzePlacement(t *testing.T) {
 	}{
 		{db: "shop", sql: "select 1", want: Unsharded},
 		{db: "shop", sql: "select * from plain where id = 1", want: Unsharded},
-		{db: "shop", sql: "select * from information_schema.tables", want: Unsharded},
+		{db: "shop", sql: "select * from information_schema.schemata", want: Unsharded},
+		{db: "shop", sql: "select * from information_schema.tables", err: "information_schema.TABLES on sharded schema shop"},
+		{db: "shop", sql: "select 1 from dual where exists (select 1 from INFORMATION_SCHEMA.Statistics)", err: "information_schema.STATISTICS on sharded schema shop"},
 		{db: "other", sql: "select * from sf_user where id = 1", want: Unsharded},
 		{db: "other", sql: "select * from shop.sf_user where id = 1", want: Sharded},
 		{db: "", sql: "select * from SHOP.SF_USER where ID = 1", want: Sharded},
