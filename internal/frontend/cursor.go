@@ -60,6 +60,15 @@ func (s *Session) Answer(ok *mysql.OKPacket) bool {
 	return s.writeOK(ok)
 }
 
+// AnswerInsert implements engine.Cursor.
+func (s *Session) AnswerInsert(ok *mysql.OKPacket, generated uint64) bool {
+	s.lastRowCount = int64(ok.AffectedRows)
+	if generated != 0 {
+		s.lastInsertID = generated
+	}
+	return s.writeOK(ok)
+}
+
 // Fail implements engine.Cursor.
 func (s *Session) Fail(e *mysql.SQLError) bool { return s.writeErr(e) }
 
