@@ -27,8 +27,8 @@ import (
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/mysql/auth"
 	"github.com/shardgate/shardgate/internal/planner"
-	"github.com/shardgate/shardgate/internal/sequence"
 	"github.com/shardgate/shardgate/internal/router"
+	"github.com/shardgate/shardgate/internal/sequence"
 )
 
 // Proxy is a running shardgate.
