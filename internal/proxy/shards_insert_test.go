@@ -370,3 +370,27 @@ func TestShardedInsertSysbenchShape(t *testing.T) {
 		t.Fatalf("%d rows, want %d", got, batches*perBatch)
 	}
 }
+
+// TestShardedInsertRefusals: what the sequence cannot do is refused with
+// error 1235 naming it, before any row is written.
+func TestShardedInsertRefusals(t *testing.T) {
+	a := startAutoShards(t, "sinsref")
+	for _, sql := range []string{"SET auto_increment_increment = 2", "INSERT INTO t (v) VALUES (1), (2)"} {
+		an, err := a.sharp.Query(sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(sql, "INSERT") && (an.Err == nil || an.Err.Code != 1235 || !strings.Contains(an.Err.Message, "auto_increment_increment = 2")) {
+			t.Fatalf("%s with auto_increment_increment = 2: %s; want 1235 naming it", sql, describe(an))
+		}
+	}
+	// A shard key that is not AUTO_INCREMENT must be given.
+	_, _, _, _, proxyDB := shardedPair(t, "sinsref2")
+	_, err := proxyDB("").Exec("INSERT INTO t (v) VALUES (1), (2)")
+	if mysqlErrCode(err) != 1235 || !contains(err.Error(), "which is not AUTO_INCREMENT") {
+		t.Fatalf("INSERT omitting a key that is not AUTO_INCREMENT: %v; want 1235", err)
+	}
+	if got := len(a.rows(t, false)); got != 0 {
+		t.Fatalf("%d rows written by refused statements", got)
+	}
+}
