@@ -116,6 +116,11 @@ func NewPool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger) *Poo
 // Addr returns the server address.
 func (p *Pool) Addr() string { return p.dial.Addr }
 
+// Dial opens a connection to the pool's server that is not the pool's:
+// for a caller that keeps connections of its own (sequences), never
+// handed to clients. The caller closes it.
+func (p *Pool) Dial(ctx context.Context) (*Conn, error) { return Dial(ctx, p.dial, false) }
+
 // Acquire hands out a connection, dialing when the pool is below MaxOpen and
 // waiting (bounded in time and queue length) when it is full.
 func (p *Pool) Acquire(ctx context.Context, foundRows bool) (*Conn, error) {

@@ -55,6 +55,11 @@ type Cursor interface {
 	// AnswerResult sends rs, a result set the plan composed, as the whole
 	// statement's answer.
 	AnswerResult(rs *mysql.ResultSet) bool
+	// AnswerInsert is Answer for an INSERT or REPLACE: ok's insert id is
+	// what MySQL reports for the statement (the last row's key when every
+	// row gave its own), while generated, the statement's first generated
+	// id, becomes the session's LAST_INSERT_ID() (0: unchanged).
+	AnswerInsert(ok *mysql.OKPacket, generated uint64) bool
 }
 
 // Primitive is one step of a plan.

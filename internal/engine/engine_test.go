@@ -41,6 +41,7 @@ func (f *fakeCursor) Failed(*backend.Conn, error, bool) bool               { ret
 func (f *fakeCursor) Status() uint16                                       { return 0 }
 func (f *fakeCursor) Answer(*mysql.OKPacket) bool                          { return false }
 func (f *fakeCursor) AnswerResult(*mysql.ResultSet) bool                   { return false }
+func (f *fakeCursor) AnswerInsert(*mysql.OKPacket, uint64) bool            { return false }
 
 func (f *fakeCursor) Run(cl *backend.Cluster, replicaOK bool, q []byte) bool {
 	f.runs = append(f.runs, run{cl, replicaOK, append([]byte(nil), q...)})

@@ -56,9 +56,13 @@ func (f *partsCursor) Failed(_ *backend.Conn, err error, _ bool) bool {
 	f.failed = append(f.failed, err)
 	return false
 }
-func (f *partsCursor) Status() uint16                          { return mysql.StatusAutocommit }
-func (f *partsCursor) Answer(ok *mysql.OKPacket) bool          { f.answer = ok; return true }
-func (f *partsCursor) AnswerResult(*mysql.ResultSet) bool      { f.t.Fatal("AnswerResult"); return false }
+func (f *partsCursor) Status() uint16                     { return mysql.StatusAutocommit }
+func (f *partsCursor) Answer(ok *mysql.OKPacket) bool     { f.answer = ok; return true }
+func (f *partsCursor) AnswerResult(*mysql.ResultSet) bool { f.t.Fatal("AnswerResult"); return false }
+func (f *partsCursor) AnswerInsert(*mysql.OKPacket, uint64) bool {
+	f.t.Fatal("AnswerInsert")
+	return false
+}
 func (f *partsCursor) Fail(e *mysql.SQLError) bool             { f.refused = append(f.refused, e); return true }
 func (f *partsCursor) Run(*backend.Cluster, bool, []byte) bool { f.t.Fatal("Run"); return false }
 func (f *partsCursor) EndTransaction([]byte) bool              { f.t.Fatal("EndTransaction"); return false }

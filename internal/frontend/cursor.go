@@ -69,6 +69,15 @@ func (s *Session) AnswerResult(rs *mysql.ResultSet) bool {
 	return s.client.Flush() == nil
 }
 
+// AnswerInsert implements engine.Cursor.
+func (s *Session) AnswerInsert(ok *mysql.OKPacket, generated uint64) bool {
+	s.lastRowCount = int64(ok.AffectedRows)
+	if generated != 0 {
+		s.lastInsertID = generated
+	}
+	return s.writeOK(ok)
+}
+
 // Fail implements engine.Cursor.
 func (s *Session) Fail(e *mysql.SQLError) bool { return s.writeErr(e) }
 

@@ -99,6 +99,7 @@ type Session struct {
 	partEnds []int
 	scatter  engine.Scatter
 	fanout   engine.Fanout
+	ins      insertRows         // an INSERT's rows and keys (shards_insert.go)
 	renamer  mysql.TableRenamer // renameSubTable, made once
 
 	// trxAborted: the session's transaction died with its backend

@@ -111,12 +111,12 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 		return s.routeToShard(ks.Default, st)
 	case planner.Sharded:
 		s.vals.Reset(sql, &s.shape)
+		if an.Insert != nil {
+			return s.planInsert(ks, plan, st, sql)
+		}
 		target, err := an.Route(&s.vals)
 		if err != nil {
 			return s.refuseErr(err)
-		}
-		if an.Insert != nil && target.Len() > 1 {
-			return s.refuse1235("This version of shardgate doesn't yet support '%s'", "a multi-row INSERT whose rows go to several sub-tables")
 		}
 		return s.subTables(ks, plan, st, sql, target)
 	}

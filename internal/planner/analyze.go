@@ -6,6 +6,7 @@ import (
 
 	"vitess.io/vitess/go/vt/sqlparser"
 
+	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/sharding"
 )
 
@@ -74,16 +75,22 @@ type Analysis struct {
 // table.
 type InsertRoute struct {
 	Table *sharding.SchemaTable
+	// Kind is what the statement does with a row whose key exists (INSERT,
+	// INSERT IGNORE, REPLACE, ON DUPLICATE KEY UPDATE).
+	Kind mysql.InsertKind
+	// Rows is the number of rows of its VALUES.
+	Rows int
 	// KeyColumn is the shard key's position in the column list, -1 when
 	// the key column is omitted.
 	KeyColumn int
-	// NeedsSequence is set when the column list omits the shard key: the
-	// key is generated (AUTO_INCREMENT), which needs the sequence before the
-	// rows can be placed; until then RowSubTables refuses the statement.
+	// NeedsSequence is set when the column list omits the shard key: every
+	// row's key is generated (AUTO_INCREMENT), from the table's sequence.
+	// (Rows that give NULL, DEFAULT or 0 for the key are found per
+	// execution, by Keys.)
 	NeedsSequence bool
 	// SequenceColumn names the omitted key column.
 	SequenceColumn string
-	keys           []valRef // each row's key value
+	keys           []valRef // each row's key value, unless NeedsSequence
 }
 
 // Analyze resolves the tables of stmt (a SELECT, UNION, INSERT, REPLACE,

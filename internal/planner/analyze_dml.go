@@ -5,6 +5,9 @@ import (
 	"strings"
 
 	"vitess.io/vitess/go/vt/sqlparser"
+
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/sharding"
 )
 
 func (a *analyzer) updateStmt(u *sqlparser.Update) error {
@@ -116,7 +119,7 @@ func (a *analyzer) insertStmt(ins *sqlparser.Insert) error {
 			return err
 		}
 		if target.kind == refSharded {
-			if err := a.insertRows(verb, target, ins.Columns, rows); err != nil {
+			if err := a.insertRows(verb, ins, target, rows); err != nil {
 				return err
 			}
 		}
@@ -140,14 +143,35 @@ func (a *analyzer) insertStmt(ins *sqlparser.Insert) error {
 	return a.subqueries(sc, ins.OnDup)
 }
 
+// insertKind is what the statement does with a row whose key exists.
+func insertKind(ins *sqlparser.Insert) mysql.InsertKind {
+	switch {
+	case len(ins.OnDup) > 0:
+		return mysql.InsertUpdate
+	case ins.Action == sqlparser.ReplaceAct:
+		return mysql.InsertReplace
+	case bool(ins.Ignore):
+		return mysql.InsertIgnore
+	}
+	return mysql.InsertPlain
+}
+
 // insertRows records each row's key value. The key's position comes from
-// the column list: without one it would need the table's column order.
-func (a *analyzer) insertRows(verb string, target *tableRef, cols sqlparser.Columns, rows sqlparser.Values) error {
-	st := target.st
+// the column list: without one it would need the table's column order. A
+// row with the wrong number of values gets the server's error, since the
+// rows are split before any server sees them: one server refuses the
+// whole statement, a sub-table would refuse its part only.
+func (a *analyzer) insertRows(verb string, ins *sqlparser.Insert, target *tableRef, rows sqlparser.Values) error {
+	st, cols := target.st, ins.Columns
 	if len(cols) == 0 {
 		return notSupported(fmt.Sprintf("%s into sharded table %s without a column list", verb, st.Name))
 	}
-	ir := &InsertRoute{Table: st, KeyColumn: -1}
+	for i, row := range rows {
+		if len(row) != len(cols) {
+			return mysql.NewError(erWrongValueCountOnRow, stateWrongValueCount, "Column count doesn't match value count at row %d", i+1)
+		}
+	}
+	ir := &InsertRoute{Table: st, Kind: insertKind(ins), Rows: len(rows), KeyColumn: -1}
 	a.insert = ir
 	for i, c := range cols {
 		if strings.EqualFold(c.String(), st.ShardKey) {
@@ -160,10 +184,12 @@ func (a *analyzer) insertRows(verb string, target *tableRef, cols sqlparser.Colu
 	}
 	ir.keys = make([]valRef, len(rows))
 	for i, row := range rows {
-		if ir.KeyColumn >= len(row) {
-			return nil // the server answers the column count mismatch
+		e := row[ir.KeyColumn]
+		if _, ok := e.(*sqlparser.Default); ok {
+			ir.keys[i] = valRef{lit: sharding.NullLit(), dflt: true}
+			continue
 		}
-		v, ok := valueOf(row[ir.KeyColumn])
+		v, ok := valueOf(e)
 		if !ok {
 			return notSupported(fmt.Sprintf("%s into sharded table %s whose shard key %s in row %d is an expression, not a value",
 				verb, st.Name, st.ShardKey, i+1))
@@ -172,3 +198,9 @@ func (a *analyzer) insertRows(verb string, target *tableRef, cols sqlparser.Colu
 	}
 	return nil
 }
+
+// The server's error for a row with the wrong number of values.
+const (
+	erWrongValueCountOnRow = 1136
+	stateWrongValueCount   = "21S01"
+)

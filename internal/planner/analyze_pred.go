@@ -226,6 +226,9 @@ type valRef struct {
 	// temporal is set for DATE'…' and TIMESTAMP'…' literals: exact only on
 	// a date or datetime key (other columns compare them otherwise).
 	temporal bool
+	// dflt is an INSERT row's DEFAULT: a generated key for an
+	// AUTO_INCREMENT column, else a value the proxy does not know.
+	dflt bool
 }
 
 // valueOf recognizes a key value: a literal, a placeholder, NULL, TRUE or

@@ -171,7 +171,12 @@ func routeStmt(schema *sharding.Schema, db string, stmt sqlparser.Statement, v V
 		return nil, fmt.Errorf("placement %s", an.Placement)
 	}
 	if an.Insert != nil {
-		return an.RowSubTables(v, nil)
+		var k RowKeys
+		if err := an.Keys(v, false, &k); err != nil {
+			return nil, err
+		}
+		err := an.Place(&k, 1)
+		return k.Sub, err
 	}
 	tg, err := an.Route(v)
 	if err != nil {
@@ -449,7 +454,8 @@ func TestRouteWrites(t *testing.T) {
 		{sql: "insert into sf_range (k) values (150), (1000)", code: 1526, err: "Table has no partition for value 1000"},
 		{sql: "insert into sf_user (id) values (42.5)", err: "whose shard key id is not exactly one value of its type"},
 		{sql: "insert into sf_nokey (id) values (1)", err: "before the type of its shard key id is known"},
-		{sql: "insert into sf_user (x) values (1)", err: "omits its shard key id"},
+		{sql: "insert into sf_user (x) values (1)", err: "omits its shard key id, which is not AUTO_INCREMENT"},
+		{sql: "insert into sf_user (id) values (default)", err: "whose shard key id is not exactly one value of its type"},
 		{sql: "update sf_user set id = 5 where id = 4", err: "UPDATE of shard key column sf_user.id"},
 		{sql: "update sf_user u join sf_order o on u.id = o.user_id set o.user_id = 5", err: "UPDATE of shard key column sf_order.user_id"},
 		{sql: "insert into sf_user (id, x) values (1, 2) on duplicate key update id = 3", err: "ON DUPLICATE KEY UPDATE of shard key column sf_user.id"},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/sequence"
 	"github.com/shardgate/shardgate/internal/sharding"
 )
 
@@ -15,6 +16,8 @@ type Keyspace struct {
 	shards  map[string]*backend.Cluster
 	parser  *Parser
 	cache   *Cache[*Plan]
+	// seqs are the sharded tables' sequences (SetSequences); nil: none.
+	seqs map[*sharding.SchemaTable]*sequence.Sequence
 }
 
 // NewKeyspace binds a schema to the clusters its shards name.

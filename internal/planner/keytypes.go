@@ -42,7 +42,7 @@ func (k *Keyspace) learnKeyType(ctx context.Context, t *sharding.SchemaTable) er
 		return fmt.Errorf("reading %s's definition on shard %s: %w", sub, shard, err)
 	}
 	rows, err := c.QueryRows("SELECT DATA_TYPE, COLUMN_TYPE, COALESCE(NUMERIC_PRECISION, 0), " +
-		"COALESCE(NUMERIC_SCALE, DATETIME_PRECISION, 0), COALESCE(COLLATION_NAME, ''), COLUMN_NAME " +
+		"COALESCE(NUMERIC_SCALE, DATETIME_PRECISION, 0), COALESCE(COLLATION_NAME, ''), COLUMN_NAME, EXTRA " +
 		"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = " + quote(k.Schema.Name) +
 		" AND TABLE_NAME = " + quote(sub) + " AND (COLUMN_NAME = " + quote(t.ShardKey) + " OR ORDINAL_POSITION = 1)")
 	if err != nil {
@@ -64,7 +64,7 @@ func (k *Keyspace) learnKeyType(ctx context.Context, t *sharding.SchemaTable) er
 	if r == nil {
 		return fmt.Errorf("shard key %s is not a column of %s.%s on shard %s", t.ShardKey, k.Schema.Name, sub, shard)
 	}
-	info := sharding.ColumnInfo{DataType: r[0], ColumnType: r[1], Collation: r[4]}
+	info := sharding.ColumnInfo{DataType: r[0], ColumnType: r[1], Collation: r[4], Extra: r[6]}
 	fmt.Sscan(r[2], &info.Precision)
 	fmt.Sscan(r[3], &info.Scale)
 	ct, err := sharding.KeyColumnType(info)

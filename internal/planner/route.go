@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/sequence"
 	"github.com/shardgate/shardgate/internal/sharding"
 )
 
@@ -26,8 +27,8 @@ type Values interface {
 // refuses, with error 1235, what cannot be answered exactly: tables whose
 // keys do not meet on one sub-table, Merge constructs across several
 // sub-tables, unsharded tables with sub-tables off the default cluster.
-// For INSERT and REPLACE it returns the union of the rows' sub-tables
-// (RowSubTables gives each row's). It does not allocate for up to 256
+// For INSERT and REPLACE it returns the union of the rows' sub-tables,
+// refusing generated keys (Keys and Place give each row's). It does not allocate for up to 256
 // sub-tables on equality and IN predicates.
 func (a *Analysis) Route(v Values) (Target, error) {
 	if a.Placement != Sharded {
@@ -128,28 +129,116 @@ func (c *keyClass) eval(r sharding.Rule, v Values) Target {
 	return t
 }
 
-// RowSubTables appends to dst the sub-table of each row of an INSERT or
-// REPLACE into a sharded table, in row order. A row whose key no
-// sub-table holds gets error 1526 as from a partitioned table; a key that
-// is not exactly one value of the column's type, or an omitted key (a
-// generated AUTO_INCREMENT value), gets error 1235.
-func (a *Analysis) RowSubTables(v Values, dst []int) ([]int, error) {
+// RowKeys is one execution's shard keys of the rows of an INSERT or
+// REPLACE into a sharded table: Keys reads them, the caller draws the
+// generated ones from the table's sequence, Place puts each row on its
+// sub-table. The caller keeps a RowKeys from one statement to the next, so
+// that this allocates nothing once its slices have grown.
+type RowKeys struct {
+	// Sub is each row's sub-table, in row order (Place).
+	Sub []int
+	// Generate lists the rows (0-based, ascending) whose key the table's
+	// sequence generates: the key is the table's AUTO_INCREMENT column and
+	// the row omits it, or gives NULL, DEFAULT, or 0 without
+	// NO_AUTO_VALUE_ON_ZERO, as MySQL decides (sequence.Generates).
+	Generate []int
+	// AutoIncrement: the key is the sub-tables' AUTO_INCREMENT column.
+	AutoIncrement bool
+	// MaxExplicit is the largest positive key a row gives itself when the
+	// key is AUTO_INCREMENT (for Sequence.Observe), else 0.
+	MaxExplicit uint64
+	// LastKey is the last row's key, as the server reports it in the OK
+	// packet of an INSERT whose rows all give their AUTO_INCREMENT key
+	// (two's complement for a negative one); LastKeyKnown says whether the
+	// last row gives an integer key.
+	LastKey      uint64
+	LastKeyKnown bool
+	vals         []sharding.Value // each row's key; generated rows' unset
+}
+
+// Keys reads the shard key of each row of an INSERT or REPLACE into a
+// sharded table into k. A key that is not exactly one value of the
+// column's type, a DEFAULT or omitted key that is not AUTO_INCREMENT, and
+// a table whose key type is not known yet get error 1235.
+// noAutoValueOnZero is the session's sql_mode flag of that name.
+func (a *Analysis) Keys(v Values, noAutoValueOnZero bool, k *RowKeys) error {
 	ir := a.Insert
 	if ir == nil {
-		return dst, fmt.Errorf("planner: RowSubTables on a statement that is not an INSERT into a sharded table")
+		return fmt.Errorf("planner: Keys on a statement that is not an INSERT into a sharded table")
 	}
-	ct, err := ir.keyType()
-	if err != nil {
-		return dst, err
+	*k = RowKeys{Sub: k.Sub[:0], Generate: k.Generate[:0], vals: k.vals[:0]}
+	ct, ok := ir.Table.KeyType()
+	if !ok {
+		return notSupported(fmt.Sprintf("an INSERT into sharded table %s before the type of its shard key %s is known", ir.Table.Name, ir.Table.ShardKey))
 	}
-	for _, k := range ir.keys {
-		i, err := ir.rowIndex(a.Group.Rule, ct, k, v)
-		if err != nil {
-			return dst, err
+	k.AutoIncrement = ct.AutoIncrement
+	if ir.NeedsSequence {
+		if !ct.AutoIncrement {
+			return notSupported(fmt.Sprintf("an INSERT into sharded table %s that omits its shard key %s, which is not AUTO_INCREMENT (give the key in every row)", ir.Table.Name, ir.SequenceColumn))
 		}
-		dst = append(dst, i)
+		for i := 0; i < ir.Rows; i++ {
+			k.Generate = append(k.Generate, i)
+			k.vals = append(k.vals, sharding.Value{})
+		}
+		return nil
 	}
-	return dst, nil
+	for i, r := range ir.keys {
+		if r.dflt && ct.AutoIncrement {
+			k.Generate = append(k.Generate, i)
+			k.vals = append(k.vals, sharding.Value{})
+			continue
+		}
+		val, err := r.convert(ct, v)
+		if err != nil {
+			return notSupported(fmt.Sprintf("an INSERT into sharded table %s whose shard key %s is not exactly one value of its type: %v", ir.Table.Name, ir.Table.ShardKey, err))
+		}
+		isZero := val.Kind() == sharding.KindInt && val.Int() == 0
+		if ct.AutoIncrement && sequence.Generates(val.IsNull(), isZero, noAutoValueOnZero) {
+			k.Generate = append(k.Generate, i)
+			k.vals = append(k.vals, sharding.Value{})
+			continue
+		}
+		k.vals = append(k.vals, val)
+		if !ct.AutoIncrement {
+			continue
+		}
+		switch val.Kind() {
+		case sharding.KindInt:
+			if val.Int() > 0 {
+				k.MaxExplicit = max(k.MaxExplicit, uint64(val.Int()))
+			}
+		case sharding.KindUint:
+			k.MaxExplicit = max(k.MaxExplicit, val.Uint())
+		}
+	}
+	if last := len(k.vals) - 1; last >= 0 && (len(k.Generate) == 0 || k.Generate[len(k.Generate)-1] != last) {
+		switch val := k.vals[last]; val.Kind() {
+		case sharding.KindInt, sharding.KindUint:
+			k.LastKey, k.LastKeyKnown = val.Uint(), true
+		}
+	}
+	return nil
+}
+
+// Place puts each row read by Keys on its sub-table (k.Sub), the rows of
+// k.Generate with the keys first, first+1, …, in order. A key no
+// sub-table holds gets error 1526, as from a partitioned table.
+func (a *Analysis) Place(k *RowKeys, first uint64) error {
+	ir, rule := a.Insert, a.Group.Rule
+	k.Sub = k.Sub[:0]
+	g := 0
+	for i, val := range k.vals {
+		if g < len(k.Generate) && k.Generate[g] == i {
+			val = sharding.UintValue(first + uint64(g))
+			g++
+		}
+		sub, err := ir.index(rule, val)
+		if err != nil {
+			return err
+		}
+		k.Sub = append(k.Sub, sub)
+	}
+	return nil
 }
 
 func (a *Analysis) insertTarget(v Values) (Target, error) {
@@ -160,7 +249,11 @@ func (a *Analysis) insertTarget(v Values) (Target, error) {
 	}
 	t := newTarget(a.Group.Rule.SubTables(), false)
 	for _, k := range ir.keys {
-		i, err := ir.rowIndex(a.Group.Rule, ct, k, v)
+		val, err := k.convert(ct, v)
+		if err != nil {
+			return Target{}, notSupported(fmt.Sprintf("an INSERT into sharded table %s whose shard key %s is not exactly one value of its type: %v", ir.Table.Name, ir.Table.ShardKey, err))
+		}
+		i, err := ir.index(a.Group.Rule, val)
 		if err != nil {
 			return Target{}, err
 		}
@@ -180,11 +273,8 @@ func (ir *InsertRoute) keyType() (sharding.ColumnType, error) {
 	return ct, nil
 }
 
-func (ir *InsertRoute) rowIndex(r sharding.Rule, ct sharding.ColumnType, k valRef, v Values) (int, error) {
-	val, err := k.convert(ct, v)
-	if err != nil {
-		return 0, notSupported(fmt.Sprintf("an INSERT into sharded table %s whose shard key %s is not exactly one value of its type: %v", ir.Table.Name, ir.Table.ShardKey, err))
-	}
+// index is the sub-table of a row whose key is val.
+func (ir *InsertRoute) index(r sharding.Rule, val sharding.Value) (int, error) {
 	i, err := r.Index(val)
 	if errors.Is(err, sharding.ErrNoSubTable) {
 		return 0, noSubTableFor(val.String())
@@ -211,7 +301,7 @@ func (r valRef) convert(ct sharding.ColumnType, v Values) (sharding.Value, error
 	if ok && r.neg {
 		lit, ok = lit.Neg()
 	}
-	if !ok || r.temporal && ct.Class != sharding.ClassDate && ct.Class != sharding.ClassDatetime {
+	if !ok || r.dflt || r.temporal && ct.Class != sharding.ClassDate && ct.Class != sharding.ClassDatetime {
 		return sharding.Value{}, errNoValue
 	}
 	return sharding.Convert(ct, lit)

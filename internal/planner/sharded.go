@@ -61,7 +61,11 @@ func (k *Keyspace) build(sql []byte, sh *router.Shape, db string) (p *Plan, exac
 	}
 	p = &Plan{An: an}
 	if an.Placement == Sharded {
-		p.Tmpl, err = NewTemplate(parsed, sh, k.renamer(db))
+		if an.Insert != nil {
+			p.Tmpl, err = NewInsertTemplate(parsed, sh, k.renamer(db), an.Insert.Table.ShardKey)
+		} else {
+			p.Tmpl, err = NewTemplate(parsed, sh, k.renamer(db))
+		}
 		if err != nil {
 			return &Plan{Err: err}, parsed.Exact
 		}

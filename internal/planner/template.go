@@ -23,6 +23,32 @@ type Template struct {
 	// the text stands for: Vitess may reorder them (LIMIT ? OFFSET ? is
 	// written LIMIT ?, ?, the offset first).
 	params []int
+	// ins is where the rows of an INSERT or REPLACE into a sharded table
+	// are in the text, for AppendRows; nil for other statements.
+	ins *insertLayout
+}
+
+// insertLayout locates the VALUES rows of an INSERT in a Template's text
+// and slots, and each row's shard-key value, so that a part can be
+// rendered with some of the rows and with generated keys.
+type insertLayout struct {
+	// cols is the end of the column list, before its ')': where an omitted
+	// key column is added, as ", " + key.
+	cols    mark
+	key     string // the key column, quoted
+	omitted bool   // the column list has no key column
+	rows    []rowLayout
+}
+
+// mark is a position in a Template: an offset in its text and the number
+// of slots before it.
+type mark struct{ at, slot int }
+
+// rowLayout is one row: "(" … ")" from start to end, its key value from
+// keyStart to keyEnd (both before the ')' when the key is omitted).
+type rowLayout struct {
+	start, keyStart, keyEnd, end mark
+	values                       int // the row's number of values
 }
 
 type slotKind uint8
@@ -57,10 +83,21 @@ type Rename func(qualifier, name string) int
 // a common table expression has the name of a table it renames (a column
 // qualifier could then mean either).
 func NewTemplate(p Parsed, sh *router.Shape, rename Rename) (*Template, error) {
+	return newTemplate(p, sh, rename, "")
+}
+
+// NewInsertTemplate is NewTemplate for an INSERT or REPLACE … VALUES into
+// a sharded table whose shard key is key: its rows are located, for
+// AppendRows.
+func NewInsertTemplate(p Parsed, sh *router.Shape, rename Rename, key string) (*Template, error) {
+	return newTemplate(p, sh, rename, key)
+}
+
+func newTemplate(p Parsed, sh *router.Shape, rename Rename, key string) (*Template, error) {
 	if err := checkFaithful(p.Stmt, sh); err != nil {
 		return nil, err
 	}
-	b := templateBuilder{sh: sh, rename: rename, exposed: map[string]int{}, litSeen: make([]bool, len(sh.Lits)), paramSeen: make([]bool, len(sh.Params))}
+	b := templateBuilder{sh: sh, rename: rename, exposed: map[string]int{}, litSeen: make([]bool, len(sh.Lits)), paramSeen: make([]bool, len(sh.Params)), insKey: key}
 	if err := b.collect(p.Stmt); err != nil {
 		return nil, err
 	}
@@ -69,7 +106,7 @@ func NewTemplate(p Parsed, sh *router.Shape, rename Rename) (*Template, error) {
 	if err := b.complete(p.Exact); err != nil {
 		return nil, err
 	}
-	t := &Template{text: buf.String(), slots: b.slots}
+	t := &Template{text: buf.String(), slots: b.slots, ins: b.ins}
 	for _, s := range b.slots {
 		if s.kind == slotParam {
 			t.params = append(t.params, s.n)
@@ -89,8 +126,56 @@ func (t *Template) Params() []int { return t.params }
 // compiled for), sub[n] the sub-table number of table n (see Rename). It
 // does not allocate beyond growing dst.
 func (t *Template) Append(dst, sql []byte, sh *router.Shape, sub []int) []byte {
-	last := 0
-	for i := range t.slots {
+	return t.appendRange(dst, sql, sh, sub, mark{}, mark{len(t.text), len(t.slots)})
+}
+
+// Rows returns the number of VALUES rows of an INSERT or REPLACE template
+// (NewInsertTemplate), 0 for other statements.
+func (t *Template) Rows() int {
+	if t.ins == nil {
+		return 0
+	}
+	return len(t.ins.rows)
+}
+
+// AppendRows is Append for an INSERT or REPLACE template with only the
+// VALUES rows listed in rows (0-based, in the order given). When ids is
+// not nil, a row r with ids[r] != 0 gets ids[r] as its shard key: in
+// place of its own value, or, when the column list omits the key, in the
+// key column added to the list and to every row (ids must then cover
+// every row sent). It does not allocate beyond growing dst.
+func (t *Template) AppendRows(dst, sql []byte, sh *router.Shape, sub []int, rows []int, ids []uint64) []byte {
+	l := t.ins
+	add := l.omitted && ids != nil
+	dst = t.appendRange(dst, sql, sh, sub, mark{}, l.cols)
+	if add {
+		dst = append(dst, ", "...)
+		dst = append(dst, l.key...)
+	}
+	dst = t.appendRange(dst, sql, sh, sub, l.cols, l.rows[0].start)
+	for j, r := range rows {
+		if j > 0 {
+			dst = append(dst, ", "...)
+		}
+		row := &l.rows[r]
+		if ids == nil || ids[r] == 0 {
+			dst = t.appendRange(dst, sql, sh, sub, row.start, row.end)
+			continue
+		}
+		dst = t.appendRange(dst, sql, sh, sub, row.start, row.keyStart)
+		if add && row.values > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = strconv.AppendUint(dst, ids[r], 10)
+		dst = t.appendRange(dst, sql, sh, sub, row.keyEnd, row.end)
+	}
+	return t.appendRange(dst, sql, sh, sub, l.rows[len(l.rows)-1].end, mark{len(t.text), len(t.slots)})
+}
+
+// appendRange appends the text from a to b with the slots between them.
+func (t *Template) appendRange(dst, sql []byte, sh *router.Shape, sub []int, a, b mark) []byte {
+	last := a.at
+	for i := a.slot; i < b.slot; i++ {
 		s := &t.slots[i]
 		dst = append(dst, t.text[last:s.at]...)
 		last = s.at
@@ -106,7 +191,7 @@ func (t *Template) Append(dst, sql []byte, sh *router.Shape, sub []int) []byte {
 			dst = append(dst, s.tail...)
 		}
 	}
-	return append(dst, t.text[last:]...)
+	return append(dst, t.text[last:b.at]...)
 }
 
 // String shows the template with its slots as {lit 0}, {param 0},
@@ -181,6 +266,10 @@ type templateBuilder struct {
 	// inQualifier: formatting the qualifier of a column or star that is
 	// not renamed, which is no table reference.
 	inQualifier bool
+	// insKey is the shard key of the sharded table an INSERT writes
+	// (NewInsertTemplate), and ins the layout of its rows.
+	insKey string
+	ins    *insertLayout
 }
 
 // collect finds the renamed tables' names and refuses aliases and common
@@ -217,6 +306,11 @@ func (b *templateBuilder) collect(stmt sqlparser.Statement) error {
 // the placeholders, which become slots.
 func (b *templateBuilder) format(buf *sqlparser.TrackedBuffer, node sqlparser.SQLNode) {
 	switch n := node.(type) {
+	case *sqlparser.Insert:
+		if rows, ok := n.Rows.(sqlparser.Values); ok && b.insKey != "" && b.ins == nil && len(n.Columns) > 0 && len(rows) > 0 {
+			b.insert(buf, n, rows)
+			return
+		}
 	case *sqlparser.Argument:
 		if b.placeholder(buf, n.Name) {
 			return
@@ -328,4 +422,61 @@ func (b *templateBuilder) complete(exact bool) error {
 		}
 	}
 	return nil
+}
+
+// insert writes an INSERT or REPLACE … VALUES as Insert.Format does,
+// recording where its column list ends and where its rows and their keys
+// are.
+func (b *templateBuilder) insert(buf *sqlparser.TrackedBuffer, n *sqlparser.Insert, rows sqlparser.Values) {
+	l := &insertLayout{key: "`" + strings.ReplaceAll(b.insKey, "`", "``") + "`"}
+	b.ins = l
+	verb := sqlparser.InsertStr
+	if n.Action == sqlparser.ReplaceAct {
+		verb = sqlparser.ReplaceStr
+	}
+	buf.Myprintf("%s %v%sinto %v%v(", verb, n.Comments, n.Ignore.ToString(), n.Table.Expr, n.Partitions)
+	key := -1
+	for i, c := range n.Columns {
+		if i > 0 {
+			buf.WriteString(", ")
+		}
+		buf.Myprintf("%v", c)
+		if key < 0 && strings.EqualFold(c.String(), b.insKey) {
+			key = i
+		}
+	}
+	l.omitted = key < 0
+	l.cols = b.mark(buf)
+	buf.WriteString(") values ")
+	for i, row := range rows {
+		if i > 0 {
+			buf.WriteString(", ")
+		}
+		r := rowLayout{start: b.mark(buf), values: len(row)}
+		buf.WriteByte('(')
+		for j, e := range row {
+			if j > 0 {
+				buf.WriteString(", ")
+			}
+			if j == key {
+				r.keyStart = b.mark(buf)
+			}
+			buf.Myprintf("%v", e)
+			if j == key {
+				r.keyEnd = b.mark(buf)
+			}
+		}
+		if key < 0 || key >= len(row) {
+			r.keyStart = b.mark(buf)
+			r.keyEnd = r.keyStart
+		}
+		buf.WriteByte(')')
+		r.end = b.mark(buf)
+		l.rows = append(l.rows, r)
+	}
+	buf.Myprintf("%v%v", n.RowAlias, n.OnDup)
+}
+
+func (b *templateBuilder) mark(buf *sqlparser.TrackedBuffer) mark {
+	return mark{at: buf.Len(), slot: len(b.slots)}
 }

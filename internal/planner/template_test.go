@@ -164,3 +164,74 @@ func TestTemplateRefuses(t *testing.T) {
 		}
 	}
 }
+
+// compileInsert is compile for an INSERT into t whose shard key is key.
+func compileInsert(t *testing.T, sql, key string) (*Template, *router.Shape) {
+	t.Helper()
+	sh := new(router.Shape)
+	router.ScanShape([]byte(sql), sh)
+	p, err := testParser.Parse([]byte(sql), sh)
+	if err != nil {
+		t.Fatalf("%q: parse: %v", sql, err)
+	}
+	tpl, err := NewInsertTemplate(p, sh, shardedTest, key)
+	if err != nil {
+		t.Fatalf("%q: %v", sql, err)
+	}
+	plain, err := NewTemplate(p, sh, shardedTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Writing the rows itself, the insert template writes what Vitess does.
+	if got, want := tpl.String(), plain.String(); got != want {
+		t.Fatalf("%q: insert template %q, Vitess writes %q", sql, got, want)
+	}
+	return tpl, sh
+}
+
+// TestTemplateAppendRows: a part of an INSERT carries some of its rows,
+// in the order given, with generated keys in place of NULL/0/DEFAULT or in
+// a key column added to the list.
+func TestTemplateAppendRows(t *testing.T) {
+	for _, tc := range []struct {
+		sql, key string
+		rows     []int
+		ids      []uint64
+		out      string
+	}{
+		{"INSERT INTO t (id, a) VALUES (1, 'x'), (2, \"y\"), (-3, 0x2A) ON DUPLICATE KEY UPDATE a = VALUES(a)", "id", []int{0, 2}, nil,
+			"insert into t_0001(id, a) values (1, 'x'), (-3, 0x2A) on duplicate key update a = values(a)"},
+		{"REPLACE /* c */ INTO shop.t (a, id) VALUES ('x', 1), ('y', 2)", "id", []int{1}, nil,
+			"replace /* c */ into shop.t_0001(a, id) values ('y', 2)"},
+		{"INSERT IGNORE INTO t (a, ID) VALUES ('x', NULL), ('y', 0), ('z', 7), ('w', DEFAULT)", "id", []int{3, 1, 2}, []uint64{100, 101, 0, 102},
+			"insert ignore into t_0001(a, ID) values ('w', 102), ('y', 101), ('z', 7)"},
+		{"INSERT INTO t (a, b) VALUES ('x', 1), ('y', 2), ('z', 3)", "id", []int{0, 2}, []uint64{5, 6, 7},
+			"insert into t_0001(a, b, `id`) values ('x', 1, 5), ('z', 3, 7)"},
+		{"insert into t set a = 'q'", "id", []int{0}, []uint64{9},
+			"insert into t_0001(a, `id`) values ('q', 9)"},
+		{"INSERT INTO t (`a`) VALUES (1) ON DUPLICATE KEY UPDATE a = a + 1", "id", []int{0}, []uint64{42},
+			"insert into t_0001(a, `id`) values (1, 42) on duplicate key update a = a + 1"},
+	} {
+		tpl, sh := compileInsert(t, tc.sql, tc.key)
+		got := string(tpl.AppendRows(nil, []byte(tc.sql), sh, []int{1}, tc.rows, tc.ids))
+		if got != tc.out {
+			t.Errorf("%s\n rows %v ids %v:\n got  %s\n want %s", tc.sql, tc.rows, tc.ids, got, tc.out)
+		}
+		all := make([]int, tpl.Rows())
+		for i := range all {
+			all[i] = i
+		}
+		if tc.ids == nil {
+			if a, b := string(tpl.AppendRows(nil, []byte(tc.sql), sh, []int{1}, all, nil)), string(tpl.Append(nil, []byte(tc.sql), sh, []int{1})); a != b {
+				t.Errorf("%s: every row %q, Append %q", tc.sql, a, b)
+			}
+		}
+	}
+	sql := "INSERT INTO t (a, b) VALUES ('x', 1), ('y', 2), ('z', 3)"
+	tpl, sh := compileInsert(t, sql, "id")
+	buf := make([]byte, 0, 256)
+	rows, ids := []int{2, 0}, []uint64{1, 2, 3}
+	if n := testing.AllocsPerRun(100, func() { buf = tpl.AppendRows(buf[:0], []byte(sql), sh, []int{1}, rows, ids) }); n != 0 {
+		t.Fatalf("AppendRows allocates %v times", n)
+	}
+}

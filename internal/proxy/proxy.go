@@ -28,6 +28,7 @@ import (
 	"github.com/shardgate/shardgate/internal/mysql/auth"
 	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
+	"github.com/shardgate/shardgate/internal/sequence"
 )
 
 // Proxy is a running shardgate.
@@ -48,6 +49,8 @@ type Proxy struct {
 	clusters map[string]*backend.Cluster
 	// keyspaces are the sharded schemas, bound to clusters at start.
 	keyspaces planner.Keyspaces
+	// sequences are the keyspaces' sequence stores (sequences.go).
+	sequences []*sequence.Store
 	// poolCollectors are the pools' metrics, unregistered when a reload
 	// removes a server.
 	poolCollectors map[*backend.Pool]prometheus.Collector
@@ -75,6 +78,10 @@ func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
 		return nil, err
 	}
 	if err := p.buildKeyspaces(); err != nil {
+		p.closeClusters()
+		return nil, err
+	}
+	if err := p.buildSequences(); err != nil {
 		p.closeClusters()
 		return nil, err
 	}
@@ -499,6 +506,7 @@ func (p *Proxy) Close() {
 	if p.admin != nil {
 		_ = p.admin.Close()
 	}
+	p.closeSequences()
 	p.closeClusters()
 }
 

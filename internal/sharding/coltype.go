@@ -12,6 +12,7 @@ type ColumnInfo struct {
 	Precision  int    // NUMERIC_PRECISION
 	Scale      int    // NUMERIC_SCALE, or DATETIME_PRECISION for datetimes
 	Collation  string // COLLATION_NAME; "" for non-strings
+	Extra      string // EXTRA: auto_increment …
 }
 
 // KeyColumnType returns the shard-key type of a column, or an error for
@@ -19,6 +20,12 @@ type ColumnInfo struct {
 // depends on the session's time zone, and string keys need a collation
 // this package implements).
 func KeyColumnType(c ColumnInfo) (ColumnType, error) {
+	ct, err := keyColumnType(c)
+	ct.AutoIncrement = err == nil && strings.Contains(strings.ToLower(c.Extra), "auto_increment")
+	return ct, err
+}
+
+func keyColumnType(c ColumnInfo) (ColumnType, error) {
 	unsigned := strings.Contains(strings.ToLower(c.ColumnType), "unsigned")
 	switch dt := strings.ToLower(c.DataType); dt {
 	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint":

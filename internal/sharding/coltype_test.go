@@ -10,6 +10,7 @@ func TestKeyColumnType(t *testing.T) {
 	}{
 		{ColumnInfo{DataType: "int", ColumnType: "int(11)"}, ColumnType{Class: ClassInt, Bits: 32}, false},
 		{ColumnInfo{DataType: "bigint", ColumnType: "bigint(20) unsigned"}, ColumnType{Class: ClassUint, Bits: 64}, false},
+		{ColumnInfo{DataType: "bigint", ColumnType: "bigint(20) unsigned", Extra: "auto_increment"}, ColumnType{Class: ClassUint, Bits: 64, AutoIncrement: true}, false},
 		{ColumnInfo{DataType: "tinyint", ColumnType: "tinyint(4)"}, ColumnType{Class: ClassInt, Bits: 8}, false},
 		{ColumnInfo{DataType: "decimal", ColumnType: "decimal(10,2)", Precision: 10, Scale: 2}, ColumnType{Class: ClassDecimal, Precision: 10, Scale: 2}, false},
 		{ColumnInfo{DataType: "varchar", ColumnType: "varchar(20)", Collation: "utf8mb4_general_ci"}, ColumnType{Class: ClassString, Collation: CollationUTF8MB4GeneralCI}, false},

@@ -35,6 +35,9 @@ type ColumnType struct {
 	Precision int       // DECIMAL(M, D): M
 	Scale     int       // DECIMAL(M, D): D; DATETIME(fsp): fsp
 	Collation Collation // strings
+	// AutoIncrement: the column is the table's AUTO_INCREMENT column, whose
+	// values for a sharded table come from a sequence (docs/sharding.md).
+	AutoIncrement bool
 }
 
 // Kind is the canonical form a Value is held in. Integral numbers of every

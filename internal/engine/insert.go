@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"errors"
+
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/mysql"
+)
+
+// savepoint is the savepoint InsertSplit sets inside a transaction, so
+// that a part's failure undoes the parts before it. A name clients are
+// unlikely to use: setting it again replaces a client's of that name.
+const (
+	savepointSQL  = "SAVEPOINT shardgate_insert"
+	rollbackToSQL = "ROLLBACK TO SAVEPOINT shardgate_insert"
+)
+
+// InsertSplit runs an INSERT or REPLACE whose rows the proxy split per
+// sub-table (Parts, in the order of their first row, each with its rows
+// in statement order), or whose keys the proxy generated, and answers
+// with the one OK one server would have sent for the whole statement:
+// affected rows summed, the "Records: N  Duplicates: D  Warnings: W" info
+// (mysql.OKMerge.AddInsert), the insert id by MySQL's rules.
+//
+// A part's error stops the statement. Outside a transaction the parts
+// applied before stay applied, and the error names their shards; inside
+// one (Savepoint), the parts run after a savepoint and a failure rolls
+// back to it, so the statement is undone whole as on one server and the
+// client gets the server's error as it is. (Inside a transaction every
+// part is on the one shard the transaction writes to: the session refuses
+// a second shard's write before anything runs.)
+type InsertSplit struct {
+	Parts []Part
+	Rows  []int // Rows[i] is the number of rows of Parts[i]
+	Kind  mysql.InsertKind
+	// KeysGiven: the shard key is the sub-tables' AUTO_INCREMENT column and
+	// every row sent gives it (its own or one the proxy generated), so the
+	// servers generate nothing: their OK's insert id is the last row's key
+	// and their LAST_INSERT_ID() does not change.
+	KeysGiven bool
+	// Generated is the first id the proxy generated for the statement (0:
+	// none): the OK's insert id and the session's LAST_INSERT_ID(), as for
+	// MySQL's first generated id.
+	Generated uint64
+	// LastKey is the statement's last row's key (LastKeyKnown: it gives an
+	// integer): with KeysGiven and nothing generated, MySQL's insert id
+	// when any row was written.
+	LastKey      uint64
+	LastKeyKnown bool
+	Savepoint    bool
+	merge        mysql.OKMerge
+}
+
+// Execute implements Primitive.
+func (s *InsertSplit) Execute(c Cursor, q []byte) bool {
+	s.merge.Reset()
+	for i := range s.Parts {
+		p := &s.Parts[i]
+		conn, ok := c.Acquire(p.Cluster, false)
+		if conn == nil {
+			return ok
+		}
+		if i == 0 && s.Savepoint {
+			if err := conn.Exec(savepointSQL); err != nil {
+				return savepointFailed(c, conn, err)
+			}
+		}
+		if err := conn.WriteCommand(p.query(q)); err != nil {
+			return c.Failed(conn, mysql.BackendError(err), false)
+		}
+		r := c.Relay(conn)
+		okp, err := r.PartOK()
+		if err != nil {
+			return c.Failed(conn, err, false)
+		}
+		if e := r.Info.Err; e != nil {
+			if s.Savepoint {
+				// A server's error here means the savepoint is gone: the
+				// part's error (a deadlock) rolled back the whole
+				// transaction, as the error tells the client.
+				if err := conn.Exec(rollbackToSQL); err != nil && !isSQLError(err) {
+					return c.Failed(conn, mysql.BackendError(err), false)
+				}
+				c.Done(conn, &r.Info)
+				return c.Fail(e)
+			}
+			c.Done(conn, &r.Info)
+			return c.Fail(partFailed(e, s.Parts[:i], *p))
+		}
+		if s.KeysGiven {
+			// Not a generated id: the connection's LAST_INSERT_ID() is
+			// what it was, and so is the session's.
+			r.Info.LastInsertID = 0
+		}
+		s.merge.AddInsert(&okp, s.Rows[i], s.Kind)
+		c.Done(conn, &r.Info)
+	}
+	ok := s.merge.OK()
+	generated := ok.LastInsertID
+	if s.KeysGiven {
+		generated = s.Generated
+		ok.LastInsertID = s.Generated
+		if s.Generated == 0 && s.LastKeyKnown && ok.AffectedRows > 0 {
+			ok.LastInsertID = s.LastKey
+		}
+	}
+	ok.Status = c.Status() | ok.Status&mysql.StatusSessionStateChange
+	return c.AnswerInsert(&ok, generated)
+}
+
+// savepointFailed answers a SAVEPOINT that failed before any part ran:
+// the server's error as the statement's, a broken connection as the
+// session handles one.
+func savepointFailed(c Cursor, conn *backend.Conn, err error) bool {
+	var se *mysql.SQLError
+	if errors.As(err, &se) {
+		c.Done(conn, &mysql.ResponseInfo{Err: se})
+		return c.Fail(se)
+	}
+	return c.Failed(conn, mysql.BackendError(err), false)
+}
+
+func isSQLError(err error) bool {
+	var se *mysql.SQLError
+	return errors.As(err, &se)
+}

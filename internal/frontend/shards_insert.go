@@ -1,0 +1,233 @@
+package frontend
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/shardgate/shardgate/internal/engine"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/planner"
+	"github.com/shardgate/shardgate/internal/router"
+	"github.com/shardgate/shardgate/internal/sequence"
+	"github.com/shardgate/shardgate/internal/sharding"
+)
+
+// insertRows is what the session keeps from one INSERT on a sharded table
+// to the next, so that splitting one allocates nothing once grown: the
+// rows' keys, the generated ids by row, and the rows grouped by part.
+type insertRows struct {
+	keys     planner.RowKeys
+	ids      []uint64 // by row: the generated key, 0 for a row that gives its own
+	partSub  []int    // each part's sub-table
+	partRows []int    // the rows of every part, part after part
+	partLen  []int    // each part's number of rows
+	subPart  []int    // by sub-table: its part, -1 when none (kept all -1 between statements)
+	split    engine.InsertSplit
+}
+
+// planInsert plans an INSERT or REPLACE into a sharded table: the rows'
+// keys (generated ones drawn from the table's sequence first), each row
+// on its sub-table, one part per sub-table in the order of its first row.
+// A statement whose rows all land on one sub-table and whose key the
+// sub-tables do not generate runs there as written (a Route); any other
+// runs as an engine.InsertSplit, which answers as one server would.
+func (s *Session) planInsert(ks *planner.Keyspace, plan *planner.Plan, st router.Stmt, sql []byte) engine.Primitive {
+	an, ins := plan.An, &s.ins
+	k := &ins.keys
+	if err := an.Keys(&s.vals, s.noAutoValueOnZero(), k); err != nil {
+		return s.refuseErr(err)
+	}
+	first, err := s.drawKeys(ks, an.Insert.Table, an.Insert.Rows, k)
+	if err != nil {
+		return s.refuseErr(err)
+	}
+	if err = an.Place(k, first); err != nil {
+		return s.refuseErr(err)
+	}
+	if plan.Tmpl.Rows() != len(k.Sub) {
+		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "this form of INSERT on a sharded table")
+	}
+	s.groupRows(an.Group.Rule.SubTables())
+	ids := s.rowIDs(first)
+	s.renderInsert(ks, plan, sql, ids)
+	if len(s.parts) == 1 && !k.AutoIncrement {
+		prim := s.routeToShard(s.parts[0].Cluster, st)
+		if prim == engine.Primitive(&s.planned) {
+			s.planned.Query = s.parts[0].Query
+		}
+		return prim
+	}
+	for _, p := range s.parts {
+		if e := s.crossShardWrite(p.Cluster, st); e != nil {
+			return s.refuseErr(e)
+		}
+	}
+	sp := &ins.split
+	*sp = engine.InsertSplit{Parts: s.parts, Rows: ins.partLen, Kind: an.Insert.Kind,
+		KeysGiven: k.AutoIncrement, LastKey: k.LastKey, LastKeyKnown: k.LastKeyKnown,
+		Savepoint: len(s.parts) > 1 && s.inTransaction()}
+	if ids != nil {
+		sp.Generated = first
+	}
+	return sp
+}
+
+// drawKeys reserves the ids of the rows whose AUTO_INCREMENT key the
+// sequence generates, returning the first, and makes sure the sequence
+// never hands out a key a row gives itself.
+func (s *Session) drawKeys(ks *planner.Keyspace, t *sharding.SchemaTable, rows int, k *planner.RowKeys) (uint64, error) {
+	if !k.AutoIncrement || len(k.Generate) == 0 && k.MaxExplicit == 0 {
+		return 0, nil
+	}
+	seq := ks.Sequence(t)
+	if seq == nil {
+		if len(k.Generate) == 0 {
+			return 0, nil
+		}
+		return 0, mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax,
+			"This version of shardgate doesn't yet support '%s'", "generated keys on sharded table "+t.Name+" without a sequence store")
+	}
+	ctx := context.Background() // each round trip is bounded by the store's timeout
+	if k.MaxExplicit > 0 {
+		if err := seq.Observe(ctx, k.MaxExplicit); err != nil {
+			return 0, mysql.NewError(mysql.ERUnknownError, mysql.StateGeneral, "shardgate: %v", err)
+		}
+	}
+	if len(k.Generate) == 0 {
+		return 0, nil
+	}
+	if err := sequence.CheckIncrement(s.autoIncrementIncrement()); err != nil {
+		return 0, err
+	}
+	// As InnoDB's "consecutive" mode does for an INSERT of known rows, a
+	// statement reserves an id for each of its rows, the rows that give
+	// their own key included: those ids are skipped, as on one server.
+	first, err := seq.Next(ctx, rows)
+	if err != nil {
+		return 0, mysql.NewError(mysql.ERUnknownError, mysql.StateGeneral, "shardgate: %v", err)
+	}
+	return first, nil
+}
+
+// groupRows groups the rows placed in s.ins.keys.Sub into parts: one per
+// sub-table, in the order of its first row, each with its rows in order.
+func (s *Session) groupRows(subTables int) {
+	ins := &s.ins
+	for len(ins.subPart) < subTables {
+		ins.subPart = append(ins.subPart, -1)
+	}
+	ins.partSub, ins.partLen = ins.partSub[:0], ins.partLen[:0]
+	for _, sub := range ins.keys.Sub {
+		p := ins.subPart[sub]
+		if p < 0 {
+			p = len(ins.partSub)
+			ins.subPart[sub] = p
+			ins.partSub = append(ins.partSub, sub)
+			ins.partLen = append(ins.partLen, 0)
+		}
+		ins.partLen[p]++
+	}
+	// Each part's rows start where the previous part's end; fill counts
+	// each part's rows placed so far, in partLen's place, restored below.
+	n := len(ins.keys.Sub)
+	if cap(ins.partRows) < 2*n {
+		ins.partRows = make([]int, 2*n)
+	}
+	ins.partRows = ins.partRows[:n]
+	start := ins.partRows[n : 2*n : 2*n][:0]
+	at := 0
+	for _, l := range ins.partLen {
+		start = append(start, at)
+		at += l
+	}
+	for r, sub := range ins.keys.Sub {
+		p := ins.subPart[sub]
+		ins.partRows[start[p]] = r
+		start[p]++
+	}
+	for _, sub := range ins.partSub {
+		ins.subPart[sub] = -1
+	}
+}
+
+// rowIDs returns each row's generated key (0 for a row that gives its
+// own), or nil when no row's key is generated.
+func (s *Session) rowIDs(first uint64) []uint64 {
+	ins := &s.ins
+	gen := ins.keys.Generate
+	if len(gen) == 0 {
+		return nil
+	}
+	ins.ids = ins.ids[:0]
+	for range ins.keys.Sub {
+		ins.ids = append(ins.ids, 0)
+	}
+	for g, r := range gen {
+		ins.ids[r] = first + uint64(g)
+	}
+	return ins.ids
+}
+
+// renderInsert renders each part's statement, with its rows only, into
+// s.parts, as COM_QUERY packets in one buffer.
+func (s *Session) renderInsert(ks *planner.Keyspace, plan *planner.Plan, sql []byte, ids []uint64) {
+	ins := &s.ins
+	b := s.partSQL[:0]
+	s.partEnds = s.partEnds[:0]
+	s.parts = s.parts[:0]
+	at := 0
+	for p, sub := range ins.partSub {
+		rows := ins.partRows[at : at+ins.partLen[p]]
+		at += ins.partLen[p]
+		b = append(b, mysql.ComQuery)
+		s.sub[0] = sub
+		b = plan.Tmpl.AppendRows(b, sql, &s.shape, s.sub[:], rows, ids)
+		s.partEnds = append(s.partEnds, len(b))
+		s.parts = append(s.parts, engine.Part{Cluster: ks.Shard(plan.An.Group.Layout.Shard(sub))})
+	}
+	s.partSQL = b
+	start := 0
+	for j, end := range s.partEnds {
+		s.parts[j].Query = b[start:end:end]
+		start = end
+	}
+}
+
+// inTransaction reports whether the session's statements run inside a
+// transaction: one is open, or autocommit is off.
+func (s *Session) inTransaction() bool {
+	return s.heldPins()&pinTrx != 0 || !s.autocommit()
+}
+
+// noAutoValueOnZero reports whether the session's sql_mode has
+// NO_AUTO_VALUE_ON_ZERO (0 in an AUTO_INCREMENT column is then a value).
+// A session that never set sql_mode has the servers' default, which does
+// not include it unless the servers are configured so.
+func (s *Session) noAutoValueOnZero() bool {
+	v, ok := s.vars.Get("sql_mode")
+	return ok && containsFold(v, "NO_AUTO_VALUE_ON_ZERO")
+}
+
+// autoIncrementIncrement is the session's auto_increment_increment, 1
+// unless the session set it.
+func (s *Session) autoIncrementIncrement() uint64 {
+	v, ok := s.vars.Get("auto_increment_increment")
+	if !ok {
+		return 1
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0 // not a number the proxy understands: refused
+	}
+	return n
+}
+
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
+}
