@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"github.com/shardgate/shardgate/internal/sequence"
 	"strings"
 	"unicode/utf8"
 
@@ -139,7 +140,7 @@ func (k *Keyspace) tableList(s *sqlparser.ShowBasic, db string) (engine.Primitiv
 	}
 	q := comQuery(show + quoteName(k.Schema.Name))
 	m := &engine.Metadata{Parts: []engine.Part{{Cluster: k.Default}},
-		Build: engine.TableList(k.Schema, s.Command == sqlparser.TableStatus, match)}
+		Build: engine.TableList(k.Schema, s.Command == sqlparser.TableStatus, match, sequence.DefaultTable)}
 	for _, shard := range k.shardsWithSubTables() {
 		m.Parts = append(m.Parts, engine.Part{Cluster: k.Shard(shard), Query: q})
 	}
