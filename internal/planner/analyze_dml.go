@@ -157,14 +157,15 @@ func insertKind(ins *sqlparser.Insert) mysql.InsertKind {
 }
 
 // insertRows records each row's key value. The key's position comes from
-// the column list: without one it would need the table's column order. A
-// row with the wrong number of values gets the server's error, since the
-// rows are split before any server sees them: one server refuses the
-// whole statement, a sub-table would refuse its part only.
+// the column list, which the planner fills in from the table's learnt
+// columns when the statement has none (Keyspace.build). A row with the
+// wrong number of values gets the server's error, since the rows are
+// split before any server sees them: one server refuses the whole
+// statement, a sub-table would refuse its part only.
 func (a *analyzer) insertRows(verb string, ins *sqlparser.Insert, target *tableRef, rows sqlparser.Values) error {
 	st, cols := target.st, ins.Columns
 	if len(cols) == 0 {
-		return notSupported(fmt.Sprintf("%s into sharded table %s without a column list", verb, st.Name))
+		return notSupported(fmt.Sprintf("%s into sharded table %s without a column list before its columns are known", verb, st.Name))
 	}
 	for i, row := range rows {
 		if len(row) != len(cols) {

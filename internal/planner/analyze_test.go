@@ -459,7 +459,7 @@ func TestRouteWrites(t *testing.T) {
 		{sql: "update sf_user set id = 5 where id = 4", err: "UPDATE of shard key column sf_user.id"},
 		{sql: "update sf_user u join sf_order o on u.id = o.user_id set o.user_id = 5", err: "UPDATE of shard key column sf_order.user_id"},
 		{sql: "insert into sf_user (id, x) values (1, 2) on duplicate key update id = 3", err: "ON DUPLICATE KEY UPDATE of shard key column sf_user.id"},
-		{sql: "insert into sf_user values (1, 2)", err: "INSERT into sharded table sf_user without a column list"},
+		{sql: "insert into sf_user values (1, 2)", err: "INSERT into sharded table sf_user without a column list before its columns are known"},
 		{sql: "insert into sf_user (id) values (1+1)", err: "whose shard key id in row 1 is an expression, not a value"},
 		{sql: "insert into sf_user (id) select user_id from sf_order", err: "INSERT … SELECT into sharded table sf_user"},
 		{sql: "replace into sf_user (id) select id from plain", err: "REPLACE … SELECT into sharded table sf_user"},

@@ -44,19 +44,19 @@ func (k *Keyspace) learnKeyType(ctx context.Context, t *sharding.SchemaTable) er
 	rows, err := c.QueryRows("SELECT DATA_TYPE, COLUMN_TYPE, COALESCE(NUMERIC_PRECISION, 0), " +
 		"COALESCE(NUMERIC_SCALE, DATETIME_PRECISION, 0), COALESCE(COLLATION_NAME, ''), COLUMN_NAME, EXTRA " +
 		"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = " + quote(k.Schema.Name) +
-		" AND TABLE_NAME = " + quote(sub) + " AND (COLUMN_NAME = " + quote(t.ShardKey) + " OR ORDINAL_POSITION = 1)")
+		" AND TABLE_NAME = " + quote(sub) + " ORDER BY ORDINAL_POSITION")
 	if err != nil {
 		c.Pool().Discard(c, false)
 		return fmt.Errorf("reading %s's definition on shard %s: %w", sub, shard, err)
 	}
 	c.Pool().Release(c)
-	// The table's first column is read too, to tell a missing table from
-	// a missing key column.
 	if len(rows) == 0 {
 		return fmt.Errorf("sub-table %s.%s does not exist on shard %s yet: create the table through shardgate, or each sub-table on its shard", k.Schema.Name, sub, shard)
 	}
 	var r []string
-	for _, row := range rows {
+	columns := make([]string, len(rows))
+	for i, row := range rows {
+		columns[i] = row[5]
 		if strings.EqualFold(row[5], t.ShardKey) {
 			r = row
 		}
@@ -72,6 +72,7 @@ func (k *Keyspace) learnKeyType(ctx context.Context, t *sharding.SchemaTable) er
 		return fmt.Errorf("shard key %s: %w", t.ShardKey, err)
 	}
 	t.SetKeyType(ct)
+	t.SetColumns(columns)
 	return nil
 }
 

@@ -3,6 +3,8 @@ package planner
 import (
 	"errors"
 
+	"vitess.io/vitess/go/vt/sqlparser"
+
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/router"
 	"github.com/shardgate/shardgate/internal/sharding"
@@ -55,6 +57,7 @@ func (k *Keyspace) build(sql []byte, sh *router.Shape, db string) (p *Plan, exac
 	if err != nil {
 		return &Plan{Err: parseRefusal(err)}, false
 	}
+	k.fillColumnList(parsed.Stmt, db)
 	an, err := Analyze(parsed.Stmt, k.Schema, db)
 	if err != nil {
 		return &Plan{Err: err}, parsed.Exact
@@ -100,4 +103,33 @@ func parseRefusal(err error) error {
 	}
 	return mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax,
 		"This version of shardgate doesn't yet support '%s' on a sharded schema (%v)", "this statement", err)
+}
+
+// fillColumnList gives an INSERT or REPLACE into a sharded table without
+// a column list the table's columns, learnt from the shards, so that its
+// rows can be split by key (and a generated key put in its place): the
+// statement means the same with the list written out.
+func (k *Keyspace) fillColumnList(stmt sqlparser.Statement, db string) {
+	ins, ok := stmt.(*sqlparser.Insert)
+	if !ok || len(ins.Columns) > 0 {
+		return
+	}
+	tn, err := ins.Table.TableName()
+	if err != nil {
+		return
+	}
+	if q := tn.Qualifier.String(); q != "" && q != k.Schema.Name || q == "" && db != k.Schema.Name {
+		return
+	}
+	t := k.Schema.Table(tn.Name.String())
+	if t == nil || t.Type != sharding.TableSharded {
+		return
+	}
+	cols, ok := t.Columns()
+	if !ok {
+		return
+	}
+	for _, c := range cols {
+		ins.Columns = append(ins.Columns, sqlparser.NewIdentifierCI(c))
+	}
 }

@@ -35,6 +35,10 @@ type SchemaTable struct {
 	// backends' information_schema; until then (nil) keys cannot be
 	// converted and statements go to every sub-table that could hold them.
 	keyType atomic.Pointer[ColumnType]
+	// columns are the sub-tables' columns in order, learnt with the key
+	// type: an INSERT without a column list gives its values in this
+	// order.
+	columns atomic.Pointer[[]string]
 }
 
 // NewSchema is an empty schema; tables are added with Add.
@@ -93,3 +97,15 @@ func (t *SchemaTable) KeyType() (ColumnType, bool) {
 func (t *SchemaTable) SetKeyType(ct ColumnType) {
 	t.keyType.Store(&ct)
 }
+
+// Columns returns the table's columns in order, if known.
+func (t *SchemaTable) Columns() ([]string, bool) {
+	c := t.columns.Load()
+	if c == nil {
+		return nil, false
+	}
+	return *c, true
+}
+
+// SetColumns records the table's columns in order.
+func (t *SchemaTable) SetColumns(cols []string) { t.columns.Store(&cols) }
