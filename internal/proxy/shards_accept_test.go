@@ -237,4 +237,3 @@ func checkNamesShard(t *testing.T, q string, err error, shard string) {
 		t.Errorf("%s with %s down: %v; want a backend error, not a refusal", q, shard, err)
 	}
 }
-
