@@ -124,6 +124,8 @@ func TestShardedPeersKnownFailures(t *testing.T) {
 			reads(false, "SELECT id FROM sf_user WHERE id = city_id")[0],
 			reads(true, "SELECT * FROM sf_order WHERE user_id = 2 * 3 AND order_no = 1")[0],
 			write("sf_user", "INSERT INTO sf_user (id, name) VALUES (-777, 'neg')"),
+			// a duplicate ignored: the warning is read with SHOW WARNINGS
+			write("sf_user", "INSERT IGNORE INTO sf_user (id, name) VALUES (-777, 'dup')"),
 			write("sf_user", "UPDATE sf_user SET score = 1 WHERE id = 10 - 3"),
 			write("sf_user", "UPDATE sf_user SET score = 2 WHERE id = -777"),
 			write("sf_user", "DELETE FROM sf_user WHERE id = -(777)"),
