@@ -514,6 +514,8 @@ func TestAnalyzePlacement(t *testing.T) {
 		{db: "shop", sql: "select * from sf_user u join sf_name n on u.x = n.x", err: "a join of sf_user and sf_name, sharded by different rules"},
 		{db: "shop", sql: "select * from sf_user u join sf_range r on u.id = r.k", err: "a join of sf_user and sf_range"},
 		{db: "shop", sql: "show tables", err: "Show statements on sharded schema shop"},
+		{db: "shop", sql: "-- a comment\n-- only", want: Unsharded},
+		{db: "shop", sql: "/* nothing */", want: Unsharded},
 	} {
 		an, err := Analyze(parse(t, c.sql), s, c.db)
 		if c.err != "" {

@@ -62,6 +62,11 @@ func TestShardedPeersKnownFailures(t *testing.T) {
 		))
 	})
 
+	t.Run("comments and empty statements", func(t *testing.T) {
+		// the mariadb CLI with --comments sends a file's comment blocks alone
+		compareStatements(t, d, reads(true, "-- a comment", "/* a comment */", "# a comment", "-- one\n-- two\n", "", " "))
+	})
+
 	t.Run("typed literals", func(t *testing.T) {
 		var stmts []difftest.Statement
 		// Exact keys: one sub-table, so ORDER BY is fine.
