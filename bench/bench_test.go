@@ -45,6 +45,7 @@ func TestSmoke(t *testing.T) {
 	checkReport(t, env, res)
 	checkRate(t, env)
 	checkStream(t, env)
+	checkSharded(t, ctx, env, cfg)
 	t.Logf("smoke test took %v", time.Since(began).Round(time.Millisecond))
 }
 
@@ -103,6 +104,21 @@ func checkReport(t *testing.T, env *Env, res *Results) {
 		if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
 			t.Errorf("%s is not a PNG file", p)
 		}
+	}
+}
+
+// checkSharded starts the Sharded target over the prepared tables and runs
+// a text point select through it: every query routed by key, no error.
+func checkSharded(t *testing.T, ctx context.Context, env *Env, cfg Config) {
+	t.Helper()
+	if err := env.StartSharded(ctx, cfg.Tables); err != nil {
+		t.Fatalf("StartSharded: %v", err)
+	}
+	r := sysbenchRun{bin: env.Tools.Sysbench, test: "oltp_point_select", addr: env.Addr(Sharded),
+		tables: cfg.Tables, tableSize: cfg.TableSize, threads: 2, seconds: 2, psMode: "disable"}
+	run := measure(ctx, env, r, Sharded)
+	if run.Failure != "" || run.Queries == 0 || run.ProxyCPU <= 0 {
+		t.Fatalf("sharded point select: %+v", run)
 	}
 }
 

@@ -24,6 +24,7 @@ var targetStyle = map[Target]struct {
 	Direct:    {color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, draw.CircleGlyph{}},
 	Relay:     {color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, draw.SquareGlyph{}},
 	Shardgate: {color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, draw.TriangleGlyph{}},
+	Sharded:   {color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, draw.PyramidGlyph{}},
 }
 
 // renderChart draws one row per test and ps-mode with two panels, QPS and

@@ -24,24 +24,32 @@ import (
 // Target is what sysbench or the rate generator connects to.
 type Target string
 
-// The three targets.
+// The targets.
 const (
 	Direct    Target = "direct"    // mariadbd itself
 	Relay     Target = "relay"     // HAProxy in TCP mode in front of it
 	Shardgate Target = "shardgate" // shardgate in front of it
+	// Sharded is shardgate with the sysbench tables hash-sharded on id
+	// over two shards of 4 sub-tables each (sharded.go). Only the tests in
+	// ShardedTests run on it.
+	Sharded Target = "sharded"
 )
 
-// AllTargets lists the targets in their default order (round 1).
+// AllTargets lists the unsharded targets in their default order (round 1).
 var AllTargets = []Target{Direct, Relay, Shardgate}
+
+// MatrixTargets are the targets of the default matrix: the unsharded ones
+// and Sharded.
+var MatrixTargets = []Target{Direct, Relay, Shardgate, Sharded}
 
 // ParseTarget checks a target name.
 func ParseTarget(s string) (Target, error) {
-	for _, t := range AllTargets {
+	for _, t := range MatrixTargets {
 		if string(t) == s {
 			return t, nil
 		}
 	}
-	return "", fmt.Errorf("unknown target %q (want direct, relay or shardgate)", s)
+	return "", fmt.Errorf("unknown target %q (want direct, relay, shardgate or sharded)", s)
 }
 
 // Database is the schema the sysbench tables live in.
@@ -100,6 +108,10 @@ type Env struct {
 	relay *child
 	proxy *child
 	addrs map[Target]string
+	// shardgateBin is the binary the Sharded target runs; its proxy
+	// (sharded) starts once the tables are prepared (StartSharded).
+	shardgateBin string
+	sharded      *child
 }
 
 // StartEnv starts mariadbd, creates the benchmark database and starts the
@@ -139,14 +151,17 @@ func StartEnv(ctx context.Context, opts EnvOptions) (env *Env, err error) {
 			return nil, err
 		}
 	}
-	if slices.Contains(targets, Shardgate) {
+	if slices.Contains(targets, Shardgate) || slices.Contains(targets, Sharded) {
 		bin := opts.ShardgateBin
 		if bin != "" {
 			e.ShardgateRev = "prebuilt " + bin + ": " + toolVersion(ctx, bin, "version")
 		} else if bin, err = e.buildShardgate(ctx, opts.ShardgateRef); err != nil {
 			return nil, err
 		}
-		if err := e.startShardgate(ctx, bin, opts.AdminAddr); err != nil {
+		e.shardgateBin = bin
+	}
+	if slices.Contains(targets, Shardgate) {
+		if err := e.startShardgate(ctx, e.shardgateBin, opts.AdminAddr); err != nil {
 			return nil, err
 		}
 	}
@@ -164,6 +179,8 @@ func (e *Env) ProxyPid(t Target) int {
 		return e.relay.Pid()
 	case t == Shardgate && e.proxy != nil:
 		return e.proxy.Pid()
+	case t == Sharded && e.sharded != nil:
+		return e.sharded.Pid()
 	}
 	return 0
 }
@@ -171,7 +188,7 @@ func (e *Env) ProxyPid(t Target) int {
 // Close stops the proxies and the server and removes the work directory.
 func (e *Env) Close() error {
 	var errs []error
-	for _, c := range []*child{e.proxy, e.relay} {
+	for _, c := range []*child{e.sharded, e.proxy, e.relay} {
 		if c != nil {
 			errs = append(errs, c.stop(stopGrace))
 		}

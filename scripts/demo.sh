@@ -2,18 +2,28 @@
 # Runs the shardgate demo:
 #   1. installs what the demo needs if missing (scripts/install-deps.sh demo:
 #      MariaDB server and client, Go modules),
-#   2. starts a MariaDB for the demo in .local/demo/ (created on first run;
-#      reused if one is already running), with the account
-#      shardgate/shardgate-pw and the sample database `shop`
-#      (examples/sample.sql, reloaded on every run),
-#   3. builds .local/bin/shardgate and runs `shardgate serve` in front of it
-#      until Ctrl-C, then stops the MariaDB it started.
+#   2. starts MariaDB servers for the demo under .local/demo/ (created on
+#      first run; reused if already running), each with the account
+#      shardgate/shardgate-pw:
+#        sharded (the default): shards s0 (a primary and a replica) and s1
+#        (… s<N-1>), holding the sharded sample database `shop`
+#        (examples/sharded-schema.sql, loaded through shardgate from
+#        examples/sharded-data.sql on every run);
+#        SHARDGATE_DEMO_SHARDS=0: one server with examples/sample.sql,
+#   3. builds .local/bin/shardgate, runs it in front of them and prints
+#      queries to try, until Ctrl-C; then stops the MariaDB servers it
+#      started.
 # Extra arguments are passed to `shardgate serve`.
 #
 # Environment:
-#   SHARDGATE_DEMO_DB_PORT   MariaDB TCP port (default 13306)
+#   SHARDGATE_DEMO_SHARDS    number of shards, 2 or more (default 2); 0: one unsharded server
+#   SHARDGATE_DEMO_DB_PORT   first MariaDB TCP port (default 13306); shard s0's replica and
+#                            the other shards take the next ports
 #   SHARDGATE_DEMO_LISTEN    proxy address (default 127.0.0.1:6033)
 #   SHARDGATE_DEMO_ADMIN     admin HTTP address (default 127.0.0.1:6080)
+#   SHARDGATE_DEMO_DIR       where the servers live (default .local/demo)
+#   SHARDGATE_DEMO_CHECK=1   run the queries to try, print their answers and stop
+#                            (scripts/demo.sh as a test)
 #   SHARDGATE_SKIP_DEPS=1    do not run scripts/install-deps.sh
 set -euo pipefail
 
@@ -23,18 +33,15 @@ cd "$ROOT"
 DB_PORT="${SHARDGATE_DEMO_DB_PORT:-13306}"
 LISTEN="${SHARDGATE_DEMO_LISTEN:-127.0.0.1:6033}"
 ADMIN="${SHARDGATE_DEMO_ADMIN:-127.0.0.1:6080}"
+SHARDS="${SHARDGATE_DEMO_SHARDS:-2}"
+CHECK="${SHARDGATE_DEMO_CHECK:-0}"
 DB_USER=shardgate
 DB_PASSWORD=shardgate-pw
+# Sub-tables of each sharded table per shard (schemas: in the configuration).
+SUB_TABLES=4
 
-DEMO_DIR="$ROOT/.local/demo"
-DATADIR="$DEMO_DIR/data"
-SOCKET="$DEMO_DIR/mysqld.sock"
-PIDFILE="$DEMO_DIR/mysqld.pid"
-PORTFILE="$DEMO_DIR/mysqld.port"
-ERRLOG="$DEMO_DIR/mysqld.err"
-INIT_MARKER="$DEMO_DIR/.initialized"
+DEMO_DIR="${SHARDGATE_DEMO_DIR:-$ROOT/.local/demo}"
 BIN="$ROOT/.local/bin/shardgate"
-
 log() { printf 'demo: %s\n' "$*" >&2; }
 die() {
 	printf 'demo: ERROR: %s\n' "$*" >&2
@@ -44,6 +51,7 @@ die() {
 export PATH="${PATH}:/usr/local/sbin:/usr/sbin:/sbin"
 
 [[ "$DB_PORT" =~ ^[0-9]+$ ]] || die "SHARDGATE_DEMO_DB_PORT must be a port number, got '$DB_PORT'"
+[[ "$SHARDS" =~ ^[0-9]+$ && "$SHARDS" != 1 ]] || die "SHARDGATE_DEMO_SHARDS must be 0 (unsharded) or 2 or more, got '$SHARDS'"
 
 if [[ "${SHARDGATE_SKIP_DEPS:-0}" != 1 ]]; then
 	./scripts/install-deps.sh demo
@@ -56,65 +64,83 @@ command -v mariadb-admin >/dev/null 2>&1 || die "mariadb-admin not found: run sc
 
 mkdir -p "$DEMO_DIR"
 
-# A unix socket path must fit in 108 bytes; fall back to /tmp for deep
-# checkouts.
-if ((${#SOCKET} > 100)); then
-	SOCKET="/tmp/shardgate-demo-$(id -u)-$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1).sock"
-fi
-
 USER_ARGS=()
 if [[ "$(id -u)" -eq 0 ]]; then
 	USER_ARGS=(--user=root)
 fi
 
-sql() { mariadb --no-defaults --socket="$SOCKET" -uroot; }
+# Each demo server NAME lives in its own directory (the one-server demo,
+# "main", in $DEMO_DIR itself, as before shards), with its socket, pid,
+# port and log.
+declare -A DB_PIDS=() DB_PORTS=() STARTED=()
+SERVERS=()
 
-# demo_db_pid prints the pid of the running demo mariadbd, if there is one.
+server_dir() { if [[ "$1" == main ]]; then printf '%s\n' "$DEMO_DIR"; else printf '%s\n' "$DEMO_DIR/$1"; fi; }
+
+# A unix socket path must fit in 108 bytes; fall back to /tmp for deep
+# checkouts.
+server_socket() {
+	local sock
+	sock="$(server_dir "$1")/mysqld.sock"
+	if ((${#sock} > 100)); then
+		sock="/tmp/shardgate-demo-$(id -u)-$(printf '%s' "$DEMO_DIR" | cksum | cut -d' ' -f1)-$1.sock"
+	fi
+	printf '%s\n' "$sock"
+}
+
+# sql NAME runs its standard input on demo server NAME as root.
+sql() { mariadb --no-defaults --socket="$(server_socket "$1")" -uroot "${@:2}"; }
+
+# demo_db_pid NAME prints the pid of the running demo mariadbd NAME, if any.
 demo_db_pid() {
-	local pid
-	[[ -r "$PIDFILE" ]] || return 1
-	pid="$(cat "$PIDFILE" 2>/dev/null || true)"
+	local pid dir
+	dir="$(server_dir "$1")"
+	[[ -r "$dir/mysqld.pid" ]] || return 1
+	pid="$(cat "$dir/mysqld.pid" 2>/dev/null || true)"
 	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
 	kill -0 "$pid" 2>/dev/null || return 1
 	# Guard against a recycled pid: it must be a mariadbd on our datadir.
 	if [[ -r "/proc/$pid/cmdline" ]]; then
-		tr '\0' '\n' <"/proc/$pid/cmdline" | grep -qxF -- "--datadir=$DATADIR" || return 1
+		tr '\0' '\n' <"/proc/$pid/cmdline" | grep -qxF -- "--datadir=$dir/data" || return 1
 	fi
 	printf '%s\n' "$pid"
 }
 
 port_in_use() { (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-DB_PID=""
-STARTED_DB=0
 PROXY_PID=""
 
 stop_db() {
-	[[ -n "$DB_PID" ]] || return 0
-	log "stopping the demo MariaDB (pid $DB_PID)"
+	local name="$1" pid="${DB_PIDS[$1]}"
+	[[ -n "$pid" ]] || return 0
+	log "stopping the demo MariaDB $name (pid $pid)"
 	# mariadbd ignores SIGINT; SIGTERM is a clean shutdown.
-	kill -TERM "$DB_PID" 2>/dev/null || true
+	kill -TERM "$pid" 2>/dev/null || true
+	# The watchdog keeps no output open: a caller reading the demo's output
+	# would wait for it.
 	(
 		sleep 60
-		kill -KILL "$DB_PID" 2>/dev/null
-	) &
+		kill -KILL "$pid" 2>/dev/null
+	) </dev/null >/dev/null 2>&1 &
 	local watchdog=$!
-	wait "$DB_PID" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
 	kill "$watchdog" 2>/dev/null || true
 	wait "$watchdog" 2>/dev/null || true
-	DB_PID=""
+	DB_PIDS[$name]=""
 }
 
 cleanup() {
-	local rc=$?
+	local rc=$? name
 	trap - EXIT INT TERM
 	if [[ -n "$PROXY_PID" ]] && kill -0 "$PROXY_PID" 2>/dev/null; then
 		kill -TERM "$PROXY_PID" 2>/dev/null || true
 		wait "$PROXY_PID" 2>/dev/null || true
 	fi
-	if ((STARTED_DB)); then
-		stop_db
-	fi
+	for name in "${SERVERS[@]+"${SERVERS[@]}"}"; do
+		if [[ -n "${STARTED[$name]:-}" ]]; then
+			stop_db "$name"
+		fi
+	done
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -123,104 +149,362 @@ trap 'exit 143' TERM
 
 # --- MariaDB ---------------------------------------------------------------
 
-if pid="$(demo_db_pid)"; then
-	DB_PID="$pid"
-	running_port="$(cat "$PORTFILE" 2>/dev/null || true)"
-	if [[ "$running_port" =~ ^[0-9]+$ && "$running_port" != "$DB_PORT" ]]; then
-		log "the demo MariaDB is already running on port $running_port (not $DB_PORT); using it"
-		DB_PORT="$running_port"
-	fi
-	log "reusing the running demo MariaDB (pid $DB_PID, port $DB_PORT); it is left running on exit"
-else
-	if [[ ! -f "$INIT_MARKER" ]]; then
-		log "creating the demo MariaDB data directory in ${DATADIR#"$ROOT"/}"
-		rm -rf "$DATADIR"
-		if ! "$INSTALL_DB" --no-defaults --auth-root-authentication-method=normal \
-			--datadir="$DATADIR" --skip-test-db "${USER_ARGS[@]+"${USER_ARGS[@]}"}" \
-			>"$DEMO_DIR/install-db.log" 2>&1; then
-			tail -n 30 "$DEMO_DIR/install-db.log" >&2 || true
-			die "mariadb-install-db failed (full log: $DEMO_DIR/install-db.log)"
+# start_db NAME PORT [mariadbd args…] starts demo server NAME on PORT, or
+# reuses it when it is already running, and gives it the demo account.
+start_db() {
+	local name="$1" port="$2" dir pid running_port
+	shift 2
+	dir="$(server_dir "$name")"
+	mkdir -p "$dir"
+	SERVERS+=("$name")
+	if pid="$(demo_db_pid "$name")"; then
+		DB_PIDS[$name]="$pid"
+		running_port="$(cat "$dir/mysqld.port" 2>/dev/null || true)"
+		if [[ "$running_port" =~ ^[0-9]+$ && "$running_port" != "$port" ]]; then
+			log "the demo MariaDB $name is already running on port $running_port (not $port); using it"
+			port="$running_port"
 		fi
-		touch "$INIT_MARKER"
+		DB_PORTS[$name]="$port"
+		log "reusing the running demo MariaDB $name (pid $pid, port $port); it is left running on exit"
+		return 0
 	fi
-	if port_in_use "$DB_PORT"; then
-		die "port $DB_PORT is already in use by something else; set SHARDGATE_DEMO_DB_PORT to a free port"
+	if [[ ! -f "$dir/.initialized" ]]; then
+		log "creating the demo MariaDB data directory in ${dir#"$ROOT"/}/data"
+		rm -rf "$dir/data"
+		if ! "$INSTALL_DB" --no-defaults --auth-root-authentication-method=normal \
+			--datadir="$dir/data" --skip-test-db "${USER_ARGS[@]+"${USER_ARGS[@]}"}" \
+			>"$dir/install-db.log" 2>&1; then
+			tail -n 30 "$dir/install-db.log" >&2 || true
+			die "mariadb-install-db failed (full log: $dir/install-db.log)"
+		fi
+		touch "$dir/.initialized"
 	fi
-	log "starting the demo MariaDB on 127.0.0.1:$DB_PORT"
-	: >"$ERRLOG"
+	if port_in_use "$port"; then
+		die "port $port is already in use by something else; set SHARDGATE_DEMO_DB_PORT to a free port (the demo uses it and the ports after it)"
+	fi
+	log "starting the demo MariaDB $name on 127.0.0.1:$port"
+	: >"$dir/mysqld.err"
 	"$MARIADBD" --no-defaults \
-		--datadir="$DATADIR" \
-		--socket="$SOCKET" \
-		--port="$DB_PORT" \
+		--datadir="$dir/data" \
+		--socket="$(server_socket "$name")" \
+		--port="$port" \
 		--bind-address=127.0.0.1 \
-		--pid-file="$PIDFILE" \
-		--log-error="$ERRLOG" \
-		--skip-log-bin \
+		--pid-file="$dir/mysqld.pid" \
+		--log-error="$dir/mysqld.err" \
 		--skip-name-resolve \
 		--innodb-buffer-pool-size=128M \
+		"$@" \
 		"${USER_ARGS[@]+"${USER_ARGS[@]}"}" \
-		</dev/null >>"$ERRLOG" 2>&1 &
-	DB_PID=$!
-	STARTED_DB=1
-	printf '%s\n' "$DB_PORT" >"$PORTFILE"
+		</dev/null >>"$dir/mysqld.err" 2>&1 &
+	pid=$!
+	DB_PIDS[$name]="$pid"
+	DB_PORTS[$name]="$port"
+	STARTED[$name]=1
+	printf '%s\n' "$port" >"$dir/mysqld.port"
 
-	ready=0
+	local ready=0
 	for _ in $(seq 1 600); do
-		if ! kill -0 "$DB_PID" 2>/dev/null; then
+		if ! kill -0 "$pid" 2>/dev/null; then
 			break
 		fi
-		if mariadb-admin --no-defaults --socket="$SOCKET" -uroot --connect-timeout=2 ping >/dev/null 2>&1; then
+		if mariadb-admin --no-defaults --socket="$(server_socket "$name")" -uroot --connect-timeout=2 ping >/dev/null 2>&1; then
 			ready=1
 			break
 		fi
 		sleep 0.1
 	done
 	if ((!ready)); then
-		tail -n 30 "$ERRLOG" >&2 || true
-		die "the demo MariaDB did not start (log: $ERRLOG)"
+		tail -n 30 "$dir/mysqld.err" >&2 || true
+		die "the demo MariaDB $name did not start (log: $dir/mysqld.err)"
 	fi
-fi
+}
 
-log "creating the account $DB_USER and loading examples/sample.sql"
-sql <<SQL || die "could not create the $DB_USER account"
+# create_account NAME gives server NAME the demo account, kept out of the
+# binary log so that a replica can make its own.
+create_account() {
+	sql "$1" <<SQL || die "could not create the $DB_USER account on $1"
+SET sql_log_bin = 0;
 CREATE USER IF NOT EXISTS '$DB_USER'@'%' IDENTIFIED BY '$DB_PASSWORD';
 ALTER USER '$DB_USER'@'%' IDENTIFIED BY '$DB_PASSWORD';
 GRANT ALL PRIVILEGES ON *.* TO '$DB_USER'@'%' WITH GRANT OPTION;
 SQL
-sql <"$ROOT/examples/sample.sql" || die "could not load examples/sample.sql"
+}
+
+# replicate REPLICA PRIMARY makes REPLICA follow PRIMARY (GTID), unless it
+# already does.
+replicate() {
+	if [[ -n "$(sql "$1" -N -e 'SHOW SLAVE STATUS')" ]]; then
+		return 0
+	fi
+	local pos
+	pos="$(sql "$2" -N -e 'SELECT @@gtid_binlog_pos')"
+	log "making $1 a replica of $2"
+	sql "$1" <<SQL || die "could not make $1 a replica of $2"
+SET GLOBAL gtid_slave_pos = '$pos';
+CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=${DB_PORTS[$2]}, MASTER_USER='$DB_USER',
+  MASTER_PASSWORD='$DB_PASSWORD', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1;
+START SLAVE;
+SQL
+}
+
+# wait_replica REPLICA PRIMARY waits until REPLICA has what PRIMARY wrote.
+wait_replica() {
+	local pos
+	pos="$(sql "$2" -N -e 'SELECT @@gtid_binlog_pos')"
+	[[ "$(sql "$1" -N -e "SELECT MASTER_GTID_WAIT('$pos', 30)")" == 0 ]] || die "replica $1 did not catch up with $2"
+}
+
+REPLICATION_ARGS=(--log-bin=mysql-bin --binlog-format=ROW --log-slave-updates=ON --gtid-strict-mode=ON --relay-log=relay-bin)
+
+# start_shards starts the shards: s0 with a replica (s0r), s1 … s<N-1>.
+start_shards() {
+	local i
+	start_db s0 "$DB_PORT" --server-id=1 "${REPLICATION_ARGS[@]}"
+	start_db s0r "$((DB_PORT + 1))" --server-id=2 --read-only=ON "${REPLICATION_ARGS[@]}"
+	for ((i = 1; i < SHARDS; i++)); do
+		start_db "s$i" "$((DB_PORT + 1 + i))" --server-id="$((2 + i))" --skip-log-bin
+	done
+	for name in "${SERVERS[@]}"; do
+		create_account "$name"
+	done
+	replicate s0r s0
+}
+
+# --- the sharded sample schema -------------------------------------------------
+
+SHARDED_TABLES=(customers orders) # sharded: customers by id, orders like it by customer_id
+REFERENCE_TABLES=(products)
+
+shard_list() {
+	local i out="s0"
+	for ((i = 1; i < SHARDS; i++)); do out+=", s$i"; done
+	printf '%s\n' "$out"
+}
+
+# write_config writes shardgate's configuration for the shards.
+write_config() {
+	local i cfg="$DEMO_DIR/shardgate.yaml"
+	{
+		cat <<EOF
+# Written by scripts/demo.sh on every run.
+listeners: [{address: "$LISTEN"}]
+admin: {http: "$ADMIN"}
+users:
+  - {name: $DB_USER, password_hash: '$("$BIN" hash-password "$DB_PASSWORD")', default_database: shop}
+clusters:
+  - name: s0
+    user: $DB_USER
+    password: $DB_PASSWORD
+    primary: {address: "127.0.0.1:${DB_PORTS[s0]}"}
+    replicas: [{address: "127.0.0.1:${DB_PORTS[s0r]}"}]
+EOF
+		for ((i = 1; i < SHARDS; i++)); do
+			printf '  - {name: s%d, user: %s, password: %s, primary: {address: "127.0.0.1:%s"}}\n' \
+				"$i" "$DB_USER" "$DB_PASSWORD" "${DB_PORTS[s$i]}"
+		done
+		cat <<EOF
+schemas:
+  - name: shop
+    default_cluster: s0
+    tables:
+      - {name: customers, shard_key: id, rule: hash, shards: [$(shard_list)], sub_tables: $SUB_TABLES}
+      - {name: orders, shard_key: customer_id, like: customers}
+      - {name: products, type: reference}
+EOF
+	} >"$cfg"
+	printf '%s\n' "$cfg"
+}
+
+# table_ddl TABLE prints the CREATE TABLE statement of TABLE in
+# examples/sharded-schema.sql.
+table_ddl() {
+	awk -v t="$1" 'BEGIN { RS = ";" } { gsub(/(^|\n)--[^\n]*/, "\n") } $0 ~ "^[ \t\n]*CREATE TABLE " t " " { sub(/^[ \t\n]+/, ""); print $0 ";" }' \
+		"$ROOT/examples/sharded-schema.sql"
+}
+
+# create_schema creates the sample schema's tables. Until shardgate fans
+# DDL out to the sub-tables, it creates them on the shards directly: each
+# sharded table's sub-tables (customers_0000 …) on the shard that holds
+# them (SUB_TABLES per shard, in shard order), the reference tables on every
+# shard. It runs before shardgate starts, which then learns the shard keys'
+# types from the shards. With DDL through shardgate this becomes: run
+# examples/sharded-schema.sql through the proxy.
+create_schema() {
+	local i j t ddl
+	log "creating the sharded schema shop: ${SHARDED_TABLES[*]} in $SUB_TABLES sub-tables per shard, ${REFERENCE_TABLES[*]} on every shard"
+	for ((i = 0; i < SHARDS; i++)); do
+		{
+			echo "SET NAMES utf8mb4;"
+			echo "DROP DATABASE IF EXISTS shop;"
+			echo "CREATE DATABASE shop CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;"
+			echo "USE shop;"
+			for t in "${SHARDED_TABLES[@]}"; do
+				ddl="$(table_ddl "$t")"
+				[[ -n "$ddl" ]] || die "examples/sharded-schema.sql has no CREATE TABLE $t"
+				for ((j = i * SUB_TABLES; j < (i + 1) * SUB_TABLES; j++)); do
+					printf '%s\n' "${ddl/CREATE TABLE $t /CREATE TABLE $(printf '%s_%04d' "$t" "$j") }"
+				done
+			done
+			for t in "${REFERENCE_TABLES[@]}"; do
+				table_ddl "$t"
+			done
+		} | sql "s$i" || die "could not create the sharded schema on shard s$i"
+	done
+}
+
+# proxy_sql runs its standard input through shardgate, in database shop.
+proxy_sql() {
+	mariadb --no-defaults --comments -h"${LISTEN%:*}" -P"${LISTEN##*:}" -u"$DB_USER" -p"$DB_PASSWORD" shop "$@"
+}
+
+wait_for_proxy() {
+	for _ in $(seq 1 300); do
+		if ! kill -0 "$PROXY_PID" 2>/dev/null; then
+			die "shardgate exited"
+		fi
+		if proxy_sql -N -e 'SELECT 1' >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	die "shardgate did not accept connections on $LISTEN"
+}
+
+# The queries the demo suggests, each with what it shows.
+TRY_QUERIES=(
+	"SELECT * FROM customers WHERE id = 7"
+	"SELECT c.name, o.id, o.quantity, p.name AS product FROM customers c JOIN orders o ON o.customer_id = c.id JOIN products p ON p.id = o.product_id WHERE c.id = 1"
+	"SELECT id, name FROM customers WHERE country = 'GB'"
+	"SELECT id, name FROM customers WHERE id IN (2, 5, 11)"
+	"SELECT name, price FROM products WHERE id = 3"
+	"UPDATE customers SET country = 'SE' WHERE id = 14"
+	"/* shardgate:shard=s1 */ SELECT id, name FROM customers_0004"
+	"SELECT id, name FROM customers ORDER BY id"
+)
+TRY_NOTES=(
+	"one key: one sub-table on one shard"
+	"a join on the shard key, with a reference table: runs on the customer's shard"
+	"no key: every sub-table, rows streamed as one result"
+	"keys on several shards"
+	"a reference table: any one shard"
+	"a write routed by its key"
+	"a hint sends a statement to one shard as written"
+	"a merge across shards: refused (error 1235) until shardgate merges"
+)
+
+print_queries() {
+	local i
+	echo "  queries to try:"
+	for i in "${!TRY_QUERIES[@]}"; do
+		printf '    %-72s -- %s\n' "${TRY_QUERIES[$i]};" "${TRY_NOTES[$i]}"
+	done
+}
+
+# check_queries runs the queries to try and prints their answers (an
+# error is printed, not fatal: the last one is meant to be refused).
+check_queries() {
+	local q
+	for q in "${TRY_QUERIES[@]}"; do
+		printf '\n> %s;\n' "$q"
+		proxy_sql --table -e "$q" 2>&1 || true
+	done
+}
 
 # --- shardgate ---------------------------------------------------------------
 
-run_proxy() {
+build_proxy() {
 	log "building .local/bin/shardgate"
 	mkdir -p "$(dirname "$BIN")"
 	go build -o "$BIN" ./cmd/shardgate || die "go build ./cmd/shardgate failed"
+}
 
-	cat >&2 <<EOF
-
-  shardgate demo
-  --------------
-  proxy:    $LISTEN -> MariaDB 127.0.0.1:$DB_PORT (database shop)
-  connect:  mariadb -h${LISTEN%:*} -P${LISTEN##*:} -u$DB_USER -p$DB_PASSWORD shop
-  metrics:  http://$ADMIN/metrics
-  ready:    http://$ADMIN/readyz
-  MariaDB log: ${ERRLOG#"$ROOT"/}
-
-  Press Ctrl-C to stop.
-
-EOF
-	# Run in the background and wait, so that Ctrl-C and SIGTERM reach the
-	# trap at once; the trap forwards SIGTERM to shardgate.
-	"$BIN" serve \
-		--listen "$LISTEN" \
-		--backend "$DB_USER:$DB_PASSWORD@127.0.0.1:$DB_PORT/shop" \
-		--admin-http "$ADMIN" \
-		"$@" &
-	PROXY_PID=$!
+# wait_proxy waits for shardgate until it exits (Ctrl-C and SIGTERM reach
+# the trap at once, which forwards SIGTERM to it).
+wait_proxy() {
 	local rc=0
 	wait "$PROXY_PID" || rc=$?
 	PROXY_PID=""
 	return "$rc"
 }
 
-run_proxy "$@"
+run_single() {
+	local port
+	start_db main "$DB_PORT" --skip-log-bin
+	port="${DB_PORTS[main]}"
+	create_account main
+	log "loading examples/sample.sql"
+	sql main <"$ROOT/examples/sample.sql" || die "could not load examples/sample.sql"
+	build_proxy
+	cat >&2 <<EOF
+
+  shardgate demo
+  --------------
+  proxy:    $LISTEN -> MariaDB 127.0.0.1:$port (database shop)
+  connect:  mariadb -h${LISTEN%:*} -P${LISTEN##*:} -u$DB_USER -p$DB_PASSWORD shop
+  metrics:  http://$ADMIN/metrics
+  ready:    http://$ADMIN/readyz
+  MariaDB log: $(server_dir main)/mysqld.err
+
+  Press Ctrl-C to stop.
+
+EOF
+	"$BIN" serve \
+		--listen "$LISTEN" \
+		--backend "$DB_USER:$DB_PASSWORD@127.0.0.1:$port/shop" \
+		--admin-http "$ADMIN" \
+		"$@" &
+	PROXY_PID=$!
+	if [[ "$CHECK" == 1 ]]; then
+		wait_for_proxy
+		proxy_sql --table -e "SELECT c.name, p.name, o.quantity FROM orders o JOIN customers c ON c.id = o.customer_id JOIN products p ON p.id = o.product_id WHERE o.id <= 3 ORDER BY o.id"
+		return 0
+	fi
+	wait_proxy
+}
+
+run_sharded() {
+	local cfg i
+	start_shards
+	create_schema
+	build_proxy
+	cfg="$(write_config)"
+	"$BIN" serve --config "$cfg" "$@" &
+	PROXY_PID=$!
+	wait_for_proxy
+	log "loading examples/sharded-data.sql through shardgate"
+	proxy_sql <"$ROOT/examples/sharded-data.sql" || die "could not load examples/sharded-data.sql through shardgate"
+	wait_replica s0r s0
+	{
+		cat <<EOF
+
+  shardgate sharded demo
+  ----------------------
+  proxy:    $LISTEN, database shop, sharded over $SHARDS shards (configuration: ${cfg#"$ROOT"/})
+EOF
+		printf '  shard s0: primary 127.0.0.1:%s, replica 127.0.0.1:%s\n' "${DB_PORTS[s0]}" "${DB_PORTS[s0r]}"
+		for ((i = 1; i < SHARDS; i++)); do
+			printf '  shard s%d: primary 127.0.0.1:%s\n' "$i" "${DB_PORTS[s$i]}"
+		done
+		cat <<EOF
+  layout:
+$("$BIN" check-config "$cfg" 2>/dev/null | grep -E '^  shop\.' | sed 's/^/  /')
+  connect:  mariadb --comments -h${LISTEN%:*} -P${LISTEN##*:} -u$DB_USER -p$DB_PASSWORD shop
+            (--comments keeps the /* shardgate:shard=… */ hint, which the client strips otherwise)
+  metrics:  http://$ADMIN/metrics
+
+EOF
+		print_queries
+		printf '\n  Press Ctrl-C to stop.\n\n'
+	} >&2
+	if [[ "$CHECK" == 1 ]]; then
+		check_queries
+		return 0
+	fi
+	wait_proxy
+}
+
+if [[ "$SHARDS" == 0 ]]; then
+	run_single "$@"
+else
+	run_sharded "$@"
+fi

@@ -27,7 +27,15 @@ type Generator struct {
 
 	freshUser, freshOrder, freshCity, freshTag, freshLog int
 	freshEvent                                           [4]int
+
+	// singleRowLoad makes Data load one row per INSERT (SingleRowLoad).
+	singleRowLoad bool
 }
+
+// SingleRowLoad makes Data write one row per INSERT, for a target that
+// does not split multi-row INSERTs across sub-tables yet. The rows are the
+// same as without it; only how they are grouped into statements differs.
+func (g *Generator) SingleRowLoad() { g.singleRowLoad = true }
 
 // NewGenerator returns a generator for seed.
 func NewGenerator(seed int64) *Generator {
@@ -231,6 +239,9 @@ func (g *Generator) Data() []Statement {
 	emit := func(table, cols string, rows [][]lit) {
 		for len(rows) > 0 {
 			n := min(len(rows), 1+r.IntN(12))
+			if g.singleRowLoad {
+				n = 1
+			}
 			b := sql("INSERT INTO ", table, " ", cols, " VALUES ")
 			for i, row := range rows[:n] {
 				if i > 0 {

@@ -51,6 +51,12 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
 	case router.KindBegin, router.KindSet, router.KindSavepoint:
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
+	case router.KindShow:
+		if st.Flags&router.FlagWarnings != 0 {
+			// The previous statement's diagnostics are on the connection
+			// that ran it, held for this statement (reclaimPrevious).
+			return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
+		}
 	}
 	if st.Flags&router.FlagHintShard != 0 {
 		if name, ok := router.ShardHint(p[1:]); ok {

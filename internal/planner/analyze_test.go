@@ -367,7 +367,8 @@ func TestRouteJoinsAndSubqueries(t *testing.T) {
 		{sql: "with c as (select * from sf_user where id = 7) select * from c", want: []int{h7}},
 		{sql: "select id, (select count(*) from sf_order o where o.user_id = u.id) from sf_user u where u.id = 7", want: []int{h7}},
 		{sql: "select * from sf_user where id = 7 union all select * from sf_order where user_id = 7", want: []int{h7}},
-		{sql: "select * from sf_user where id = 7 union all select * from sf_order where user_id = 5", err: "across sub-tables"},
+		{sql: "select * from sf_user where id = 7 union all select * from sf_order where user_id = 5", err: "UNION of sf_user and sf_order across several sub-tables"},
+		{sql: "select id from sf_user where id < 0 union select user_id from sf_order where amount > 1", err: "UNION of sf_user and sf_order across several sub-tables"},
 	} {
 		got, err := route(t, s, "shop", c.sql)
 		if c.err != "" {
@@ -521,6 +522,8 @@ func TestAnalyzePlacement(t *testing.T) {
 		{db: "shop", sql: "select * from sf_user u join sf_name n on u.x = n.x", err: "a join of sf_user and sf_name, sharded by different rules"},
 		{db: "shop", sql: "select * from sf_user u join sf_range r on u.id = r.k", err: "a join of sf_user and sf_range"},
 		{db: "shop", sql: "show tables", err: "Show statements on sharded schema shop"},
+		{db: "shop", sql: "-- a comment\n-- only", want: Unsharded},
+		{db: "shop", sql: "/* nothing */", want: Unsharded},
 	} {
 		an, err := Analyze(parse(t, c.sql), s, c.db)
 		if c.err != "" {

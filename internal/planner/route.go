@@ -54,7 +54,7 @@ func (a *Analysis) Route(v Values) (Target, error) {
 		}
 		i, one := t.Single()
 		if j, other := s.Single(); !one || !other || i != j {
-			return Target{}, notSupported(fmt.Sprintf("a join of %s and %s across sub-tables (join them on their shard keys)", found, c.name))
+			return Target{}, classesApart(a.Merge, found, c.name)
 		}
 	}
 	if found == "" {
@@ -68,6 +68,15 @@ func (a *Analysis) Route(v Values) (Target, error) {
 		return Target{}, notSupported(fmt.Sprintf("%s across several sub-tables of %s", a.Merge, a.classes[0].name))
 	}
 	return t, nil
+}
+
+// classesApart refuses tables whose keys do not meet on one sub-table,
+// naming what brought them together: a UNION of their rows is not a join.
+func classesApart(merge Constructs, a, b string) error {
+	if merge&MergeUnion != 0 {
+		return notSupported(fmt.Sprintf("UNION of %s and %s across several sub-tables", a, b))
+	}
+	return notSupported(fmt.Sprintf("a join of %s and %s across sub-tables (join them on their shard keys)", a, b))
 }
 
 // firstAllowed is the sub-table an empty answer runs on.

@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/shardgate/shardgate/internal/sharding"
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+// The Sharded target: shardgate with each sysbench table sbtestN
+// hash-sharded on id over two shards of ShardedSubTables sub-tables each
+// (sbtestN_0000 … sbtestN_0007). Both shards are the benchmark's one
+// mariadbd, so the server does the same work as for the unsharded targets
+// and the comparison with Shardgate measures the proxy's cost of
+// sharding: the shape scan, the plan-cache look-up, the key's placement
+// and the rename.
+const (
+	ShardedShards    = 2
+	ShardedSubTables = 4 // per shard
+)
+
+// StartSharded copies the prepared sysbench tables (sbtest1 … sbtestN)
+// into their sub-tables, each row where the hash rule places its id, and
+// starts shardgate over them. The sub-tables exist before shardgate
+// starts, so it knows the key's type and routes by key at once.
+func (e *Env) StartSharded(ctx context.Context, tables int) error {
+	if e.shardgateBin == "" {
+		return fmt.Errorf("target %s: no shardgate binary (StartEnv was not asked for it)", Sharded)
+	}
+	if err := e.shardTables(tables); err != nil {
+		return err
+	}
+	return retryPort(func(addr string) error {
+		cfg := filepath.Join(e.dir, "sharded.yaml")
+		if err := os.WriteFile(cfg, []byte(shardedConfig(addr, e.Server.Addr, tables)), 0o600); err != nil {
+			return fmt.Errorf("write the sharded configuration: %w", err)
+		}
+		argv := []string{e.shardgateBin, "serve", "--config", cfg}
+		e.logf("starting shardgate (sharded: %d shards x %d sub-tables) on %s", ShardedShards, ShardedSubTables, addr)
+		c, err := startChild("shardgate-sharded", filepath.Join(e.dir, "shardgate-sharded.log"), argv)
+		if err != nil {
+			return err
+		}
+		if err := waitMySQL(ctx, c, addr); err != nil {
+			_ = c.stop(stopGrace)
+			return err
+		}
+		e.sharded, e.addrs[Sharded] = c, addr
+		e.Commands = append(e.Commands, "shardgate (sharded): "+strings.Join(argv, " "))
+		return nil
+	})
+}
+
+// shardedConfig is the sharded target's configuration: two clusters on the
+// same server, the sysbench user, and every sysbench table sharded.
+func shardedConfig(listen, server string, tables int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "listeners: [{address: %q}]\nlog: {level: warn}\n", listen)
+	fmt.Fprintf(&b, "users:\n  - {name: %s, password: %q, default_database: %s}\n", testenv.User, testenv.Password, Database)
+	b.WriteString("clusters:\n")
+	shards := make([]string, ShardedShards)
+	for i := range shards {
+		shards[i] = fmt.Sprintf("s%d", i)
+		fmt.Fprintf(&b, "  - {name: %s, user: %s, password: %q, primary: {address: %q}}\n", shards[i], testenv.User, testenv.Password, server)
+	}
+	fmt.Fprintf(&b, "schemas:\n  - name: %s\n    default_cluster: s0\n    tables:\n", Database)
+	for n := 1; n <= tables; n++ {
+		fmt.Fprintf(&b, "      - {name: sbtest%d, shard_key: id, rule: hash, shards: [%s], sub_tables: %d}\n",
+			n, strings.Join(shards, ", "), ShardedSubTables)
+	}
+	return b.String()
+}
+
+// shardTables creates sbtestN_0000 … like sbtestN and fills each with the
+// rows the hash rule places there, through a table of (id, sub-table)
+// computed here with the proxy's own rule.
+func (e *Env) shardTables(tables int) error {
+	subs := ShardedShards * ShardedSubTables
+	rule, err := sharding.NewHash(subs)
+	if err != nil {
+		return err
+	}
+	maxID, err := e.Server.ScalarE("SELECT COALESCE(MAX(id), 0) FROM " + Database + ".sbtest1")
+	if err != nil {
+		return fmt.Errorf("sharded target: %w", err)
+	}
+	var n int64
+	if _, err := fmt.Sscan(maxID, &n); err != nil {
+		return fmt.Errorf("sharded target: MAX(id) of sbtest1 is %q: %w", maxID, err)
+	}
+	e.logf("sharding %d table(s) into %d sub-tables each", tables, subs)
+	place := Database + ".sg_placement"
+	if err := e.Server.ExecE("DROP TABLE IF EXISTS "+place, "CREATE TABLE "+place+" (id INT PRIMARY KEY, sub INT NOT NULL, KEY (sub))"); err != nil {
+		return fmt.Errorf("sharded target: %w", err)
+	}
+	const batch = 5000
+	for lo := int64(1); lo <= n; lo += batch {
+		var b strings.Builder
+		b.WriteString("INSERT INTO " + place + " VALUES ")
+		for id := lo; id < lo+batch && id <= n; id++ {
+			i, err := rule.Index(sharding.IntValue(id))
+			if err != nil {
+				return fmt.Errorf("sharded target: place id %d: %w", id, err)
+			}
+			if id > lo {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "(%d,%d)", id, i)
+		}
+		if err := e.Server.ExecE(b.String()); err != nil {
+			return fmt.Errorf("sharded target: %w", err)
+		}
+	}
+	for t := 1; t <= tables; t++ {
+		src := fmt.Sprintf("%s.sbtest%d", Database, t)
+		for i := range subs {
+			sub := Database + "." + sharding.SubTableName(fmt.Sprintf("sbtest%d", t), i)
+			if err := e.Server.ExecE("DROP TABLE IF EXISTS "+sub, "CREATE TABLE "+sub+" LIKE "+src,
+				fmt.Sprintf("INSERT INTO %s SELECT s.* FROM %s s JOIN %s p ON p.id = s.id WHERE p.sub = %d", sub, src, place, i)); err != nil {
+				return fmt.Errorf("sharded target: %w", err)
+			}
+		}
+	}
+	return e.Server.ExecE("DROP TABLE " + place)
+}

@@ -1,0 +1,127 @@
+package proxy_test
+
+import (
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/shardgate/shardgate/internal/config"
+	"github.com/shardgate/shardgate/internal/difftest"
+	"github.com/shardgate/shardgate/internal/proxy"
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+const diffDB = "shop"
+
+// Work of issue 13 that is not on this branch yet. Until it is merged,
+// its refusals are counted and reported (Report.Pending), not hidden, and
+// prepared statements are not run on the sharded schema.
+var (
+	// diffPending are the refusals of what issue 13 requires.
+	diffPending = []*regexp.Regexp{
+		regexp.MustCompile(`^This version of shardgate doesn't yet support 'a multi-row INSERT whose rows go to several sub-tables'$`),
+	}
+	// diffPrepared: prepared statements on sharded tables are routed.
+	diffPrepared = false
+)
+
+// shardedDiff is a reference server and shardgate over two shards holding
+// the differential generator's schema (difftest.SchemaYAML), the
+// sub-tables created directly on the shards.
+type shardedDiff struct {
+	ref, got difftest.Target
+	shards   []*testenv.Server
+	proxy    *proxy.Proxy
+}
+
+func startShardedDiff(t *testing.T, gen *difftest.Generator) *shardedDiff {
+	t.Helper()
+	srvs := testenv.StartN(t, 3, testenv.Options{})
+	ref, shards := srvs[0], srvs[1:]
+	for _, s := range srvs {
+		s.Exec(t, "CREATE DATABASE "+diffDB)
+	}
+	ref.Exec(t, append([]string{"USE " + diffDB}, sqlOf(gen.Schema())...)...)
+
+	cfg := shardedDiffConfig(t, shards)
+	schemas, err := cfg.ShardingSchemas()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ddl, err := difftest.ShardDDL(schemas[0], gen.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range shards {
+		s.Exec(t, append([]string{"USE " + diffDB}, ddl[fmt.Sprintf("s%d", i)]...)...)
+	}
+	p := startProxy(t, cfg)
+	return &shardedDiff{
+		ref:    difftest.ServerTarget("reference", ref, diffDB),
+		got:    difftest.Target{Name: "shardgate", Addr: p.Addrs()[0], User: appUser, Password: appPass, Database: diffDB},
+		shards: shards,
+		proxy:  p,
+	}
+}
+
+func sqlOf(stmts []difftest.Statement) []string {
+	out := make([]string, len(stmts))
+	for i, st := range stmts {
+		out[i] = st.SQL
+	}
+	return out
+}
+
+// shardedDiffConfig is shardgate over shards s0, s1 … with the generator's
+// schemas: section.
+func shardedDiffConfig(t *testing.T, shards []*testenv.Server) *config.Config {
+	t.Helper()
+	names := make([]string, len(shards))
+	clusters := ""
+	for i, s := range shards {
+		names[i] = fmt.Sprintf("s%d", i)
+		clusters += fmt.Sprintf("  - {name: %s, user: %s, password: %s, pool: {max_open: 4}, primary: {address: %q}}\n",
+			names[i], testenv.User, testenv.Password, s.Addr)
+	}
+	schemas, err := difftest.SchemaYAML(diffDB, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := fmt.Sprintf(`
+listeners: [{address: "127.0.0.1:0"}]
+users:
+  - {name: %s, password_hash: "%s", default_database: %s}
+clusters:
+%s%s`, appUser, hashOf(appPass), diffDB, clusters, schemas)
+	cfg, err := config.Parse([]byte(yaml), "sharded-diff.yaml")
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, yaml)
+	}
+	return cfg
+}
+
+func diffOptions() difftest.Options {
+	opts := difftest.DefaultOptions()
+	opts.Pending = diffPending
+	opts.TextOnly = !diffPrepared
+	return opts
+}
+
+// TestShardedDifferential writes the generator's random data through
+// shardgate into two shards and directly into one reference server, then
+// compares thousands of random statements answer by answer. Reproduce a
+// difference with -difftest.seed=N (and -difftest.n=N).
+func TestShardedDifferential(t *testing.T) {
+	gen := difftest.NewGenerator(difftest.Seed())
+	gen.SingleRowLoad()
+	d := startShardedDiff(t, gen)
+	opts := diffOptions()
+	difftest.LoadData(t, d.ref, d.got, gen, opts)
+	rep := difftest.RunWith(t, d.ref, d.got, gen, difftest.Count(3000), opts)
+	if rep.Statements == 0 {
+		t.Fatal("no statement ran")
+	}
+	if !diffPrepared {
+		t.Logf("prepared statements on sharded tables are not routed yet: every statement ran as text")
+	}
+}
