@@ -12,6 +12,7 @@ import (
 
 // Acquire implements engine.Cursor.
 func (s *Session) Acquire(cl *backend.Cluster, replicaOK bool) (*backend.Conn, bool) {
+	s.cmd.parts = true
 	s.enter(cl)
 	s.joinTransaction(nil)
 	s.pinBefore(s.cmd.st)
@@ -35,6 +36,9 @@ func (s *Session) Relay(c *backend.Conn) *mysql.Relay {
 // Done implements engine.Cursor.
 func (s *Session) Done(c *backend.Conn, info *mysql.ResponseInfo) {
 	s.setRunning(nil)
+	if info.Warnings > 0 && info.Err == nil {
+		s.collectWarnings(c)
+	}
 	s.after(c, info, s.cmd.st)
 	if router.IsWrite(s.cmd.st) {
 		s.wrote()

@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"bytes"
 	"errors"
 	"strconv"
 	"strings"
@@ -66,6 +65,9 @@ func (s *Session) comQuery(p []byte) bool {
 	if e := s.refuseQuery(st); e != nil {
 		return s.writeErr(e)
 	}
+	if s.readsPartWarnings(st) {
+		return s.answerDiagnostics(p[1:], s.warns.rows)
+	}
 	if st.Flags&(router.FlagConnectionID|router.FlagFoundRows|router.FlagRowCount|router.FlagWarnings) != 0 {
 		if !s.reclaimPrevious() {
 			if st.Kind == router.KindShow && st.Flags&router.FlagWarnings != 0 {
@@ -116,6 +118,9 @@ func (s *Session) plan(st router.Stmt, p []byte) engine.Primitive {
 type command struct {
 	st router.Stmt
 	n  needs
+	// parts: the statement runs in parts (Scatter, Fanout…), each on
+	// its own connection, so its warnings are collected (partWarnings).
+	parts bool
 }
 
 // Run implements engine.Cursor: it runs the current command (s.cmd) on
@@ -243,29 +248,7 @@ func (s *Session) substitute(p []byte, st router.Stmt) ([]byte, router.Stmt) {
 // ... when the previous statement left none (otherwise its connection would
 // have been held for this statement).
 func (s *Session) answerNoDiagnostics(sql []byte) bool {
-	up := bytes.ToUpper(sql)
-	errorsToo := bytes.Contains(up, []byte("ERRORS"))
-	var cols []mysql.Column
-	var rows [][]string
-	if bytes.Contains(up, []byte("COUNT")) {
-		name := "@@session.warning_count"
-		if errorsToo {
-			name = "@@session.error_count"
-		}
-		cols = []mysql.Column{{Name: name, Type: mysql.TypeLongLong, Charset: uint16(mysql.CollationBinary), Length: 21, Flags: mysql.FlagUnsigned | mysql.FlagNotNull | mysql.FlagBinary}}
-		rows = [][]string{{"0"}}
-	} else {
-		cols = []mysql.Column{
-			{Name: "Level", Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: 28, Flags: mysql.FlagNotNull},
-			{Name: "Code", Type: mysql.TypeLong, Charset: uint16(mysql.CollationBinary), Length: 4, Flags: mysql.FlagUnsigned | mysql.FlagNotNull | mysql.FlagBinary},
-			{Name: "Message", Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: 2048, Flags: mysql.FlagNotNull},
-		}
-	}
-	s.lastRowCount = -1 // a result set; diagnostic SHOWs leave FOUND_ROWS() alone
-	if err := s.client.WriteTextResult(cols, rows, s.caps, s.status()); err != nil {
-		return false
-	}
-	return s.client.Flush() == nil
+	return s.answerDiagnostics(sql, nil)
 }
 
 // refuseQuery returns the error for statements refused before they reach a

@@ -101,6 +101,7 @@ type Session struct {
 	fanout   engine.Fanout
 	ins      insertRows         // an INSERT's rows and keys (shards_insert.go)
 	renamer  mysql.TableRenamer // renameSubTable, made once
+	warns    partWarnings       // warnings.go
 
 	// trxAborted: the session's transaction died with its backend
 	// connection; statements fail until ROLLBACK or COMMIT ends it.

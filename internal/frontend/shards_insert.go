@@ -48,7 +48,12 @@ func (s *Session) planInsert(ks *planner.Keyspace, plan *planner.Plan, st router
 	if plan.Tmpl.Rows() != len(k.Sub) {
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "this form of INSERT on a sharded table")
 	}
-	s.groupRows(an.Group.Rule.SubTables())
+	if an.Insert.Kind == mysql.InsertIgnore {
+		// Its duplicates are warnings, which one server lists in row order.
+		s.groupRuns()
+	} else {
+		s.groupRows(an.Group.Rule.SubTables())
+	}
 	ids := s.rowIDs(first)
 	s.renderInsert(ks, plan, sql, ids)
 	if len(s.parts) == 1 && !k.AutoIncrement {
@@ -148,6 +153,22 @@ func (s *Session) groupRows(subTables int) {
 	}
 	for _, sub := range ins.partSub {
 		ins.subPart[sub] = -1
+	}
+}
+
+// groupRuns groups the rows placed in s.ins.keys.Sub into parts of
+// consecutive rows on one sub-table, in row order: the parts' warnings,
+// listed part after part, are then in the order one server lists them.
+func (s *Session) groupRuns() {
+	ins := &s.ins
+	ins.partSub, ins.partLen, ins.partRows = ins.partSub[:0], ins.partLen[:0], ins.partRows[:0]
+	for r, sub := range ins.keys.Sub {
+		if n := len(ins.partSub); n == 0 || ins.partSub[n-1] != sub {
+			ins.partSub = append(ins.partSub, sub)
+			ins.partLen = append(ins.partLen, 0)
+		}
+		ins.partLen[len(ins.partLen)-1]++
+		ins.partRows = append(ins.partRows, r)
 	}
 }
 

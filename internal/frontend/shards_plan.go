@@ -132,6 +132,13 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 // subTables plans a sharded statement on the sub-tables of target: one
 // Route, or a Scatter (reads) or Fanout (writes) over several.
 func (s *Session) subTables(ks *planner.Keyspace, plan *planner.Plan, st router.Stmt, sql []byte, target planner.Target) engine.Primitive {
+	if n := plan.Tmpl.SelectItems(); n > 0 {
+		// Result columns named by their text keep the client's spelling.
+		s.shape.Items = router.SelectItems(sql, s.shape.Items[:0])
+		if len(s.shape.Items) != n {
+			return s.refuse1235("This version of shardgate doesn't yet support '%s'", "this select list on a sharded table")
+		}
+	}
 	s.renderParts(ks, plan, sql, target)
 	if len(s.parts) == 1 {
 		prim := s.routeToShard(s.parts[0].Cluster, st)

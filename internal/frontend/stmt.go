@@ -105,6 +105,7 @@ func (s *Session) comStmtExecute(p []byte) bool {
 	if s.trxAborted {
 		return s.writeErr(errTrxAborted)
 	}
+	s.warns.valid = false // a new statement's diagnostics
 	if s.stream != nil && len(p) < paramTypesEnd(ps) {
 		// The head of a streamed packet ends inside the parameter types
 		// (tens of thousands of parameters): they are needed whole.

@@ -26,6 +26,8 @@ type Template struct {
 	// ins is where the rows of an INSERT or REPLACE into a sharded table
 	// are in the text, for AppendRows; nil for other statements.
 	ins *insertLayout
+	// selectItems: see SelectItems.
+	selectItems int
 }
 
 // insertLayout locates the VALUES rows of an INSERT in a Template's text
@@ -57,6 +59,7 @@ const (
 	slotLit   slotKind = iota // literal n of the shape
 	slotParam                 // a '?' parameter marker
 	slotTable                 // sharded table n: head, the sub-table's suffix, tail
+	slotItem                  // " as `…`": select item n's text as the client wrote it
 )
 
 type slot struct {
@@ -101,12 +104,16 @@ func newTemplate(p Parsed, sh *router.Shape, rename Rename, key string) (*Templa
 	if err := b.collect(p.Stmt); err != nil {
 		return nil, err
 	}
+	items := b.nameItems(p.Stmt)
 	buf := sqlparser.NewTrackedBuffer(b.format)
 	buf.Myprintf("%v", p.Stmt)
 	if err := b.complete(p.Exact); err != nil {
 		return nil, err
 	}
 	t := &Template{text: buf.String(), slots: b.slots, ins: b.ins}
+	if len(b.items) > 0 {
+		t.selectItems = items
+	}
 	for _, s := range b.slots {
 		if s.kind == slotParam {
 			t.params = append(t.params, s.n)
@@ -174,6 +181,9 @@ func (t *Template) AppendRows(dst, sql []byte, sh *router.Shape, sub []int, rows
 
 // appendRange appends the text from a to b with the slots between them.
 func (t *Template) appendRange(dst, sql []byte, sh *router.Shape, sub []int, a, b mark) []byte {
+	if t.selectItems > 0 && len(sh.Items) == 0 {
+		sh.Items = router.SelectItems(sql, sh.Items)
+	}
 	last := a.at
 	for i := a.slot; i < b.slot; i++ {
 		s := &t.slots[i]
@@ -185,6 +195,10 @@ func (t *Template) appendRange(dst, sql []byte, sh *router.Shape, sub []int, a, 
 			dst = append(dst, sql[l.Start:l.End]...)
 		case slotParam:
 			dst = append(dst, '?')
+		case slotItem:
+			if len(sh.Items) == t.selectItems {
+				dst = appendItemAlias(dst, sql, sh.Items[s.n])
+			}
 		default:
 			dst = append(dst, s.head...)
 			dst = appendSubTableSuffix(dst, sub[s.n])
@@ -207,6 +221,8 @@ func (t *Template) String() string {
 			b.WriteString("{lit " + strconv.Itoa(s.n) + "}")
 		case slotParam:
 			b.WriteString("{param " + strconv.Itoa(s.n) + "}")
+		case slotItem:
+			b.WriteString("{as item " + strconv.Itoa(s.n) + "}")
 		default:
 			b.WriteString("{table " + strconv.Itoa(s.n) + ": " + s.head + s.tail + "}")
 		}
@@ -270,6 +286,10 @@ type templateBuilder struct {
 	// (NewInsertTemplate), and ins the layout of its rows.
 	insKey string
 	ins    *insertLayout
+	// items are the outermost select list's expressions that the server
+	// names by their text (no alias, not a column or literal), by their
+	// position in the list (nameItems).
+	items map[*sqlparser.AliasedExpr]int
 }
 
 // collect finds the renamed tables' names and refuses aliases and common
@@ -313,6 +333,12 @@ func (b *templateBuilder) format(buf *sqlparser.TrackedBuffer, node sqlparser.SQ
 		}
 	case *sqlparser.Argument:
 		if b.placeholder(buf, n.Name) {
+			return
+		}
+	case *sqlparser.AliasedExpr:
+		if i, ok := b.items[n]; ok {
+			buf.Myprintf("%v", n.Expr)
+			b.slots = append(b.slots, slot{at: buf.Len(), kind: slotItem, n: i})
 			return
 		}
 	case sqlparser.TableName:
@@ -479,4 +505,67 @@ func (b *templateBuilder) insert(buf *sqlparser.TrackedBuffer, n *sqlparser.Inse
 
 func (b *templateBuilder) mark(buf *sqlparser.TrackedBuffer) mark {
 	return mark{at: buf.Len(), slot: len(b.slots)}
+}
+
+// nameItems finds the items of the statement's outermost select list
+// (the first SELECT of a UNION) that the server names by their text as
+// written: expressions without an alias that are neither a column nor a
+// literal. Vitess writes them back in its own spelling (count(x) for
+// COUNT(x), null for NULL), so the template gives each an alias with the
+// client's text, read per execution (router.SelectItems). It returns the
+// number of items in the list.
+func (b *templateBuilder) nameItems(stmt sqlparser.Statement) int {
+	sel := firstSelect(stmt)
+	if sel == nil {
+		return 0
+	}
+	for i, e := range sel.SelectExprs.Exprs {
+		ae, ok := e.(*sqlparser.AliasedExpr)
+		if !ok || !ae.As.IsEmpty() {
+			continue
+		}
+		switch ae.Expr.(type) {
+		case *sqlparser.ColName, *sqlparser.Literal, *sqlparser.Argument:
+			continue
+		}
+		if b.items == nil {
+			b.items = map[*sqlparser.AliasedExpr]int{}
+		}
+		b.items[ae] = i
+	}
+	return len(sel.SelectExprs.Exprs)
+}
+
+// firstSelect is the SELECT whose list names a statement's result
+// columns: the statement's own, or a UNION's first.
+func firstSelect(stmt sqlparser.Statement) *sqlparser.Select {
+	for {
+		switch s := stmt.(type) {
+		case *sqlparser.Select:
+			return s
+		case *sqlparser.Union:
+			stmt = s.Left
+		default:
+			return nil
+		}
+	}
+}
+
+// SelectItems is the number of items in the statement's outermost select
+// list when some are named by their text (slotItem), else 0. Append reads
+// the items' spans into the shape (router.SelectItems) when it has none;
+// a caller should check that it finds this many (they then get no alias).
+func (t *Template) SelectItems() int { return t.selectItems }
+
+// appendItemAlias appends " as `text`", the select item's text as the
+// client wrote it, quoted as a name.
+func appendItemAlias(dst, sql []byte, sp router.Span) []byte {
+	dst = append(dst, " as `"...)
+	for _, c := range sql[sp.Start:sp.End] {
+		if c == '`' {
+			dst = append(dst, '`')
+		}
+		dst = append(dst, c)
+	}
+	return append(dst, '`')
 }

@@ -74,9 +74,14 @@ func TestTemplateRenders(t *testing.T) {
 			"select `select`.a from shop.{table 0: t} as `select` where {lit 0}",
 			"select `select`.a from shop.t_0003 as `select` where 1"},
 		// an exact parse: the literals are Vitess's, parameters still slots
+		// an expression the server names by its text keeps the client's
+		// spelling as its alias
 		{"SELECT CAST(a AS DECIMAL(10,2)) FROM t WHERE id = ?",
-			"select cast(a as DECIMAL(10, 2)) from {table 0: t} where id = {param 0}",
-			"select cast(a as DECIMAL(10, 2)) from t_0003 where id = ?"},
+			"select cast(a as DECIMAL(10, 2)){as item 0} from {table 0: t} where id = {param 0}",
+			"select cast(a as DECIMAL(10, 2)) as `CAST(a AS DECIMAL(10,2))` from t_0003 where id = ?"},
+		{"SELECT COUNT(*), NULL, 1, -1, t.a, b AS x FROM t WHERE id = 1",
+			"select count(*){as item 0}, null{as item 1}, {lit 0}, -{lit 1}{as item 3}, {table 0: t}.a, b as x from {table 0: t} where id = {lit 2}",
+			"select count(*) as `COUNT(*)`, null as `NULL`, 1, -1 as `-1`, t_0003.a, b as x from t_0003 where id = 1"},
 		// hints and executable comments Vitess runs
 		{"SELECT /*+ MAX_EXECUTION_TIME(100) */ a FROM t WHERE id = /*!50000 7 */",
 			"select /*+ MAX_EXECUTION_TIME(100) */ a from {table 0: t} where id = {lit 0}",
@@ -230,8 +235,8 @@ func TestTemplateAppendRows(t *testing.T) {
 	sql := "INSERT INTO t (a, b) VALUES ('x', 1), ('y', 2), ('z', 3)"
 	tpl, sh := compileInsert(t, sql, "id")
 	buf := make([]byte, 0, 256)
-	rows, ids := []int{2, 0}, []uint64{1, 2, 3}
-	if n := testing.AllocsPerRun(100, func() { buf = tpl.AppendRows(buf[:0], []byte(sql), sh, []int{1}, rows, ids) }); n != 0 {
+	rows, ids, text := []int{2, 0}, []uint64{1, 2, 3}, []byte(sql)
+	if n := testing.AllocsPerRun(100, func() { buf = tpl.AppendRows(buf[:0], text, sh, []int{1}, rows, ids) }); n != 0 {
 		t.Fatalf("AppendRows allocates %v times", n)
 	}
 }

@@ -69,11 +69,14 @@ type Shape struct {
 	// ExecVersion is the highest version of a versioned executable
 	// comment /*!NNNNN ... */ (0 if none).
 	ExecVersion int32
+	// Items are the spans of the outermost select list's items, read by
+	// SelectItems only when a plan needs them (ScanShape leaves it empty).
+	Items []Span
 }
 
 // Reset empties sh, keeping its slices' capacity.
 func (sh *Shape) Reset() {
-	*sh = Shape{Key: sh.Key[:0], Lits: sh.Lits[:0], Params: sh.Params[:0]}
+	*sh = Shape{Key: sh.Key[:0], Lits: sh.Lits[:0], Params: sh.Params[:0], Items: sh.Items[:0]}
 }
 
 // Key placeholders: bytes below ' ' are whitespace to the lexer, so no

@@ -1,0 +1,85 @@
+package frontend
+
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/router"
+)
+
+// partWarnings are the warnings of the previous statement when it ran in
+// parts (a statement over several sub-tables), each part's read from its
+// connection right after it: one server would list them all for SHOW
+// WARNINGS, while each connection holds only its own part's.
+type partWarnings struct {
+	rows  [][]string // Level, Code, Message, part after part
+	valid bool       // the previous statement ran in parts
+}
+
+// collectWarnings adds the warnings c holds after a part of the current
+// statement. Reading them is a round trip, made only for parts that had
+// warnings.
+func (s *Session) collectWarnings(c *backend.Conn) {
+	if !s.warns.valid {
+		s.warns.rows, s.warns.valid = s.warns.rows[:0], true
+	}
+	rows, err := c.QueryRows("SHOW WARNINGS")
+	if err != nil {
+		c.Dirty = true
+		return
+	}
+	s.warns.rows = append(s.warns.rows, rows...)
+	s.skipAffinity = true // SHOW WARNINGS replaced c's diagnostics
+}
+
+// readsPartWarnings reports whether st reads the diagnostics a statement
+// in parts left, which the session answers itself (answerDiagnostics).
+// Any other statement forgets them.
+func (s *Session) readsPartWarnings(st router.Stmt) bool {
+	if !s.warns.valid {
+		return false
+	}
+	if st.Kind == router.KindShow && st.Flags&router.FlagWarnings != 0 {
+		return true
+	}
+	s.warns.valid = false
+	return false
+}
+
+// answerDiagnostics answers SHOW WARNINGS, SHOW ERRORS and SHOW COUNT(*)
+// WARNINGS/ERRORS with rows, as the server answers them.
+func (s *Session) answerDiagnostics(sql []byte, rows [][]string) bool {
+	up := bytes.ToUpper(sql)
+	errorsOnly := bytes.Contains(up, []byte("ERRORS"))
+	if errorsOnly {
+		var errs [][]string
+		for _, r := range rows {
+			if len(r) > 0 && r[0] == "Error" {
+				errs = append(errs, r)
+			}
+		}
+		rows = errs
+	}
+	var cols []mysql.Column
+	if bytes.Contains(up, []byte("COUNT")) {
+		name := "@@session.warning_count"
+		if errorsOnly {
+			name = "@@session.error_count"
+		}
+		cols = []mysql.Column{{Name: name, Type: mysql.TypeLongLong, Charset: uint16(mysql.CollationBinary), Length: 21, Flags: mysql.FlagUnsigned | mysql.FlagNotNull | mysql.FlagBinary}}
+		rows = [][]string{{strconv.Itoa(len(rows))}}
+	} else {
+		cols = []mysql.Column{
+			{Name: "Level", Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: 28, Flags: mysql.FlagNotNull},
+			{Name: "Code", Type: mysql.TypeLong, Charset: uint16(mysql.CollationBinary), Length: 4, Flags: mysql.FlagUnsigned | mysql.FlagNotNull | mysql.FlagBinary},
+			{Name: "Message", Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: 2048, Flags: mysql.FlagNotNull},
+		}
+	}
+	s.lastRowCount = -1 // a result set; diagnostic SHOWs leave FOUND_ROWS() alone
+	if err := s.client.WriteTextResult(cols, rows, s.caps, s.status()); err != nil {
+		return false
+	}
+	return s.client.Flush() == nil
+}

@@ -1,0 +1,33 @@
+package router
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestSelectItems(t *testing.T) {
+	for _, tc := range []struct {
+		sql  string
+		want []string
+	}{
+		{"SELECT u.id, COUNT(o.order_no), SUM(o.amount) FROM t", []string{"u.id", "COUNT(o.order_no)", "SUM(o.amount)"}},
+		{"select  a +  1 ,b from t where x", []string{"a +  1", "b"}},
+		{"SELECT DISTINCT SQL_CALC_FOUND_ROWS a, f(b, c) AS x FROM t", []string{"a", "f(b, c) AS x"}},
+		{"SELECT 1", []string{"1"}},
+		{"SELECT 'a,b', `x,y` FROM t", []string{"'a,b'", "`x,y`"}},
+		{"SELECT a /* , */ , b -- c\nFROM t", []string{"a", "b"}},
+		{"(SELECT a, b FROM t) UNION (SELECT c, d FROM u)", []string{"a", "b"}},
+		{"WITH c AS (SELECT x, y FROM t) SELECT COUNT(*) FROM c", []string{"COUNT(*)"}},
+		{"SELECT (SELECT MAX(a) FROM t), b FROM u", []string{"(SELECT MAX(a) FROM t)", "b"}},
+		{"SELECT a FROM t FOR UPDATE", []string{"a"}},
+		{"UPDATE t SET a = 1", nil},
+	} {
+		var got []string
+		for _, s := range SelectItems([]byte(tc.sql), nil) {
+			got = append(got, tc.sql[s.Start:s.End])
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("SelectItems(%q) = %q, want %q", tc.sql, got, tc.want)
+		}
+	}
+}
