@@ -35,6 +35,7 @@ func (f *fakeCursor) EndTransaction(q []byte) bool {
 // The part steps are exercised against real servers (internal/proxy
 // shards tests): a part needs a real backend connection.
 func (f *fakeCursor) Acquire(*backend.Cluster, bool) (*backend.Conn, bool) { return nil, false }
+func (f *fakeCursor) Send(*backend.Conn, *Part, []byte) error              { return nil }
 func (f *fakeCursor) Relay(*backend.Conn) *mysql.Relay                     { return nil }
 func (f *fakeCursor) Done(*backend.Conn, *mysql.ResponseInfo)              {}
 func (f *fakeCursor) Failed(*backend.Conn, error, bool) bool               { return false }

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/router"
 )
@@ -25,6 +26,21 @@ func (s *Session) Acquire(cl *backend.Cluster, replicaOK bool) (*backend.Conn, b
 	return c, ok
 }
 
+// Send implements engine.Cursor.
+func (s *Session) Send(c *backend.Conn, p *engine.Part, q []byte) error {
+	if s.exec.ps != nil {
+		s.exec.sql = p.Stmt
+		return s.sendExecute(c, q)
+	}
+	if p.Query != nil {
+		q = p.Query
+	}
+	if err := c.WriteCommand(q); err != nil {
+		return mysql.BackendError(err)
+	}
+	return nil
+}
+
 // Relay implements engine.Cursor.
 func (s *Session) Relay(c *backend.Conn) *mysql.Relay {
 	r := c.Relay(s.client, s.caps)
@@ -45,6 +61,12 @@ func (s *Session) Done(c *backend.Conn, info *mysql.ResponseInfo) {
 // Failed implements engine.Cursor.
 func (s *Session) Failed(c *backend.Conn, err error, sent bool) bool {
 	s.setRunning(nil)
+	if pf := asPrepareFailed(err); pf != nil {
+		// The part's statement could not be prepared there: that
+		// server's error ends the answer.
+		s.release(c)
+		return s.writeErr(pf.SQLError)
+	}
 	return s.relayFailed(c, err, sent)
 }
 

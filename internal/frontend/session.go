@@ -98,8 +98,13 @@ type Session struct {
 	partSQL  []byte
 	partEnds []int
 	scatter  engine.Scatter
-	fanout   engine.Fanout
-	renamer  mysql.TableRenamer // renameSubTable, made once
+	// A prepared statement's execution there: its parameters decoded
+	// (xvals), the packet's parameter parts and each value's span in them.
+	xvals   planner.ExecValues
+	xparams mysql.ExecuteParams
+	spans   [][2]int
+	fanout  engine.Fanout
+	renamer mysql.TableRenamer // renameSubTable, made once
 
 	// trxAborted: the session's transaction died with its backend
 	// connection; statements fail until ROLLBACK or COMMIT ends it.

@@ -69,6 +69,11 @@ func (a *Analysis) Route(v Values) (Target, error) {
 	return t, nil
 }
 
+// SampleSubTable is a sub-table the statement may run on whatever its
+// values: where a prepared statement is prepared for the client's
+// PREPARE answer (its parameter count and column definitions).
+func (a *Analysis) SampleSubTable() int { return a.firstAllowed() }
+
 // firstAllowed is the sub-table an empty answer runs on.
 func (a *Analysis) firstAllowed() int {
 	for i, ok := range a.onDefault {
