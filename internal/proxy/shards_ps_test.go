@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -342,5 +343,163 @@ schemas:
 		if d := difftest.Diff(ra, ga, false); d != "" {
 			t.Errorf("contents of %s:\n%s", tb, d)
 		}
+	}
+}
+
+// A cursor on one sub-table is fetched from its shard's connection while
+// other statements run on the other shard; over several sub-tables it is
+// refused. Long data (COM_STMT_SEND_LONG_DATA) is held by the proxy until
+// EXECUTE, routes like any parameter and reaches the sub-table.
+func TestShardedPreparedCursorAndLongData(t *testing.T) {
+	const db = "spsc"
+	p, _, _, _, _, proxyDB := shardedPairProxy(t, db)
+	sub := make(map[int][]int64) // sub-table -> ids
+	for id := int64(1); id <= 20; id++ {
+		mustExec(t, proxyDB(""), fmt.Sprintf("INSERT INTO t (id, v) VALUES (%d, %d)", id, id*10))
+		sub[subTableOf(t, id, 4)] = append(sub[subTableOf(t, id, 4)], id)
+	}
+	a, b := sub[2][0], sub[2][1] // two rows of t_0002, on s1
+	other := sub[0][0]           // a row of t_0000, on s0
+
+	cl := mfDial(t, p.Addrs()[0])
+	cl.mustGreeting(t)
+	if err := cl.authenticateAs(appUser, appPass); err != nil {
+		t.Fatal(err)
+	}
+	// The session starts in the user's default database, db.
+
+	id, params := cl.mustPrepare(t, "SELECT v FROM t WHERE id IN (?, ?)")
+	if params != 2 {
+		t.Fatalf("params = %d", params)
+	}
+	cl.writePacket(0, executePacket(id, mysql.CursorTypeReadOnly, int64(a), int64(b)))
+	expectCursorOpened(t, cl)
+	var got []int
+	for done := false; !done; {
+		// A statement on the other shard between fetches.
+		if v := cl.scalar(t, fmt.Sprintf("SELECT v FROM t WHERE id = %d", other)); v != fmt.Sprint(other*10) {
+			t.Fatalf("read on s0 between fetches: %s", v)
+		}
+		fetch := []byte{mysql.ComStmtFetch, 0, 0, 0, 0, 1, 0, 0, 0}
+		binary.LittleEndian.PutUint32(fetch[1:], id)
+		cl.writePacket(0, fetch)
+		for {
+			pkt, err := cl.c.ReadPacket()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mysql.IsErr(pkt) {
+				t.Fatalf("fetch: %v", mysql.ParseErr(pkt))
+			}
+			if mysql.IsEOF(pkt) {
+				_, st, _ := mysql.ParseEOF(pkt)
+				done = st&mysql.StatusLastRowSent != 0
+				break
+			}
+			got = append(got, int(int32(binary.LittleEndian.Uint32(pkt[2:]))))
+		}
+		if len(got) > 2 {
+			t.Fatalf("cursor never ended: %v", got)
+		}
+	}
+	sort.Ints(got)
+	if want := fmt.Sprint([]int64{a * 10, b * 10}); fmt.Sprint(got) != want {
+		t.Errorf("fetched %v, want %s", got, want)
+	}
+
+	// Over several sub-tables: refused at EXECUTE, before anything runs.
+	cl.writePacket(0, executePacket(id, mysql.CursorTypeReadOnly, int64(a), int64(other)))
+	if e := cl.expectErr(t); e.Code != mysql.ERNotSupportedYet || !contains(e.Message, "cursor") {
+		t.Errorf("cursor over two sub-tables: %v, want 1235 naming the cursor", e)
+	}
+	cl.mustSelect1(t)
+
+	// Long data for the key: routed by it (LIMIT proves one sub-table).
+	sel, _ := cl.mustPrepare(t, "SELECT v FROM t WHERE id = ? LIMIT 1")
+	cl.writePacket(0, longDataPacket(sel, 0, fmt.Sprint(a)))
+	cl.writePacket(0, executePacket(sel, mysql.CursorTypeNoCursor, longData{}))
+	res, err := cl.readResult()
+	if err != nil || res.err != nil || len(res.rows) != 1 {
+		t.Fatalf("SELECT by long data: %+v %v", res, err)
+	}
+	if v := int64(int32(binary.LittleEndian.Uint32([]byte(res.rows[0][0])[2:]))); v != a*10 {
+		t.Errorf("SELECT by long data: v = %d, want %d", v, a*10)
+	}
+	// Consumed by that execution: the next one binds its own value.
+	cl.writePacket(0, executePacket(sel, mysql.CursorTypeNoCursor, int64(b)))
+	if res, err := cl.readResult(); err != nil || res.err != nil || len(res.rows) != 1 ||
+		int64(binary.LittleEndian.Uint32([]byte(res.rows[0][0])[2:])) != b*10 {
+		t.Errorf("execute after long data: %+v %v", res, err)
+	}
+
+	// Long data in a write, sent in two pieces, reaches the sub-table.
+	ins, _ := cl.mustPrepare(t, "INSERT INTO t (id, v) VALUES (?, ?)")
+	cl.writePacket(0, longDataPacket(ins, 1, "12"))
+	cl.writePacket(0, longDataPacket(ins, 1, "34"))
+	cl.writePacket(0, executePacket(ins, mysql.CursorTypeNoCursor, int64(100), longData{}))
+	if res, err := cl.readResult(); err != nil || !res.ok {
+		t.Fatalf("INSERT with long data: %+v %v", res, err)
+	}
+	if v := cl.scalar(t, "SELECT v FROM t WHERE id = 100"); v != "1234" {
+		t.Errorf("v = %s, want 1234", v)
+	}
+	// A parameter number out of range: the next EXECUTE's error.
+	cl.writePacket(0, longDataPacket(sel, 5, "x"))
+	cl.writePacket(0, executePacket(sel, mysql.CursorTypeNoCursor, int64(a)))
+	if e := cl.expectErr(t); e.Code != mysql.ERWrongArguments {
+		t.Errorf("long data for parameter 6 of 1: %v, want 1210", e)
+	}
+	cl.mustSelect1(t)
+}
+
+// longData marks a parameter whose value was sent as long data.
+type longData struct{}
+
+// executePacket builds COM_STMT_EXECUTE of statement id with cursor type
+// flags and parameters (int64 as LONGLONG, longData as a VAR_STRING whose
+// value the packet leaves out).
+func executePacket(id uint32, flags byte, args ...any) []byte {
+	b := []byte{mysql.ComStmtExecute, 0, 0, 0, 0, flags, 1, 0, 0, 0}
+	binary.LittleEndian.PutUint32(b[1:], id)
+	b = append(b, make([]byte, (len(args)+7)/8)...)
+	b = append(b, 1)
+	var values []byte
+	for _, a := range args {
+		switch v := a.(type) {
+		case int64:
+			b = append(b, mysql.TypeLongLong, 0)
+			values = binary.LittleEndian.AppendUint64(values, uint64(v))
+		case longData:
+			b = append(b, mysql.TypeVarString, 0)
+		}
+	}
+	return append(b, values...)
+}
+
+func longDataPacket(id uint32, param uint16, data string) []byte {
+	b := []byte{mysql.ComStmtSendLongData, 0, 0, 0, 0}
+	binary.LittleEndian.PutUint32(b[1:], id)
+	b = binary.LittleEndian.AppendUint16(b, param)
+	return append(b, data...)
+}
+
+// expectCursorOpened reads a cursor's execute answer: column count and
+// definitions, then one EOF with SERVER_STATUS_CURSOR_EXISTS.
+func expectCursorOpened(t *testing.T, cl *mfClient) {
+	t.Helper()
+	pkt, err := cl.c.ReadPacket()
+	if err != nil || mysql.IsErr(pkt) {
+		t.Fatalf("cursor execute: %x %v", pkt, err)
+	}
+	cols, _, _, _ := mysql.ReadLenEncInt(pkt)
+	for i := uint64(0); i < cols; i++ {
+		if _, err := cl.c.ReadPacket(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pkt, err = cl.c.ReadPacket()
+	_, status, ok := mysql.ParseEOF(pkt)
+	if err != nil || !ok || status&mysql.StatusCursorExists == 0 {
+		t.Fatalf("cursor execute: want EOF with CURSOR_EXISTS, got %x %v", pkt, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/proxy"
 	"github.com/shardgate/shardgate/internal/sharding"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
@@ -16,6 +17,14 @@ import (
 // (a server of its own) with schema db: table t hash-sharded over both, 2
 // sub-tables each, whose sub-tables the test creates on the backends.
 func shardedPair(t *testing.T, db string) (p0, p1 *sql.DB, s0, s1 *testenv.Server, proxyDB func(params string) *sql.DB) {
+	t.Helper()
+	_, p0, p1, s0, s1, proxyDB = shardedPairProxy(t, db)
+	return p0, p1, s0, s1, proxyDB
+}
+
+// shardedPairProxy is shardedPair that returns the proxy too, for raw
+// protocol clients.
+func shardedPairProxy(t *testing.T, db string) (p *proxy.Proxy, p0, p1 *sql.DB, s0, s1 *testenv.Server, proxyDB func(params string) *sql.DB) {
 	t.Helper()
 	s0, s1 = testenv.Shared(t), testenv.Start(t, testenv.Options{})
 	for _, s := range []*testenv.Server{s0, s1} {
@@ -43,8 +52,8 @@ schemas:
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
 	}
-	p := startProxy(t, cfg)
-	return openDB(t, s0.DSN(db)), openDB(t, s1.DSN(db)), s0, s1, func(params string) *sql.DB {
+	p = startProxy(t, cfg)
+	return p, openDB(t, s0.DSN(db)), openDB(t, s1.DSN(db)), s0, s1, func(params string) *sql.DB {
 		return openDB(t, proxyDSN(p, appUser, appPass, db, params))
 	}
 }
