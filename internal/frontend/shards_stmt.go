@@ -231,7 +231,7 @@ func (s *Session) writeShardExecute(c *backend.Conn, p []byte, ps *pstmt, id uin
 	if order == nil {
 		return s.writeExecute(c, p, ps, id, s.exec.bound)
 	}
-	return s.writeReordered(c, p, ps, id, order)
+	return s.writeReordered(c, p, id, order)
 }
 
 // writeLongData queues COM_STMT_SEND_LONG_DATA for each parameter that
@@ -261,7 +261,7 @@ func (s *Session) writeLongData(c *backend.Conn, sh *shardedStmt, order []int, i
 // writeReordered sends COM_STMT_EXECUTE of backend statement id with the
 // client's parameters (decoded by bindParams) in order: NULL bits, types
 // and values moved to where the backend text has them.
-func (s *Session) writeReordered(c *backend.Conn, p []byte, ps *pstmt, id uint32, order []int) error {
+func (s *Session) writeReordered(c *backend.Conn, p []byte, id uint32, order []int) error {
 	e := &s.xparams
 	c.ResetSeq()
 	b := append(c.BeginPacket(), mysql.ComStmtExecute)
