@@ -37,6 +37,11 @@ type Cursor interface {
 	// state, for one part. nil: the client has been answered with the
 	// error, and ok says whether the session goes on.
 	Acquire(cl *backend.Cluster, replicaOK bool) (c *backend.Conn, ok bool)
+	// Send writes part p's command to c, given the client's command q:
+	// p.Query or q, or, for a prepared statement's execution, q made the
+	// execution of the statement p.Stmt names on c (prepared there
+	// first if need be). Errors are classified as Failed expects them.
+	Send(c *backend.Conn, p *Part, q []byte) error
 	// Relay returns the relay from c to the client, which renames
 	// sub-tables to their logical tables in column definitions.
 	Relay(c *backend.Conn) *mysql.Relay

@@ -35,6 +35,7 @@ func (f *fakeCursor) EndTransaction(q []byte) bool {
 // The part steps are exercised against real servers (internal/proxy
 // shards tests): a part needs a real backend connection.
 func (f *fakeCursor) Acquire(*backend.Cluster, bool) (*backend.Conn, bool) { return nil, false }
+func (f *fakeCursor) Send(*backend.Conn, *Part, []byte) error              { return nil }
 func (f *fakeCursor) Relay(*backend.Conn) *mysql.Relay                     { return nil }
 func (f *fakeCursor) Done(*backend.Conn, *mysql.ResponseInfo)              {}
 func (f *fakeCursor) Failed(*backend.Conn, error, bool) bool               { return false }
@@ -104,7 +105,7 @@ func TestExplainDescribesEachStatementSent(t *testing.T) {
 	}{
 		{&Route{Cluster: s1, Query: []byte("\x03SELECT * FROM t_0005")}, []Step{{"Route", "s1", "SELECT * FROM t_0005"}}},
 		{&Route{Cluster: s0}, []Step{{"Route", "s0", "SELECT * FROM t"}}},
-		{&Scatter{Parts: []Part{{s0, []byte("\x03A")}, {s1, []byte("\x03B")}}}, []Step{{"Scatter", "s0", "A"}, {"Scatter", "s1", "B"}}},
+		{&Scatter{Parts: []Part{{Cluster: s0, Query: []byte("\x03A")}, {Cluster: s1, Query: []byte("\x03B")}}}, []Step{{"Scatter", "s0", "A"}, {"Scatter", "s1", "B"}}},
 		{&Fanout{OneServer: true, Parts: []Part{{Cluster: s0}}}, []Step{{"Fanout (every shard, one server's answer)", "s0", "SELECT * FROM t"}}},
 		{&Refuse{Err: mysql.NewError(1235, "42000", "no")}, []Step{{"Refuse", "", "1235 (42000): no"}}},
 	} {

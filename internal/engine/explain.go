@@ -40,7 +40,12 @@ func Explain(p Primitive, q []byte) []Step {
 func partSteps(name string, parts []Part, q []byte, text func([]byte) string) []Step {
 	steps := make([]Step, len(parts))
 	for i := range parts {
-		steps[i] = Step{Primitive: name, Shard: parts[i].Cluster.Name, Query: text(parts[i].query(q))}
+		p := &parts[i]
+		query := text(queryOr(p.Query, q))
+		if p.Stmt != nil {
+			query = string(p.Stmt) // a prepared statement's text on that sub-table
+		}
+		steps[i] = Step{Primitive: name, Shard: p.Cluster.Name, Query: query}
 	}
 	return steps
 }

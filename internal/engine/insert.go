@@ -65,8 +65,8 @@ func (s *InsertSplit) Execute(c Cursor, q []byte) bool {
 				return savepointFailed(c, conn, err)
 			}
 		}
-		if err := conn.WriteCommand(p.query(q)); err != nil {
-			return c.Failed(conn, mysql.BackendError(err), false)
+		if err := c.Send(conn, p, q); err != nil {
+			return c.Failed(conn, err, false)
 		}
 		r := c.Relay(conn)
 		okp, err := r.PartOK()

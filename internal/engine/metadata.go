@@ -32,8 +32,8 @@ func (m *Metadata) Execute(c Cursor, q []byte) bool {
 		if conn == nil {
 			return ok
 		}
-		if err := conn.WriteCommand(p.query(q)); err != nil {
-			return c.Failed(conn, mysql.BackendError(err), false)
+		if err := c.Send(conn, p, q); err != nil {
+			return c.Failed(conn, err, false)
 		}
 		rs, serr, err := mysql.ReadResultSet(conn.Conn, conn.Caps)
 		if err != nil {

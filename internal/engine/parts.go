@@ -10,18 +10,14 @@ import (
 
 // Part is one statement of a plan that runs in parts: the command packet
 // for one sub-table (nil: the client's own, as for a reference table) and
-// the cluster (shard) holding it.
+// the cluster (shard) holding it. The execution of a prepared statement
+// sends the client's COM_STMT_EXECUTE for the server-side statement
+// prepared from Stmt (nil: the client's own text), which the cursor
+// prepares on each connection (Cursor.Send).
 type Part struct {
 	Cluster *backend.Cluster
 	Query   []byte
-}
-
-// query is the packet p sends, given the client's command q.
-func (p *Part) query(q []byte) []byte {
-	if p.Query != nil {
-		return p.Query
-	}
-	return q
+	Stmt    []byte
 }
 
 // Scatter streams the rows a SELECT finds on several sub-tables to the
@@ -45,8 +41,8 @@ func (s *Scatter) Execute(c Cursor, q []byte) bool {
 		if conn == nil {
 			return ok
 		}
-		if err := conn.WriteCommand(p.query(q)); err != nil {
-			return c.Failed(conn, mysql.BackendError(err), s.cat.Info.Sent)
+		if err := c.Send(conn, p, q); err != nil {
+			return c.Failed(conn, err, s.cat.Info.Sent)
 		}
 		r := c.Relay(conn)
 		if err := s.cat.Part(r); err != nil {
@@ -83,8 +79,8 @@ func (f *Fanout) Execute(c Cursor, q []byte) bool {
 		if conn == nil {
 			return ok
 		}
-		if err := conn.WriteCommand(p.query(q)); err != nil {
-			return c.Failed(conn, mysql.BackendError(err), false)
+		if err := c.Send(conn, p, q); err != nil {
+			return c.Failed(conn, err, false)
 		}
 		r := c.Relay(conn)
 		okp, err := r.PartOK()

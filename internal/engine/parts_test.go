@@ -50,6 +50,12 @@ func (f *partsCursor) Acquire(cl *backend.Cluster, _ bool) (*backend.Conn, bool)
 	f.t.Cleanup(func() { _ = c.Close() })
 	return c, true
 }
+func (f *partsCursor) Send(c *backend.Conn, p *Part, q []byte) error {
+	if p.Query != nil {
+		q = p.Query
+	}
+	return c.WriteCommand(q)
+}
 func (f *partsCursor) Relay(c *backend.Conn) *mysql.Relay      { return c.Relay(f.client, clientCaps) }
 func (f *partsCursor) Done(*backend.Conn, *mysql.ResponseInfo) { f.done++ }
 func (f *partsCursor) Failed(_ *backend.Conn, err error, _ bool) bool {

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/router"
 )
@@ -24,6 +25,21 @@ func (s *Session) Acquire(cl *backend.Cluster, replicaOK bool) (*backend.Conn, b
 		s.setRunning(c)
 	}
 	return c, ok
+}
+
+// Send implements engine.Cursor.
+func (s *Session) Send(c *backend.Conn, p *engine.Part, q []byte) error {
+	if s.exec.ps != nil {
+		s.exec.sql = p.Stmt
+		return s.sendExecute(c, q)
+	}
+	if p.Query != nil {
+		q = p.Query
+	}
+	if err := c.WriteCommand(q); err != nil {
+		return mysql.BackendError(err)
+	}
+	return nil
 }
 
 // Relay implements engine.Cursor.
@@ -49,6 +65,12 @@ func (s *Session) Done(c *backend.Conn, info *mysql.ResponseInfo) {
 // Failed implements engine.Cursor.
 func (s *Session) Failed(c *backend.Conn, err error, sent bool) bool {
 	s.setRunning(nil)
+	if pf := asPrepareFailed(err); pf != nil {
+		// The part's statement could not be prepared there: that
+		// server's error ends the answer.
+		s.release(c)
+		return s.writeErr(pf.SQLError)
+	}
 	return s.relayFailed(c, err, sent)
 }
 

@@ -102,7 +102,11 @@ func (s *Session) statement(p []byte, st router.Stmt) bool {
 // it is only ever opened on the writer.
 func (s *Session) plan(st router.Stmt, p []byte) engine.Primitive {
 	var prim engine.Primitive
-	if ks := s.srv.opt.Keyspaces.Lookup(s.db); ks != nil {
+	ks := s.srv.opt.Keyspaces.Lookup(s.db)
+	if s.exec.ps != nil {
+		ks = s.exec.ps.keyspace() // where it was prepared, not the current database
+	}
+	if ks != nil {
 		prim = s.planSharded(ks, st, p)
 	} else {
 		prim = planner.PlanCluster(&s.planned, s.home, s.user.Policy(), st, s)

@@ -98,6 +98,11 @@ type Session struct {
 	partSQL  []byte
 	partEnds []int
 	scatter  engine.Scatter
+	// A prepared statement's execution there: its parameters decoded
+	// (xvals), the packet's parameter parts and each value's span in them.
+	xvals    planner.ExecValues
+	xparams  mysql.ExecuteParams
+	spans    [][2]int
 	fanout   engine.Fanout
 	ins      insertRows         // an INSERT's rows and keys (shards_insert.go)
 	renamer  mysql.TableRenamer // renameSubTable, made once

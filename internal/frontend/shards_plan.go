@@ -58,6 +58,9 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 			return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
 		}
 	}
+	if ps := s.exec.ps; ps != nil {
+		return s.planExecute(ks, ps, st, p)
+	}
 	if st.Flags&router.FlagHintShard != 0 {
 		if name, ok := router.ShardHint(p[1:]); ok {
 			cl := ks.Shard(name)
@@ -67,8 +70,11 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 			return s.routeToShard(cl, st)
 		}
 	}
-	if s.exec.ps != nil {
-		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "prepared statements on a sharded schema")
+	switch st.Kind {
+	case router.KindPrepare, router.KindExecute, router.KindDeallocate:
+		// EXECUTE … USING @v would route by user variables the proxy
+		// does not know.
+		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "PREPARE, EXECUTE and DEALLOCATE PREPARE statements on a sharded schema; use the binary protocol's prepared statements")
 	}
 	if s.stream != nil {
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "statements larger than the packet buffer on a sharded schema")
@@ -124,26 +130,36 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 		if err != nil {
 			return s.refuseErr(err)
 		}
-		return s.subTables(ks, plan, st, sql, target)
+		if !s.selectItems(plan, sql, &s.shape) {
+			return s.refuse1235("This version of shardgate doesn't yet support '%s'", "this select list on a sharded table")
+		}
+		s.renderParts(ks, plan, sql, &s.shape, target, false)
+		return s.subTables(ks, plan, st)
 	}
 	return s.routeToShard(ks.Default, st)
 }
 
-// subTables plans a sharded statement on the sub-tables of target: one
-// Route, or a Scatter (reads) or Fanout (writes) over several.
-func (s *Session) subTables(ks *planner.Keyspace, plan *planner.Plan, st router.Stmt, sql []byte, target planner.Target) engine.Primitive {
-	if n := plan.Tmpl.SelectItems(); n > 0 {
-		// Result columns named by their text keep the client's spelling.
-		s.shape.Items = router.SelectItems(sql, s.shape.Items[:0])
-		if len(s.shape.Items) != n {
-			return s.refuse1235("This version of shardgate doesn't yet support '%s'", "this select list on a sharded table")
-		}
+// selectItems reads the spans of the select list's items into sh when
+// the plan names result columns by their text (the client's spelling, see
+// planner.Template.SelectItems), and reports whether it found them all.
+func (s *Session) selectItems(plan *planner.Plan, sql []byte, sh *router.Shape) bool {
+	n := plan.Tmpl.SelectItems()
+	if n == 0 {
+		return true
 	}
-	s.renderParts(ks, plan, sql, target)
+	sh.Items = router.SelectItems(sql, sh.Items[:0])
+	return len(sh.Items) == n
+}
+
+// subTables plans a sharded statement on the sub-tables renderParts
+// rendered: one Route, or a Scatter (reads) or Fanout (writes) over
+// several.
+func (s *Session) subTables(ks *planner.Keyspace, plan *planner.Plan, st router.Stmt) engine.Primitive {
 	if len(s.parts) == 1 {
 		prim := s.routeToShard(s.parts[0].Cluster, st)
 		if prim == engine.Primitive(&s.planned) {
 			s.planned.Query = s.parts[0].Query
+			s.exec.sql = s.parts[0].Stmt
 		}
 		return prim
 	}
@@ -161,23 +177,31 @@ func (s *Session) subTables(ks *planner.Keyspace, plan *planner.Plan, st router.
 	return &s.scatter
 }
 
-// renderParts renders the statement for each sub-table of target into
-// s.parts, as COM_QUERY packets in one buffer.
-func (s *Session) renderParts(ks *planner.Keyspace, plan *planner.Plan, sql []byte, target planner.Target) {
+// renderParts renders the statement sql, of shape sh, for each
+// sub-table of target into s.parts, in one buffer: COM_QUERY packets, or,
+// for an execution of a prepared statement, the texts of the sub-tables'
+// server-side statements (Part.Stmt).
+func (s *Session) renderParts(ks *planner.Keyspace, plan *planner.Plan, sql []byte, sh *router.Shape, target planner.Target, prepared bool) {
 	b := s.partSQL[:0]
 	s.partEnds = s.partEnds[:0]
 	s.parts = s.parts[:0]
 	for i := target.Next(0); i >= 0; i = target.Next(i + 1) {
-		b = append(b, mysql.ComQuery)
+		if !prepared {
+			b = append(b, mysql.ComQuery)
+		}
 		s.sub[0] = i
-		b = plan.Tmpl.Append(b, sql, &s.shape, s.sub[:])
+		b = plan.Tmpl.Append(b, sql, sh, s.sub[:])
 		s.partEnds = append(s.partEnds, len(b))
 		s.parts = append(s.parts, engine.Part{Cluster: ks.Shard(plan.An.Group.Layout.Shard(i))})
 	}
 	s.partSQL = b
 	start := 0
 	for j, end := range s.partEnds {
-		s.parts[j].Query = b[start:end:end]
+		if prepared {
+			s.parts[j].Stmt = b[start:end:end]
+		} else {
+			s.parts[j].Query = b[start:end:end]
+		}
 		start = end
 	}
 }
@@ -200,12 +224,18 @@ func (s *Session) everyShard(ks *planner.Keyspace, st router.Stmt) engine.Primit
 // refuseErr plans the answer err: a refusal or an error the server would
 // give, as a *mysql.SQLError.
 func (s *Session) refuseErr(err error) engine.Primitive {
+	s.refusal = engine.Refuse{Err: asSQLError(err)}
+	return &s.refusal
+}
+
+// asSQLError is err as the client's error: the *mysql.SQLError it is or
+// wraps, else a 1235 that says what it is.
+func asSQLError(err error) *mysql.SQLError {
 	var se *mysql.SQLError
 	if !errors.As(err, &se) {
 		se = mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax, "shardgate: %v", err)
 	}
-	s.refusal = engine.Refuse{Err: se}
-	return &s.refusal
+	return se
 }
 
 // renameSubTable gives a column definition naming a sub-table of a sharded

@@ -20,6 +20,7 @@ type pstmt struct {
 	columns uint16
 	types   []byte // 2 bytes per parameter, as last bound by the client
 	stmt    router.Stmt
+	sh      *shardedStmt // set when prepared in a sharded schema (shards_stmt.go)
 }
 
 // ER_STMT_HAS_NO_OPEN_CURSOR.
@@ -30,15 +31,28 @@ func (s *Session) comStmtPrepare(p []byte) bool {
 		return s.writeErr(mysql.NewError(mysql.ERMaxPreparedStmt, mysql.StateSyntax,
 			"Can't create more than max_prepared_stmt_count statements (current value: %d)", s.srv.opt.MaxStmtsPerSess))
 	}
+	if ks := s.srv.opt.Keyspaces.Lookup(s.db); ks != nil {
+		return s.prepareSharded(ks, p)
+	}
+	s.enter(s.home)
+	return s.prepare(p, p, nil)
+}
+
+// prepare sends q, a COM_STMT_PREPARE, to the session's cluster and
+// relays the answer (with logical table names) as that of the client's
+// statement p, which gets a proxy statement id. q is p, or the statement
+// the proxy prepares for it on a shard (sh).
+func (s *Session) prepare(p, q []byte, sh *shardedStmt) bool {
 	c, ok := s.borrow(0)
 	if c == nil {
 		return ok
 	}
-	if err := c.WriteCommand(p); err != nil {
+	if err := c.WriteCommand(q); err != nil {
 		return s.backendFailed(c, err, false)
 	}
 	id := s.nextStmtID + 1
 	r := c.Relay(s.client, s.caps)
+	r.RenameTable = s.renamer
 	backendID, cols, params, ok, err := r.Prepare(id)
 	if err != nil {
 		return s.relayFailed(c, err, r.Info.Sent)
@@ -46,12 +60,16 @@ func (s *Session) comStmtPrepare(p []byte) bool {
 	if ok {
 		s.nextStmtID = id
 		sql := string(p[1:])
-		ps := &pstmt{id: id, sql: sql, db: s.db, params: params, columns: cols, stmt: router.Classify(p[1:])}
+		ps := &pstmt{id: id, sql: sql, db: s.db, params: params, columns: cols, stmt: router.Classify(p[1:]), sh: sh}
 		if s.stmts == nil {
 			s.stmts = make(map[uint32]*pstmt)
 		}
 		s.stmts[id] = ps
-		if err := c.AddStmt(&backend.Stmt{SQL: sql, DB: s.db, ID: backendID, Params: params, Columns: cols}); err != nil {
+		backendSQL := sql
+		if len(q) != len(p) || &q[0] != &p[0] {
+			backendSQL = string(q[1:])
+		}
+		if err := c.AddStmt(&backend.Stmt{SQL: backendSQL, DB: s.db, ID: backendID, Params: params, Columns: cols}); err != nil {
 			return s.backendFailed(c, err, true)
 		}
 	}
@@ -79,8 +97,13 @@ func (s *Session) backendStmt(c *backend.Conn, ps *pstmt) (*backend.Stmt, error)
 	if st := c.LookupStmt([]byte(ps.sql), ps.db); st != nil {
 		return st, nil
 	}
-	if ps.db != c.DB && ps.db != "" {
-		if err := c.Exec(string(backend.AppendUseDB(nil, ps.db))); err != nil {
+	return s.prepareBackend(c, ps.sql, ps.db)
+}
+
+// prepareBackend prepares sql on c under database db.
+func (s *Session) prepareBackend(c *backend.Conn, sql, db string) (*backend.Stmt, error) {
+	if db != c.DB && db != "" {
+		if err := c.Exec(string(backend.AppendUseDB(nil, db))); err != nil {
 			return nil, err
 		}
 		defer func() {
@@ -91,7 +114,7 @@ func (s *Session) backendStmt(c *backend.Conn, ps *pstmt) (*backend.Stmt, error)
 			}
 		}()
 	}
-	return c.Prepare(ps.sql, ps.db)
+	return c.Prepare(sql, db)
 }
 
 func (s *Session) comStmtExecute(p []byte) bool {
@@ -128,6 +151,9 @@ func (s *Session) comStmtExecute(p []byte) bool {
 	s.exec = stmtExec{ps: ps, bound: bound, cursor: cursor}
 	ok = s.statement(p, ps.stmt)
 	s.exec = stmtExec{}
+	if ps.sh != nil {
+		ps.sh.dropLongData() // consumed by the execution, as on the server
+	}
 	return ok
 }
 
@@ -138,6 +164,11 @@ type stmtExec struct {
 	ps     *pstmt
 	bound  bool // the packet carries parameter types
 	cursor bool // the client asked for a cursor
+	// sql is the text of the backend statement a sharded statement runs
+	// as on the connection at hand (ps.sql when nil), and order the
+	// client's parameter each of its '?' stands for (nil: in order).
+	sql   []byte
+	order []int
 }
 
 // sendExecute prepares the statement on c if it is not yet and sends the
@@ -145,13 +176,22 @@ type stmtExec struct {
 // (*prepareFailed); anything else is a backend failure.
 func (s *Session) sendExecute(c *backend.Conn, p []byte) error {
 	ps := s.exec.ps
-	bst, err := s.backendStmt(c, ps)
+	var bst *backend.Stmt
+	var err error
+	if s.exec.sql != nil {
+		bst, err = s.shardStmt(c, ps, s.exec.sql)
+	} else {
+		bst, err = s.backendStmt(c, ps)
+	}
 	if err != nil {
 		var se *mysql.SQLError
 		if errors.As(err, &se) {
 			return &prepareFailed{se}
 		}
 		return mysql.BackendError(err)
+	}
+	if ps.sh != nil {
+		return s.writeShardExecute(c, p, ps, bst.ID)
 	}
 	return s.writeExecute(c, p, ps, bst.ID, s.exec.bound)
 }
@@ -167,6 +207,9 @@ func (s *Session) afterExecute(c *backend.Conn, info *mysql.ResponseInfo) {
 	if s.exec.cursor && info.Status&mysql.StatusCursorExists != 0 {
 		s.pins |= pinCursor
 		c.Dirty = true
+		if sh := s.exec.ps.sh; sh != nil {
+			sh.openedCursor(s.cl, s.exec.sql)
+		}
 	}
 }
 
@@ -235,6 +278,10 @@ func (s *Session) comStmtSendLongData(p []byte) bool {
 		// EXECUTE, as on the server.
 		return true
 	}
+	if ps.sh != nil {
+		ps.sh.addLongData(p, int(ps.params))
+		return true
+	}
 	s.pins |= pinLongData
 	c, err := s.acquire(needDB)
 	if err != nil {
@@ -271,10 +318,13 @@ func (s *Session) comStmtClose(p []byte) bool {
 		return true // no response for COM_STMT_CLOSE
 	}
 	delete(s.stmts, ps.id)
+	if !s.enterCursor(ps) {
+		return true
+	}
 	if s.pins&(pinCursor|pinLongData) != 0 && s.pinned != nil {
 		// Close the cursor or drop the long data on the backend, which keeps
 		// the statement itself for reuse.
-		if bst := s.pinned.LookupStmt([]byte(ps.sql), ps.db); bst != nil {
+		if bst := s.lookupBackendStmt(s.pinned, ps); bst != nil {
 			if err := s.resetBackendStmt(s.pinned, bst.ID); err != nil {
 				return s.backendFailed(s.pinned, err, false)
 			}
@@ -301,8 +351,11 @@ func (s *Session) comStmtReset(p []byte) bool {
 	if e != nil {
 		return s.writeErr(e)
 	}
-	if s.pinned != nil && s.pins&(pinCursor|pinLongData) != 0 {
-		if bst := s.pinned.LookupStmt([]byte(ps.sql), ps.db); bst != nil {
+	if ps.sh != nil {
+		ps.sh.dropLongData()
+	}
+	if s.enterCursor(ps) && s.pinned != nil && s.pins&(pinCursor|pinLongData) != 0 {
+		if bst := s.lookupBackendStmt(s.pinned, ps); bst != nil {
 			binary.LittleEndian.PutUint32(p[1:], bst.ID)
 			s.pins &^= pinCursor | pinLongData
 			return s.execute(p, 0, relaySingle, router.Stmt{})
@@ -317,11 +370,11 @@ func (s *Session) comStmtFetch(p []byte) bool {
 	if e != nil {
 		return s.writeErr(e)
 	}
-	if s.pins&pinCursor == 0 || s.pinned == nil {
+	if !s.enterCursor(ps) || s.pins&pinCursor == 0 || s.pinned == nil {
 		return s.writeErr(mysql.NewError(erStmtHasNoOpenCursor, mysql.StateGeneral, "The statement (%d) has no open cursor.", ps.id))
 	}
 	c := s.pinned
-	bst := c.LookupStmt([]byte(ps.sql), ps.db)
+	bst := s.lookupBackendStmt(c, ps)
 	if bst == nil {
 		return s.writeErr(mysql.NewError(erStmtHasNoOpenCursor, mysql.StateGeneral, "The statement (%d) has no open cursor.", ps.id))
 	}
@@ -342,4 +395,13 @@ func (s *Session) comStmtFetch(p []byte) bool {
 	}
 	s.release(c)
 	return true
+}
+
+// lookupBackendStmt returns the statement prepared on c that ps's open
+// cursor or long data lives on, if any.
+func (s *Session) lookupBackendStmt(c *backend.Conn, ps *pstmt) *backend.Stmt {
+	if ps.sh != nil && ps.sh.curSQL != nil {
+		return c.LookupStmt(ps.sh.curSQL, ps.db)
+	}
+	return c.LookupStmt([]byte(ps.sql), ps.db)
 }

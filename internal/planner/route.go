@@ -79,6 +79,11 @@ func classesApart(merge Constructs, a, b string) error {
 	return notSupported(fmt.Sprintf("a join of %s and %s across sub-tables (join them on their shard keys)", a, b))
 }
 
+// SampleSubTable is a sub-table the statement may run on whatever its
+// values: where a prepared statement is prepared for the client's
+// PREPARE answer (its parameter count and column definitions).
+func (a *Analysis) SampleSubTable() int { return a.firstAllowed() }
+
 // firstAllowed is the sub-table an empty answer runs on.
 func (a *Analysis) firstAllowed() int {
 	for i, ok := range a.onDefault {

@@ -3,6 +3,7 @@ package planner
 import (
 	"unsafe"
 
+	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/router"
 	"github.com/shardgate/shardgate/internal/sharding"
 )
@@ -44,3 +45,76 @@ func (v *TextValues) Lit(i int) (sharding.Literal, bool) {
 
 // Param implements Values: a text statement has no parameters.
 func (v *TextValues) Param(int) (sharding.Literal, bool) { return sharding.Literal{}, false }
+
+// ExecValues gives one execution of a prepared statement to Route: the
+// literals of its text (TextValues, reset to the prepared text) and the
+// parameters the client bound, set per execution from the binary
+// protocol. The caller keeps it from one execution to the next, so that
+// binding allocates nothing once it has seen the statement's parameters.
+type ExecValues struct {
+	TextValues
+	params []paramValue
+}
+
+type paramValue struct {
+	lit   sharding.Literal
+	known bool
+}
+
+// ResetParams readies v for an execution with n parameters, all unknown
+// until set.
+func (v *ExecValues) ResetParams(n int) {
+	if cap(v.params) < n {
+		v.params = make([]paramValue, n)
+	}
+	v.params = v.params[:n]
+	clear(v.params)
+}
+
+// SetParam sets parameter i (0-based) from its binary value. Values that
+// are not exactly one value of a shard key (TIME, BIT, GEOMETRY) stay
+// unknown: the key is then treated as inexact. p.Bytes must stay
+// unchanged while v routes.
+func (v *ExecValues) SetParam(i int, p mysql.Param) {
+	var lit sharding.Literal
+	switch p.Kind {
+	case mysql.ParamInt:
+		lit = sharding.IntLit(p.Int)
+	case mysql.ParamUint:
+		lit = sharding.UintLit(p.Uint)
+	case mysql.ParamDouble:
+		lit = sharding.DoubleLit(p.Float)
+	case mysql.ParamDecimal:
+		lit = sharding.NumberLit(bytesString(p.Bytes))
+	case mysql.ParamString:
+		lit = sharding.StringLit(bytesString(p.Bytes))
+	case mysql.ParamDatetime:
+		lit = sharding.DatetimeLit(sharding.Datetime{Year: p.Year, Month: p.Month, Day: p.Day,
+			Hour: p.Hour, Minute: p.Minute, Second: p.Second, Microsecond: p.Microsecond})
+	default:
+		return
+	}
+	v.params[i] = paramValue{lit: lit, known: true}
+}
+
+// SetNull sets parameter i (0-based) to NULL.
+func (v *ExecValues) SetNull(i int) { v.params[i] = paramValue{lit: sharding.NullLit(), known: true} }
+
+// SetString sets parameter i (0-based) to the string s (long data sent
+// with COM_STMT_SEND_LONG_DATA), which must stay unchanged while v routes.
+func (v *ExecValues) SetString(i int, s []byte) {
+	v.params[i] = paramValue{lit: sharding.StringLit(bytesString(s)), known: true}
+}
+
+// Param implements Values: parameter i, 1-based.
+func (v *ExecValues) Param(i int) (sharding.Literal, bool) {
+	if i < 1 || i > len(v.params) {
+		return sharding.Literal{}, false
+	}
+	p := v.params[i-1]
+	return p.lit, p.known
+}
+
+// bytesString views b as a string without copying; b must not change
+// while the string is in use.
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -33,7 +33,7 @@ func BenchmarkShardedPointSelectText(b *testing.B) {
 // shardedHot logs a raw client in to a proxy over two shards.
 func shardedHot(t testing.TB) *hotClient {
 	t.Helper()
-	_, _, _, _, proxyDB, p := shardedPairProxy(t, "shot")
+	p, _, _, _, _, proxyDB := shardedPairProxy(t, "shot")
 	mustExec(t, proxyDB(""), "INSERT INTO t (id, v) VALUES (5000, 7)")
 	cl := mfDial(t, p.Addrs()[0])
 	if err := cl.greeting(); err != nil {

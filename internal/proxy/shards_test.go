@@ -18,12 +18,13 @@ import (
 // sub-tables each, whose sub-tables the test creates on the backends.
 func shardedPair(t testing.TB, db string) (p0, p1 *sql.DB, s0, s1 *testenv.Server, proxyDB func(params string) *sql.DB) {
 	t.Helper()
-	p0, p1, s0, s1, proxyDB, _ = shardedPairProxy(t, db)
-	return
+	_, p0, p1, s0, s1, proxyDB = shardedPairProxy(t, db)
+	return p0, p1, s0, s1, proxyDB
 }
 
-// shardedPairProxy is shardedPair, with the proxy.
-func shardedPairProxy(t testing.TB, db string) (p0, p1 *sql.DB, s0, s1 *testenv.Server, proxyDB func(params string) *sql.DB, p *proxy.Proxy) {
+// shardedPairProxy is shardedPair that returns the proxy too, for raw
+// protocol clients.
+func shardedPairProxy(t testing.TB, db string) (p *proxy.Proxy, p0, p1 *sql.DB, s0, s1 *testenv.Server, proxyDB func(params string) *sql.DB) {
 	t.Helper()
 	s0, s1 = testenv.Shared(t), testenv.Start(t, testenv.Options{})
 	for _, s := range []*testenv.Server{s0, s1} {
@@ -52,9 +53,9 @@ schemas:
 		t.Fatalf("config: %v\n%s", err, yaml)
 	}
 	p = startProxy(t, cfg)
-	return openDB(t, s0.DSN(db)), openDB(t, s1.DSN(db)), s0, s1, func(params string) *sql.DB {
+	return p, openDB(t, s0.DSN(db)), openDB(t, s1.DSN(db)), s0, s1, func(params string) *sql.DB {
 		return openDB(t, proxyDSN(p, appUser, appPass, db, params))
-	}, p
+	}
 }
 
 func TestShardHintSendsAStatementToOneShard(t *testing.T) {
