@@ -18,6 +18,10 @@ type Part struct {
 	Cluster *backend.Cluster
 	Query   []byte
 	Stmt    []byte
+	// Params are the client's parameters (0-based) Stmt takes, in its
+	// order, when it takes only some (the rows of a split INSERT); nil:
+	// the statement's own order.
+	Params []int
 }
 
 // Scatter streams the rows a SELECT finds on several sub-tables to the

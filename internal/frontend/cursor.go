@@ -31,6 +31,9 @@ func (s *Session) Acquire(cl *backend.Cluster, replicaOK bool) (*backend.Conn, b
 func (s *Session) Send(c *backend.Conn, p *engine.Part, q []byte) error {
 	if s.exec.ps != nil {
 		s.exec.sql = p.Stmt
+		if p.Params != nil {
+			s.exec.order = p.Params
+		}
 		return s.sendExecute(c, q)
 	}
 	if p.Query != nil {

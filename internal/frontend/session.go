@@ -100,13 +100,13 @@ type Session struct {
 	scatter  engine.Scatter
 	// A prepared statement's execution there: its parameters decoded
 	// (xvals), the packet's parameter parts and each value's span in them.
-	xvals    planner.ExecValues
-	xparams  mysql.ExecuteParams
-	spans    [][2]int
-	fanout   engine.Fanout
-	ins      insertRows         // an INSERT's rows and keys (shards_insert.go)
-	renamer  mysql.TableRenamer // renameSubTable, made once
-	warns    partWarnings       // warnings.go
+	xvals   planner.ExecValues
+	xparams mysql.ExecuteParams
+	spans   [][2]int
+	fanout  engine.Fanout
+	ins     insertRows         // an INSERT's rows and keys (shards_insert.go)
+	renamer mysql.TableRenamer // renameSubTable, made once
+	warns   partWarnings       // warnings.go
 
 	// trxAborted: the session's transaction died with its backend
 	// connection; statements fail until ROLLBACK or COMMIT ends it.

@@ -23,7 +23,10 @@ type insertRows struct {
 	partRows []int    // the rows of every part, part after part
 	partLen  []int    // each part's number of rows
 	subPart  []int    // by sub-table: its part, -1 when none (kept all -1 between statements)
-	split    engine.InsertSplit
+	// A prepared execution's parts: the parameters of every part, part
+	// after part, and where each part's end.
+	params, paramEnds []int
+	split             engine.InsertSplit
 }
 
 // planInsert plans an INSERT or REPLACE into a sharded table: the rows'
@@ -33,9 +36,17 @@ type insertRows struct {
 // sub-tables do not generate runs there as written (a Route); any other
 // runs as an engine.InsertSplit, which answers as one server would.
 func (s *Session) planInsert(ks *planner.Keyspace, plan *planner.Plan, st router.Stmt, sql []byte) engine.Primitive {
+	return s.insertParts(ks, plan, st, sql, &s.shape, &s.vals, false)
+}
+
+// insertParts plans an INSERT or REPLACE of text sql, of shape sh, whose
+// values v gives: a text statement's, or a prepared statement's execution
+// (prepared), whose parts are server-side statements taking the
+// parameters of their rows (engine.Part.Params).
+func (s *Session) insertParts(ks *planner.Keyspace, plan *planner.Plan, st router.Stmt, sql []byte, sh *router.Shape, v planner.Values, prepared bool) engine.Primitive {
 	an, ins := plan.An, &s.ins
 	k := &ins.keys
-	if err := an.Keys(&s.vals, s.noAutoValueOnZero(), k); err != nil {
+	if err := an.Keys(v, s.noAutoValueOnZero(), k); err != nil {
 		return s.refuseErr(err)
 	}
 	first, err := s.drawKeys(ks, an.Insert.Table, an.Insert.Rows, k)
@@ -55,11 +66,12 @@ func (s *Session) planInsert(ks *planner.Keyspace, plan *planner.Plan, st router
 		s.groupRows(an.Group.Rule.SubTables())
 	}
 	ids := s.rowIDs(first)
-	s.renderInsert(ks, plan, sql, ids)
+	s.renderInsert(ks, plan, sql, sh, ids, prepared)
 	if len(s.parts) == 1 && !k.AutoIncrement {
 		prim := s.routeToShard(s.parts[0].Cluster, st)
 		if prim == engine.Primitive(&s.planned) {
 			s.planned.Query = s.parts[0].Query
+			s.exec.sql, s.exec.order = s.parts[0].Stmt, s.parts[0].Params
 		}
 		return prim
 	}
@@ -191,26 +203,42 @@ func (s *Session) rowIDs(first uint64) []uint64 {
 }
 
 // renderInsert renders each part's statement, with its rows only, into
-// s.parts, as COM_QUERY packets in one buffer.
-func (s *Session) renderInsert(ks *planner.Keyspace, plan *planner.Plan, sql []byte, ids []uint64) {
+// s.parts, in one buffer: COM_QUERY packets, or for a prepared statement's
+// execution the texts of the parts' server-side statements, each with the
+// parameters of its rows (in one buffer too).
+func (s *Session) renderInsert(ks *planner.Keyspace, plan *planner.Plan, sql []byte, sh *router.Shape, ids []uint64, prepared bool) {
 	ins := &s.ins
 	b := s.partSQL[:0]
 	s.partEnds = s.partEnds[:0]
 	s.parts = s.parts[:0]
+	ins.params, ins.paramEnds = ins.params[:0], ins.paramEnds[:0]
 	at := 0
 	for p, sub := range ins.partSub {
 		rows := ins.partRows[at : at+ins.partLen[p]]
 		at += ins.partLen[p]
-		b = append(b, mysql.ComQuery)
+		if !prepared {
+			b = append(b, mysql.ComQuery)
+		}
 		s.sub[0] = sub
-		b = plan.Tmpl.AppendRows(b, sql, &s.shape, s.sub[:], rows, ids)
+		b = plan.Tmpl.AppendRows(b, sql, sh, s.sub[:], rows, ids)
 		s.partEnds = append(s.partEnds, len(b))
+		if prepared {
+			ins.params = plan.Tmpl.AppendRowParams(ins.params, rows, ids)
+			ins.paramEnds = append(ins.paramEnds, len(ins.params))
+		}
 		s.parts = append(s.parts, engine.Part{Cluster: ks.Shard(plan.An.Group.Layout.Shard(sub))})
 	}
 	s.partSQL = b
-	start := 0
+	start, pstart := 0, 0
 	for j, end := range s.partEnds {
-		s.parts[j].Query = b[start:end:end]
+		if prepared {
+			s.parts[j].Stmt = b[start:end:end]
+			pend := ins.paramEnds[j]
+			s.parts[j].Params = ins.params[pstart:pend:pend]
+			pstart = pend
+		} else {
+			s.parts[j].Query = b[start:end:end]
+		}
 		start = end
 	}
 }

@@ -149,12 +149,12 @@ func (s *Session) executeSharded(ks *planner.Keyspace, ps *pstmt, st router.Stmt
 		return s.refuseErr(mysql.NewError(mysql.ERWrongArguments, mysql.StateGeneral, "Incorrect arguments to mysqld_stmt_execute"))
 	}
 	an := sh.plan.An
+	if an.Insert != nil {
+		return s.insertParts(ks, sh.plan, st, sh.text, &sh.shape, &s.xvals, true)
+	}
 	target, err := an.Route(&s.xvals)
 	if err != nil {
 		return s.refuseErr(err)
-	}
-	if an.Insert != nil && target.Len() > 1 {
-		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "a multi-row INSERT whose rows go to several sub-tables")
 	}
 	if s.exec.cursor && target.Len() > 1 {
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "a cursor (COM_STMT_EXECUTE with a cursor type) over several sub-tables; execute it without a cursor")

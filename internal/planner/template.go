@@ -179,6 +179,35 @@ func (t *Template) AppendRows(dst, sql []byte, sh *router.Shape, sub []int, rows
 	return t.appendRange(dst, sql, sh, sub, l.rows[len(l.rows)-1].end, mark{len(t.text), len(t.slots)})
 }
 
+// AppendRowParams appends the client parameters (0-based) behind the '?'
+// markers AppendRows writes for the same rows and ids, in their order: the
+// parameters of a prepared INSERT's execution that a part with these rows
+// takes.
+func (t *Template) AppendRowParams(dst []int, rows []int, ids []uint64) []int {
+	l := t.ins
+	dst = t.rangeParams(dst, mark{}, l.rows[0].start)
+	for _, r := range rows {
+		row := &l.rows[r]
+		if ids == nil || ids[r] == 0 {
+			dst = t.rangeParams(dst, row.start, row.end)
+			continue
+		}
+		dst = t.rangeParams(dst, row.start, row.keyStart)
+		dst = t.rangeParams(dst, row.keyEnd, row.end)
+	}
+	return t.rangeParams(dst, l.rows[len(l.rows)-1].end, mark{len(t.text), len(t.slots)})
+}
+
+// rangeParams appends the parameters of the slots from a to b.
+func (t *Template) rangeParams(dst []int, a, b mark) []int {
+	for i := a.slot; i < b.slot; i++ {
+		if t.slots[i].kind == slotParam {
+			dst = append(dst, t.slots[i].n)
+		}
+	}
+	return dst
+}
+
 // appendRange appends the text from a to b with the slots between them.
 func (t *Template) appendRange(dst, sql []byte, sh *router.Shape, sub []int, a, b mark) []byte {
 	if t.selectItems > 0 && len(sh.Items) == 0 {

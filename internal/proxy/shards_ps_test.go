@@ -142,10 +142,29 @@ func TestShardedPrepareRefusals(t *testing.T) {
 	if mysqlErrCode(err) != mysql.ERNotSupportedYet || !contains(err.Error(), "binary protocol") {
 		t.Errorf("text PREPARE: %v, want 1235 pointing to the binary protocol", err)
 	}
-	// A multi-row INSERT over several sub-tables is refused at EXECUTE.
-	_, err = db.Exec("INSERT INTO t (id, v) VALUES (?, 1), (?, 2)", 1, 2)
-	if mysqlErrCode(err) != mysql.ERNotSupportedYet || !contains(err.Error(), "multi-row INSERT") {
-		t.Errorf("multi-row INSERT over sub-tables: %v, want 1235", err)
+}
+
+// TestShardedPreparedInsertSplits: a prepared multi-row INSERT whose rows
+// go to several sub-tables runs as one server-side statement per part,
+// each executed with the parameters of its own rows.
+func TestShardedPreparedInsertSplits(t *testing.T) {
+	d0, d1, _, _, proxyDB := shardedPair(t, "spsplit")
+	db := proxyDB("interpolateParams=false")
+	ids := []int64{1, 2, 3, 4, 5, 6, 7, 8}
+	res, err := db.Exec("INSERT INTO t (id, v) VALUES (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?)",
+		1, 10, 2, 20, 3, 30, 4, 40, 5, 50, 6, 60, 7, 70, 8, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 8 {
+		t.Fatalf("rows affected %d, want 8", n)
+	}
+	direct := []*sql.DB{d0, d0, d1, d1}
+	for _, id := range ids {
+		sub := subTableOf(t, id, 4)
+		if got := queryString(t, direct[sub], fmt.Sprintf("SELECT v FROM t_%04d WHERE id = %d", sub, id)); got != fmt.Sprint(id*10) {
+			t.Errorf("id %d: v = %q on t_%04d, want %d", id, got, sub, id*10)
+		}
 	}
 }
 
