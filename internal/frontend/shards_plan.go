@@ -49,7 +49,14 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 			return engine.EndTransaction{}
 		}
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
-	case router.KindBegin, router.KindSet, router.KindSavepoint:
+	case router.KindSet:
+		if st.Flags&router.FlagUserVar != 0 {
+			// User variables live on the default cluster's connection,
+			// where every statement that reads them runs (planStatement).
+			return s.routeToShard(ks.Default, st)
+		}
+		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
+	case router.KindBegin, router.KindSavepoint:
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
 	case router.KindShow:
 		if st.Flags&router.FlagWarnings != 0 {
@@ -115,6 +122,11 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 		return s.refuseErr(plan.Err)
 	}
 	an := plan.An
+	if st.Flags&router.FlagUserVar != 0 && an.Placement != planner.Unsharded {
+		// A user variable lives on one connection; the sub-tables are on
+		// others, where it would read as NULL.
+		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "user variables in a statement on sharded or reference tables")
+	}
 	switch an.Placement {
 	case planner.Reference:
 		if an.Write {

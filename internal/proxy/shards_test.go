@@ -300,3 +300,32 @@ func TestExplainHintShowsThePlanWithoutRunningIt(t *testing.T) {
 		t.Fatalf("explain of a refused statement: %v", got)
 	}
 }
+
+// User variables live on one backend connection: a statement that reads
+// one goes where SET put it (the default cluster), and one on sharded
+// tables, which would read NULL on the other shards, is refused.
+func TestShardedUserVariables(t *testing.T) {
+	_, _, _, _, proxyDB := shardedPair(t, "suvar")
+	ctx := context.Background()
+	conn, err := proxyDB("").Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	mustExec(t, conn, "INSERT INTO t VALUES (1, 10), (2, 20), (3, 30), (4, 40)")
+	// Move the session to s1 first, so SET would land there were it run
+	// where the session is.
+	queryString(t, conn, "/* shardgate:shard=s1 */ SELECT COUNT(*) FROM t_0002")
+	mustExec(t, conn, "SET @x = 7")
+	if got := queryString(t, conn, "SELECT @x"); got != "7" {
+		t.Fatalf("SELECT @x = %q, want 7", got)
+	}
+	mustExec(t, conn, "INSERT INTO plain VALUES (@x)")
+	if got := queryString(t, conn, "SELECT id FROM plain"); got != "7" {
+		t.Fatalf("unsharded table written with @x: %q, want 7", got)
+	}
+	_, err = conn.ExecContext(ctx, "UPDATE t SET v = @x")
+	if mysqlErrCode(err) != mysql.ERNotSupportedYet || !contains(err.Error(), "user variables") {
+		t.Fatalf("UPDATE of a sharded table with @x: %v, want 1235 naming user variables", err)
+	}
+}
