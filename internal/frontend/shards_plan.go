@@ -56,8 +56,12 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 			return s.routeToShard(ks.Default, st)
 		}
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
-	case router.KindBegin, router.KindSavepoint:
+	case router.KindBegin, router.KindSavepoint, router.KindUse:
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
+	case router.KindDo:
+		// DO evaluates expressions for their effects (GET_LOCK, SLEEP):
+		// where statements without tables run.
+		return s.routeToShard(ks.Default, st)
 	case router.KindShow:
 		if st.Flags&router.FlagWarnings != 0 {
 			// The previous statement's diagnostics are on the connection

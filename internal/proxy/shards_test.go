@@ -329,3 +329,16 @@ func TestShardedUserVariables(t *testing.T) {
 		t.Fatalf("UPDATE of a sharded table with @x: %v, want 1235 naming user variables", err)
 	}
 }
+
+func TestShardedSessionStatements(t *testing.T) {
+	_, _, _, _, proxyDB := shardedPair(t, "ssess")
+	db := proxyDB("")
+	for _, q := range []string{"USE ssess", "DO 1", "SET NAMES utf8mb4", "SET SESSION sql_mode = 'STRICT_ALL_TABLES'"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+	if got := queryString(t, db, "SELECT DATABASE()"); got != "ssess" {
+		t.Errorf("DATABASE() = %q", got)
+	}
+}
