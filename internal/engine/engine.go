@@ -52,6 +52,11 @@ type Cursor interface {
 	// Answer sends ok as the whole statement's answer and remembers its
 	// affected rows and insert id as the session's.
 	Answer(ok *mysql.OKPacket) bool
+	// AnnotateErrors makes every error the session answers the client
+	// with, until called with nil, pass through f first: a statement in
+	// parts (DDL) says which parts had been applied when one failed, for
+	// failures the session answers itself (Acquire, Failed).
+	AnnotateErrors(f func(*mysql.SQLError) *mysql.SQLError)
 }
 
 // Primitive is one step of a plan.

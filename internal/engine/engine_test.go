@@ -40,6 +40,7 @@ func (f *fakeCursor) Done(*backend.Conn, *mysql.ResponseInfo)              {}
 func (f *fakeCursor) Failed(*backend.Conn, error, bool) bool               { return false }
 func (f *fakeCursor) Status() uint16                                       { return 0 }
 func (f *fakeCursor) Answer(*mysql.OKPacket) bool                          { return false }
+func (f *fakeCursor) AnnotateErrors(func(*mysql.SQLError) *mysql.SQLError) {}
 
 func (f *fakeCursor) Run(cl *backend.Cluster, replicaOK bool, q []byte) bool {
 	f.runs = append(f.runs, run{cl, replicaOK, append([]byte(nil), q...)})

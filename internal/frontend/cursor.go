@@ -60,6 +60,9 @@ func (s *Session) Answer(ok *mysql.OKPacket) bool {
 	return s.writeOK(ok)
 }
 
+// AnnotateErrors implements engine.Cursor.
+func (s *Session) AnnotateErrors(f func(*mysql.SQLError) *mysql.SQLError) { s.annotate = f }
+
 // Fail implements engine.Cursor.
 func (s *Session) Fail(e *mysql.SQLError) bool { return s.writeErr(e) }
 

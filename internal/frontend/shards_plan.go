@@ -49,6 +49,12 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
 	case router.KindBegin, router.KindSet, router.KindSavepoint:
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
+	case router.KindShow:
+		if st.Flags&router.FlagWarnings != 0 {
+			// The previous statement's diagnostics are on the connection
+			// that ran it, held for this statement (reclaimPrevious).
+			return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
+		}
 	}
 	if st.Flags&router.FlagHintShard != 0 {
 		if name, ok := router.ShardHint(p[1:]); ok {
@@ -64,6 +70,11 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 	}
 	if s.stream != nil {
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "statements larger than the packet buffer on a sharded schema")
+	}
+	if ddlKind(st.Kind) {
+		if prim := s.planDDL(st, p); prim != nil {
+			return prim
+		}
 	}
 	return s.planStatement(ks, st, p[1:])
 }
