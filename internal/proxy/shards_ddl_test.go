@@ -206,11 +206,22 @@ func TestDDLRefusals(t *testing.T) {
 		t.Fatalf("a refused statement changed the tables: %s", got)
 	}
 
+	// Created LIKE a table without the shard key: created, and the
+	// client told at once.
+	mustExec(t, db, "CREATE TABLE city (cid INT PRIMARY KEY)")
+	_, err := db.Exec("CREATE TABLE u LIKE city")
+	if mysqlErrCode(err) != 1072 || !contains(err.Error(), "table u was created, but its shard key uid could not be read") {
+		t.Fatalf("CREATE TABLE u LIKE city: %v, want 1072 saying u was created without its key", err)
+	}
+	if got := e.tables(t, e.d1); got != "city,t_0002,t_0003,u_0002,u_0003" {
+		t.Fatalf("s1 tables = %q", got)
+	}
+
 	// Inside a transaction DDL would commit it on some shards only.
 	conn := oneConn(t, db)
 	mustExec(t, conn, "BEGIN")
 	mustExec(t, conn, "SELECT * FROM t WHERE id = 1")
-	_, err := conn.ExecContext(context.Background(), "ALTER TABLE t ADD COLUMN x INT")
+	_, err = conn.ExecContext(context.Background(), "ALTER TABLE t ADD COLUMN x INT")
 	if mysqlErrCode(err) != mysql.ERNotSupportedYet || !contains(err.Error(), "inside a transaction") {
 		t.Fatalf("DDL in a transaction: %v, want 1235", err)
 	}
