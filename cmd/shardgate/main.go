@@ -4,6 +4,7 @@
 //	shardgate serve --config FILE
 //	shardgate serve --listen 127.0.0.1:6033 --backend USER:PASSWORD@HOST:PORT[/DB] [--admin-http ADDR]
 //	shardgate check-config FILE
+//	shardgate check-schema FILE
 //	shardgate import-kingshard FILE
 //	shardgate hash-password [PASSWORD]   (prompts on a terminal, else reads stdin, when no argument)
 //	shardgate version
@@ -45,6 +46,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return serve(args[1:], stdout, stderr)
 	case "check-config":
 		return checkConfig(args[1:], stdout, stderr)
+	case "check-schema":
+		return checkSchema(args[1:], stdout, stderr)
 	case "hash-password":
 		return hashPassword(args[1:], stdin, stdout, stderr)
 	case "import-kingshard":
@@ -70,6 +73,7 @@ func usage(w io.Writer) {
   shardgate serve --config FILE
   shardgate serve --listen 127.0.0.1:6033 --backend USER:PASSWORD@HOST:PORT[/DB] [--admin-http ADDR]
   shardgate check-config FILE
+  shardgate check-schema FILE           (compares the sub-tables' definitions on the shards)
   shardgate import-kingshard FILE       (prints a shardgate configuration made from a kingshard one)
   shardgate hash-password [PASSWORD]    (prompts for it on a terminal, else reads stdin, when not given)
   shardgate version

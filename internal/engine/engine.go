@@ -65,6 +65,11 @@ type Cursor interface {
 	// row gave its own), while generated, the statement's first generated
 	// id, becomes the session's LAST_INSERT_ID() (0: unchanged).
 	AnswerInsert(ok *mysql.OKPacket, generated uint64) bool
+	// AnnotateErrors makes every error the session answers the client
+	// with, until called with nil, pass through f first: a statement in
+	// parts (DDL) says which parts had been applied when one failed, for
+	// failures the session answers itself (Acquire, Failed).
+	AnnotateErrors(f func(*mysql.SQLError) *mysql.SQLError)
 }
 
 // Primitive is one step of a plan.

@@ -109,7 +109,12 @@ func (s *Session) plan(st router.Stmt, p []byte) engine.Primitive {
 	if ks != nil {
 		prim = s.planSharded(ks, st, p)
 	} else {
-		prim = planner.PlanCluster(&s.planned, s.home, s.user.Policy(), st, s)
+		if ddlKind(st.Kind) {
+			prim = s.planSchemaDDL(st, p)
+		}
+		if prim == nil {
+			prim = planner.PlanCluster(&s.planned, s.home, s.user.Policy(), st, s)
+		}
 	}
 	if s.exec.cursor {
 		s.planned.ReplicaOK = false

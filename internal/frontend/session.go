@@ -107,6 +107,9 @@ type Session struct {
 	ins     insertRows         // an INSERT's rows and keys (shards_insert.go)
 	renamer mysql.TableRenamer // renameSubTable, made once
 	warns   partWarnings       // warnings.go
+	// annotate, when set, rewrites the errors the client is answered
+	// with (engine.Cursor.AnnotateErrors).
+	annotate func(*mysql.SQLError) *mysql.SQLError
 
 	// trxAborted: the session's transaction died with its backend
 	// connection; statements fail until ROLLBACK or COMMIT ends it.
@@ -606,6 +609,9 @@ func (s *Session) writeErr(e *mysql.SQLError) bool {
 		return false
 	}
 	s.srv.opt.Metrics.ClientErrors.Inc()
+	if s.annotate != nil {
+		e = s.annotate(e)
+	}
 	if err := s.client.WriteErr(e); err != nil {
 		return false
 	}
@@ -850,6 +856,9 @@ func (s *Session) backendFailed(c *backend.Conn, err error, sent bool) bool {
 	e := lostBackendError()
 	if se, ok := errors.Unwrap(err).(*mysql.SQLError); ok && !sent {
 		e = se
+	}
+	if s.annotate != nil {
+		e = s.annotate(e)
 	}
 	if sent && !lostState {
 		// Mid-result: an ERR in place of the next row tells the client the

@@ -93,6 +93,11 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 	if st.Kind == router.KindShow || st.Kind == router.KindAnalyze && st.Flags&router.FlagAnalyzeExec == 0 {
 		return s.planMetadata(ks, st, p[1:])
 	}
+	if ddlKind(st.Kind) {
+		if prim := s.planDDL(st, p); prim != nil {
+			return prim
+		}
+	}
 	return s.planStatement(ks, st, p[1:])
 }
 

@@ -199,6 +199,13 @@ func healthConfig(cc *config.Cluster) backend.HealthConfig {
 	return backend.HealthConfig{Interval: cc.Health.Interval, Timeout: cc.Health.Timeout, Reconnect: cc.Health.ReconnectInterval}
 }
 
+// DialConfig is how the proxy connects to the server at address of
+// cluster cc, for tools that talk to the backends as it does
+// (shardgate check-schema).
+func DialConfig(cc *config.Cluster, address string) (*backend.DialConfig, error) {
+	return dialConfig(cc, address)
+}
+
 // dialConfig resolves the server address once, so no connect waits on DNS.
 func dialConfig(cc *config.Cluster, address string) (*backend.DialConfig, error) {
 	host, port, err := net.SplitHostPort(address)

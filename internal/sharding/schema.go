@@ -93,6 +93,10 @@ func (t *SchemaTable) KeyType() (ColumnType, bool) {
 	return *ct, true
 }
 
+// ForgetKeyType makes the shard key's type unknown again: the table was
+// created anew, and the type it had may not be its type now.
+func (t *SchemaTable) ForgetKeyType() { t.keyType.Store(nil) }
+
 // SetKeyType records the shard key's column type.
 func (t *SchemaTable) SetKeyType(ct ColumnType) {
 	t.keyType.Store(&ct)
