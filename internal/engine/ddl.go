@@ -114,6 +114,9 @@ func (d *DDL) run(c Cursor, q []byte) (answer mysql.OKPacket, done, goOn bool) {
 			sum.Add(&okp)
 			last = okp
 			last.Info = append(info[:0:0], okp.Info...) // okp aliases the read buffer
+			if d.part < len(st.Parts)-1 {
+				c.SkipWarnings() // the step's answer is its last part's
+			}
 			c.Done(conn, &r.Info)
 		}
 		if st.Sum {

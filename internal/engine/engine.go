@@ -46,8 +46,15 @@ type Cursor interface {
 	// sub-tables to their logical tables in column definitions.
 	Relay(c *backend.Conn) *mysql.Relay
 	// Done ends a part c's server answered (OK, rows or ERR): the session
-	// learns its state changes, and c is released or stays pinned.
+	// learns its state changes and the part's warnings (for SHOW WARNINGS
+	// after the statement, part after part), and c is released or stays
+	// pinned.
 	Done(c *backend.Conn, info *mysql.ResponseInfo)
+	// SkipWarnings makes the next Done leave its part's warnings out of
+	// the statement's: a part whose answer the client does not get as its
+	// own (another copy of a reference table, a sub-table's DDL before the
+	// last one).
+	SkipWarnings()
 	// Failed handles a part whose connection failed (err says which
 	// side); sent: the client has part of the answer. It answers the
 	// client and reports whether the session goes on.

@@ -29,6 +29,18 @@ func Explain(p Primitive, q []byte) []Step {
 			name = "Fanout (every shard, one server's answer)"
 		}
 		return partSteps(name, p.Parts, q, text)
+	case *InsertSplit:
+		return partSteps("InsertSplit", p.Parts, q, text)
+	case *Metadata:
+		return partSteps("Metadata", p.Parts, q, text)
+	case *DDL:
+		var steps []Step
+		for _, st := range p.Steps {
+			for i := range st.Parts {
+				steps = append(steps, partSteps("DDL", []Part{st.Parts[i].Part}, q, text)...)
+			}
+		}
+		return steps
 	case *Refuse:
 		return []Step{{Primitive: "Refuse", Query: strconv.Itoa(int(p.Err.Code)) + " (" + p.Err.State + "): " + p.Err.Message}}
 	case EndTransaction:

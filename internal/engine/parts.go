@@ -101,11 +101,14 @@ func (f *Fanout) Execute(c Cursor, q []byte) bool {
 			f.first.Info = append([]byte(nil), okp.Info...) // okp aliases the read buffer
 			f.first.SessionState = nil
 		}
+		if i > 0 && f.OneServer {
+			c.SkipWarnings() // every copy warns alike: one server's
+		}
 		c.Done(conn, &r.Info)
 	}
 	ok := f.merge.OK()
 	if f.OneServer {
-		ok.AffectedRows, ok.LastInsertID, ok.Info = f.first.AffectedRows, f.first.LastInsertID, f.first.Info
+		ok.AffectedRows, ok.LastInsertID, ok.Info, ok.Warnings = f.first.AffectedRows, f.first.LastInsertID, f.first.Info, f.first.Warnings
 	}
 	ok.Status = c.Status() | ok.Status&mysql.StatusSessionStateChange
 	return c.Answer(&ok)

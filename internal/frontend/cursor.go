@@ -55,15 +55,19 @@ func (s *Session) Relay(c *backend.Conn) *mysql.Relay {
 // Done implements engine.Cursor.
 func (s *Session) Done(c *backend.Conn, info *mysql.ResponseInfo) {
 	s.setRunning(nil)
-	if info.Warnings > 0 && info.Err == nil {
+	if info.Warnings > 0 && info.Err == nil && !s.cmd.skipWarns {
 		s.collectWarnings(c)
 	}
+	s.cmd.skipWarns = false
 	s.after(c, info, s.cmd.st)
 	if router.IsWrite(s.cmd.st) {
 		s.wrote()
 	}
 	s.release(c)
 }
+
+// SkipWarnings implements engine.Cursor.
+func (s *Session) SkipWarnings() { s.cmd.skipWarns = true }
 
 // Failed implements engine.Cursor.
 func (s *Session) Failed(c *backend.Conn, err error, sent bool) bool {

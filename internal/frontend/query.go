@@ -128,8 +128,9 @@ type command struct {
 	st router.Stmt
 	n  needs
 	// parts: the statement runs in parts (Scatter, Fanout…), each on
-	// its own connection, so its warnings are collected (partWarnings).
-	parts bool
+	// its own connection, so its warnings are collected (partWarnings);
+	// skipWarns: but not the next part's (engine.Cursor.SkipWarnings).
+	parts, skipWarns bool
 }
 
 // Run implements engine.Cursor: it runs the current command (s.cmd) on

@@ -342,3 +342,33 @@ func TestShardedSessionStatements(t *testing.T) {
 		t.Errorf("DATABASE() = %q", got)
 	}
 }
+
+func TestExplainCoversEveryPrimitive(t *testing.T) {
+	_, _, _, _, proxyDB := shardedPair(t, "sexplain2")
+	db := proxyDB("")
+	for sql, want := range map[string]string{
+		"INSERT INTO t (id, v) VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)": "InsertSplit",
+		"ALTER TABLE t ADD COLUMN w INT":                                        "DDL",
+		"SHOW TABLES":                                                           "Metadata",
+		"UPDATE city SET name = 'x'":                                            "Fanout",
+	} {
+		var step, prim, shard, q string
+		if err := db.QueryRow("/* shardgate:explain */ "+sql).Scan(&step, &prim, &shard, &q); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		if !contains(prim, want) {
+			t.Errorf("explain %s: first step %q, want %s", sql, prim, want)
+		}
+	}
+	var n int
+	rows, err := db.Query("SELECT id FROM t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		n++
+	}
+	if n != 0 {
+		t.Errorf("an explained INSERT ran: %d rows", n)
+	}
+}
