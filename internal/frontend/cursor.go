@@ -110,6 +110,7 @@ func (s *Session) AnswerInsert(ok *mysql.OKPacket, generated uint64) bool {
 	}
 	return s.writeOK(ok)
 }
+
 // AnnotateErrors implements engine.Cursor.
 func (s *Session) AnnotateErrors(f func(*mysql.SQLError) *mysql.SQLError) { s.annotate = f }
 

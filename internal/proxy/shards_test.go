@@ -348,9 +348,9 @@ func TestExplainCoversEveryPrimitive(t *testing.T) {
 	db := proxyDB("")
 	for sql, want := range map[string]string{
 		"INSERT INTO t (id, v) VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)": "InsertSplit",
-		"ALTER TABLE t ADD COLUMN w INT":                                        "DDL",
-		"SHOW TABLES":                                                           "Metadata",
-		"UPDATE city SET name = 'x'":                                            "Fanout",
+		"ALTER TABLE t ADD COLUMN w INT":                                      "DDL",
+		"SHOW TABLES":                                                         "Metadata",
+		"UPDATE city SET name = 'x'":                                          "Fanout",
 	} {
 		var step, prim, shard, q string
 		if err := db.QueryRow("/* shardgate:explain */ "+sql).Scan(&step, &prim, &shard, &q); err != nil {
