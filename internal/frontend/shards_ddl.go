@@ -54,8 +54,10 @@ func (s *Session) planDDL(st router.Stmt, p []byte) engine.Primitive {
 	case s.heldPins()&pinTrx != 0:
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "DDL on a sharded schema inside a transaction (it would commit the transaction on some shards only); COMMIT or ROLLBACK first")
 	}
-	if len(plan.Learn) > 0 {
-		plan.Run.Then = func() *mysql.SQLError { return s.learnAfterDDL(plan) }
+	plan.Run.Then = func() *mysql.SQLError {
+		// Plans may hold what the DDL changed (an INSERT's column list).
+		plan.Keyspace.ForgetPlans()
+		return s.learnAfterDDL(plan)
 	}
 	return plan.Run
 }

@@ -110,3 +110,13 @@ func (c *Cache[V]) Len() int {
 	}
 	return n
 }
+
+// Clear drops every entry. Readers see each shard emptied at once.
+func (c *Cache[V]) Clear() {
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		sh.m.Store(nil)
+		sh.mu.Unlock()
+	}
+}

@@ -93,3 +93,20 @@ func BenchmarkCacheGet(b *testing.B) {
 		}
 	})
 }
+
+func TestCacheClear(t *testing.T) {
+	c := NewCache[int](128)
+	for i := range 10 {
+		c.Put("s", "d", uint64(i), []byte{byte(i)}, i)
+	}
+	c.Clear()
+	for i := range 10 {
+		if _, ok := c.Get("s", "d", uint64(i), []byte{byte(i)}); ok {
+			t.Fatalf("entry %d survived Clear", i)
+		}
+	}
+	c.Put("s", "d", 1, []byte{1}, 1)
+	if v, ok := c.Get("s", "d", 1, []byte{1}); !ok || v != 1 {
+		t.Fatal("the cache does not take entries after Clear")
+	}
+}

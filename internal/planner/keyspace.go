@@ -54,3 +54,7 @@ func (ks Keyspaces) Lookup(db string) *Keyspace {
 	}
 	return ks[db]
 }
+
+// ForgetPlans drops the keyspace's cached plans, after DDL changed what
+// they were made from (a table's columns).
+func (k *Keyspace) ForgetPlans() { k.cache.Clear() }
