@@ -29,15 +29,11 @@ func checkSchema(args []string, stdout, stderr io.Writer) int {
 			"differ from sub-table 0's, sub-tables missing from their shard or found on a shard that is not\n"+
 			"theirs, and reference tables whose copies differ or are missing. Exit status 1 when any\n"+
 			"differ or a shard cannot be read, 0 when all agree.")
-	if code, done := parseFlags(fs, args, stdout, stderr); done {
+	file, code, done := parseFileArgs(fs, args, stdout, stderr)
+	if done {
 		return code
 	}
-	if fs.NArg() != 1 {
-		fs.SetOutput(stderr)
-		fs.Usage()
-		return 2
-	}
-	cfg, err := config.Load(fs.Arg(0))
+	cfg, err := config.Load(file)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

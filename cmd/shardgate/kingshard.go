@@ -27,15 +27,10 @@ func importKingshard(args []string, stdout, stderr io.Writer) int {
 		"Converts the kingshard configuration FILE (ks.yaml) into a shardgate configuration on stdout.\n"+
 			"Hash and range rules keep kingshard's placement (rules kingshard_hash, kingshard_range);\n"+
 			"what cannot be converted is reported on stderr with exit status 1, and nothing is printed.")
-	if code, done := parseFlags(fs, args, stdout, stderr); done {
+	file, code, done := parseFileArgs(fs, args, stdout, stderr)
+	if done {
 		return code
 	}
-	if fs.NArg() != 1 {
-		fs.SetOutput(stderr)
-		fs.Usage()
-		return 2
-	}
-	file := fs.Arg(0)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		fmt.Fprintln(stderr, "import-kingshard:", err)

@@ -125,6 +125,21 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code
 	return 0, false
 }
 
+// parseFileArgs is parseFlags for a command that takes one FILE argument:
+// it returns the file, or done with the exit code (help, bad flags, not
+// exactly one argument).
+func parseFileArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (file string, code int, done bool) {
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return "", code, true
+	}
+	if fs.NArg() != 1 {
+		fs.SetOutput(stderr)
+		fs.Usage()
+		return "", 2, true
+	}
+	return fs.Arg(0), 0, false
+}
+
 // buildVersion is the version shardgate reports: the -ldflags version, else
 // the module version (a release tag when built with go install), else
 // v0.0.0-dev; followed by the commit, its time and the Go version when the
@@ -345,15 +360,10 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("check-config", "FILE",
 		"Loads and validates FILE and reports every problem as FILE:LINE: KEY: REASON (exit status 1).\n"+
 			"A valid file's schemas are printed: each listed table, its rule and which sub-tables live on which cluster.")
-	if code, done := parseFlags(fs, args, stdout, stderr); done {
+	file, code, done := parseFileArgs(fs, args, stdout, stderr)
+	if done {
 		return code
 	}
-	if fs.NArg() != 1 {
-		fs.SetOutput(stderr)
-		fs.Usage()
-		return 2
-	}
-	file := fs.Arg(0)
 	cfg, err := config.Load(file)
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -98,11 +98,7 @@ func (d *DDL) run(c Cursor, q []byte) (answer mysql.OKPacket, done, goOn bool) {
 			if conn == nil {
 				return answer, false, ok
 			}
-			if err := c.Send(conn, &p.Part, q); err != nil {
-				return answer, false, c.Failed(conn, err, false)
-			}
-			r := c.Relay(conn)
-			okp, err := r.PartOK()
+			okp, r, err := writePart(c, conn, &p.Part, q)
 			if err != nil {
 				return answer, false, c.Failed(conn, err, false)
 			}

@@ -65,11 +65,7 @@ func (s *InsertSplit) Execute(c Cursor, q []byte) bool {
 				return savepointFailed(c, conn, err)
 			}
 		}
-		if err := c.Send(conn, p, q); err != nil {
-			return c.Failed(conn, err, false)
-		}
-		r := c.Relay(conn)
-		okp, err := r.PartOK()
+		okp, r, err := writePart(c, conn, p, q)
 		if err != nil {
 			return c.Failed(conn, err, false)
 		}

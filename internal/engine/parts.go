@@ -83,11 +83,7 @@ func (f *Fanout) Execute(c Cursor, q []byte) bool {
 		if conn == nil {
 			return ok
 		}
-		if err := c.Send(conn, p, q); err != nil {
-			return c.Failed(conn, err, false)
-		}
-		r := c.Relay(conn)
-		okp, err := r.PartOK()
+		okp, r, err := writePart(c, conn, p, q)
 		if err != nil {
 			return c.Failed(conn, err, false)
 		}
@@ -112,6 +108,19 @@ func (f *Fanout) Execute(c Cursor, q []byte) bool {
 	}
 	ok.Status = c.Status() | ok.Status&mysql.StatusSessionStateChange
 	return c.Answer(&ok)
+}
+
+// writePart sends part p of the client's command q on conn and reads its
+// answer, an OK not relayed (it aliases conn's read buffer: use it before
+// c.Done). A server's ERR is r.Info.Err with a zero OK; err is a failure
+// of either side, for c.Failed.
+func writePart(c Cursor, conn *backend.Conn, p *Part, q []byte) (okp mysql.OKPacket, r *mysql.Relay, err error) {
+	if err := c.Send(conn, p, q); err != nil {
+		return okp, nil, err
+	}
+	r = c.Relay(conn)
+	okp, err = r.PartOK()
+	return okp, r, err
 }
 
 // partFailed is the error of a write that failed on one part after others

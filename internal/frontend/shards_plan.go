@@ -130,34 +130,45 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 	if plan.Err != nil {
 		return s.refuseErr(plan.Err)
 	}
-	an := plan.An
-	if st.Flags&router.FlagUserVar != 0 && an.Placement != planner.Unsharded {
-		// A user variable lives on one connection; the sub-tables are on
-		// others, where it would read as NULL.
-		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "user variables in a statement on sharded or reference tables")
+	if plan.An.Placement == planner.Sharded && st.Flags&router.FlagUserVar != 0 {
+		return s.refuseUserVars()
 	}
-	switch an.Placement {
-	case planner.Reference:
-		if an.Write {
-			return s.everyShard(ks, st)
-		}
-		return s.routeToShard(ks.Default, st)
-	case planner.Sharded:
-		s.vals.Reset(sql, &s.shape)
-		if an.Insert != nil {
-			return s.planInsert(ks, plan, st, sql)
-		}
-		target, err := an.Route(&s.vals)
-		if err != nil {
-			return s.refuseErr(err)
-		}
-		if !s.selectItems(plan, sql, &s.shape) {
-			return s.refuse1235("This version of shardgate doesn't yet support '%s'", "this select list on a sharded table")
-		}
-		s.renderParts(ks, plan, sql, &s.shape, target, false)
-		return s.subTables(ks, plan, st)
+	if plan.An.Placement != planner.Sharded {
+		return s.placeWhole(ks, plan.An, st)
+	}
+	s.vals.Reset(sql, &s.shape)
+	if plan.An.Insert != nil {
+		return s.planInsert(ks, plan, st, sql)
+	}
+	target, err := plan.An.Route(&s.vals)
+	if err != nil {
+		return s.refuseErr(err)
+	}
+	if !s.selectItems(plan, sql, &s.shape) {
+		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "this select list on a sharded table")
+	}
+	s.renderParts(ks, plan, sql, &s.shape, target, false)
+	return s.subTables(ks, plan, st)
+}
+
+// placeWhole plans a statement that is not split by shard key, text or
+// prepared: on reference tables, a write on every shard and a read on
+// one; on unsharded tables, on the default cluster.
+func (s *Session) placeWhole(ks *planner.Keyspace, an *planner.Analysis, st router.Stmt) engine.Primitive {
+	if an.Placement == planner.Reference && st.Flags&router.FlagUserVar != 0 {
+		return s.refuseUserVars()
+	}
+	if an.Placement == planner.Reference && an.Write {
+		return s.everyShard(ks, st)
 	}
 	return s.routeToShard(ks.Default, st)
+}
+
+// refuseUserVars refuses a statement on sharded or reference tables that
+// uses a user variable: it lives on one connection, and the other shards
+// would read it as NULL.
+func (s *Session) refuseUserVars() engine.Primitive {
+	return s.refuse1235("This version of shardgate doesn't yet support '%s'", "user variables in a statement on sharded or reference tables")
 }
 
 // selectItems reads the spans of the select list's items into sh when

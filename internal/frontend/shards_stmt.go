@@ -128,17 +128,13 @@ func (s *Session) planExecute(ks *planner.Keyspace, ps *pstmt, st router.Stmt, p
 	if s.stream != nil {
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "statements larger than the packet buffer on a sharded schema (send long values with COM_STMT_SEND_LONG_DATA)")
 	}
-	an := sh.plan.An
-	switch an.Placement {
-	case planner.Reference:
-		if an.Write {
-			return s.everyShard(ks, st)
-		}
-		return s.routeToShard(ks.Default, st)
-	case planner.Sharded:
-		return s.executeSharded(ks, ps, st, p)
+	if sh.plan.An.Placement != planner.Sharded {
+		return s.placeWhole(ks, sh.plan.An, st)
 	}
-	return s.routeToShard(ks.Default, st)
+	if st.Flags&router.FlagUserVar != 0 {
+		return s.refuseUserVars()
+	}
+	return s.executeSharded(ks, ps, st, p)
 }
 
 // executeSharded plans an execution of a statement on sharded tables on
