@@ -16,7 +16,17 @@ type Schema struct {
 	// DefaultCluster holds the tables not listed in Tables, unsharded.
 	DefaultCluster string  `yaml:"default_cluster"`
 	Tables         []Table `yaml:"tables"`
+	// CrossShardWrites says what a transaction that writes on a second
+	// shard gets: refuse (an error before that write runs) or allow (each
+	// shard commits in turn, without atomicity across shards).
+	CrossShardWrites string `yaml:"cross_shard_writes"`
 }
+
+// Values of Schema.CrossShardWrites.
+const (
+	CrossShardRefuse = "refuse"
+	CrossShardAllow  = "allow"
+)
 
 // Table is a listed table of a schema: sharded (by a rule, or like
 // another table) or a reference table copied to every shard.

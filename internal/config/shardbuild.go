@@ -81,6 +81,11 @@ func (b *schemaBuilder) cluster(path, name string) bool {
 
 func (b *schemaBuilder) schema(p string, s *Schema) *sharding.Schema {
 	b.cluster(p+".default_cluster", s.DefaultCluster)
+	switch s.CrossShardWrites {
+	case "", CrossShardRefuse, CrossShardAllow:
+	default:
+		b.fail(p+".cross_shard_writes", "must be %s or %s, got %q", CrossShardRefuse, CrossShardAllow, s.CrossShardWrites)
+	}
 	byName := map[string]int{}
 	for j, t := range s.Tables {
 		tp := fmt.Sprintf("%s.tables[%d]", p, j)
@@ -111,6 +116,7 @@ func (b *schemaBuilder) schema(p string, s *Schema) *sharding.Schema {
 	}
 
 	out := sharding.NewSchema(s.Name, s.DefaultCluster, shards)
+	out.CrossShardWrites = s.CrossShardWrites == CrossShardAllow
 	for j := range s.Tables {
 		t := &s.Tables[j]
 		tp := fmt.Sprintf("%s.tables[%d]", p, j)

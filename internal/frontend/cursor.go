@@ -5,6 +5,8 @@ import (
 	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/router"
+	"slices"
+	"strings"
 )
 
 // The session as the engine's cursor: the steps of statements that run in
@@ -127,27 +129,67 @@ func (s *Session) EndTransaction(q []byte) bool {
 	if last == nil {
 		last = s.cl
 	}
-	for i := 0; i < len(s.others); {
-		h := s.others[i]
-		if h.cl == last || h.pins&pinTrx == 0 {
-			i++
-			continue
+	wrote := s.trxWrote
+	s.trxWriter, s.trxWrote = nil, s.trxWrote[:0]
+	// Shards that only read first, then (cross_shard_writes: allow) the
+	// other shards that wrote, in the order they wrote.
+	for _, writers := range []bool{false, true} {
+		for i := 0; i < len(s.others); {
+			h := s.others[i]
+			if h.cl == last || h.pins&pinTrx == 0 || slices.Contains(wrote, h.cl) != writers {
+				i++
+				continue
+			}
+			s.others = append(s.others[:i], s.others[i+1:]...)
+			if err := s.endHeld(h, q); err != nil && writers {
+				return s.partialEnd(q, h.cl, err, wrote, last)
+			}
 		}
-		s.others = append(s.others[:i], s.others[i+1:]...)
-		s.endHeld(h, q)
 	}
-	s.trxWriter = nil
 	return s.Run(last, false, q)
 }
 
+// partialEnd answers a COMMIT (or ROLLBACK) that failed on shard failed
+// after shards that wrote before it had ended theirs: the shards still
+// open roll back, and the client learns which shards committed.
+func (s *Session) partialEnd(q []byte, failed *backend.Cluster, err error, wrote []*backend.Cluster, last *backend.Cluster) bool {
+	var done []string
+	for _, cl := range wrote {
+		if cl == failed {
+			break
+		}
+		done = append(done, cl.Name)
+	}
+	rollback := []byte{mysql.ComQuery}
+	rollback = append(rollback, "ROLLBACK"...)
+	for len(s.others) > 0 {
+		h := s.others[0]
+		s.others = s.others[1:]
+		_ = s.endHeld(h, rollback)
+	}
+	s.enter(last)
+	if s.pinned != nil {
+		_ = s.endHeld(heldConn{cl: last, conn: s.pinned, pins: s.pins}, rollback)
+		s.pinned, s.pins = nil, 0
+	}
+	committed := "no shard had committed"
+	if len(done) > 0 {
+		committed = "shard(s) " + strings.Join(done, ", ") + " had committed (cross_shard_writes: allow is not atomic)"
+	}
+	return s.writeErr(mysql.NewError(mysql.ERErrorDuringCommit, mysql.StateGeneral,
+		"shardgate: %s failed on shard %s (%v); %s; the other shards rolled back",
+		strings.ToUpper(strings.TrimSpace(string(q[1:]))), failed.Name, err, committed))
+}
+
 // endHeld ends the transaction of a connection held on another shard and
-// lets it go unless other state keeps it.
-func (s *Session) endHeld(h heldConn, q []byte) {
+// lets it go unless other state keeps it. It returns the server's error
+// or the connection's failure, if any.
+func (s *Session) endHeld(h heldConn, q []byte) error {
 	err := h.conn.Exec(string(q[1:]))
 	if err != nil && !isSQLError(err) {
-		s.logger().Warn("backend connection failed ending a read-only part of a transaction", "backend", h.conn.Pool().Addr(), "err", err)
+		s.logger().Warn("backend connection failed ending a part of a transaction", "backend", h.conn.Pool().Addr(), "err", err)
 		h.conn.Pool().Discard(h.conn, true)
-		return
+		return err
 	}
 	h.pins &^= pinTrx | pinNextTrx | pinHeld
 	if err != nil {
@@ -155,11 +197,12 @@ func (s *Session) endHeld(h heldConn, q []byte) {
 	}
 	if h.pins != 0 {
 		s.others = append(s.others, h)
-		return
+		return err
 	}
 	if h.conn.Dirty {
 		s.releaseDirty(h.conn)
-		return
+		return err
 	}
 	h.conn.Pool().Release(h.conn)
+	return err
 }

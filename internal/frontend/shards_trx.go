@@ -4,6 +4,7 @@ import (
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/router"
+	"slices"
 )
 
 // joinTransaction prepares a statement on a shard the session's open
@@ -45,16 +46,25 @@ func (s *Session) appendBegin(b []byte) []byte {
 
 // crossShardWrite returns the refusal of a write on cl inside a
 // transaction that already wrote on another shard (cross_shard_writes:
-// refuse), or nil. The transaction stays open for the client to end.
+// refuse), or nil. The transaction stays open for the client to end. It
+// records the shards the transaction writes (trxWriter, the last;
+// trxWrote, all of them when the schema allows several).
 func (s *Session) crossShardWrite(cl *backend.Cluster, st router.Stmt) *mysql.SQLError {
 	if s.heldPins()&pinTrx == 0 && s.autocommit() {
-		s.trxWriter = nil
+		s.trxWriter, s.trxWrote = nil, s.trxWrote[:0]
 		return nil
 	}
 	if !router.IsWrite(st) {
 		return nil
 	}
 	if s.trxWriter == nil || s.trxWriter == cl {
+		s.trxWriter = cl
+		return nil
+	}
+	if ks := s.srv.opt.Keyspaces.Lookup(s.db); ks != nil && ks.Schema.CrossShardWrites {
+		if !slices.Contains(s.trxWrote, s.trxWriter) {
+			s.trxWrote = append(s.trxWrote, s.trxWriter)
+		}
 		s.trxWriter = cl
 		return nil
 	}

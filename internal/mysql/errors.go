@@ -56,6 +56,7 @@ const (
 	// result set disagree.
 	ERWrongColumnCount    uint16 = 1222
 	ERWrongArguments      uint16 = 1210
+	ERErrorDuringCommit   uint16 = 1180
 	ERNewAbortingConn     uint16 = 1184
 	ERAbortingConnection  uint16 = 1152
 	ERSecureTransport     uint16 = 3159 // connections using insecure transport are prohibited

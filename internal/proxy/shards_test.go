@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/shardgate/shardgate/internal/config"
@@ -24,7 +25,7 @@ func shardedPair(t testing.TB, db string) (p0, p1 *sql.DB, s0, s1 *testenv.Serve
 
 // shardedPairProxy is shardedPair that returns the proxy too, for raw
 // protocol clients.
-func shardedPairProxy(t testing.TB, db string) (p *proxy.Proxy, p0, p1 *sql.DB, s0, s1 *testenv.Server, proxyDB func(params string) *sql.DB) {
+func shardedPairProxy(t testing.TB, db string, schemaKeys ...string) (p *proxy.Proxy, p0, p1 *sql.DB, s0, s1 *testenv.Server, proxyDB func(params string) *sql.DB) {
 	t.Helper()
 	s0, s1 = testenv.Shared(t), testenv.Start(t, testenv.Options{})
 	for _, s := range []*testenv.Server{s0, s1} {
@@ -44,10 +45,10 @@ clusters:
 schemas:
   - name: %s
     default_cluster: s0
-    tables:
+%s    tables:
       - {name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}
       - {name: city, type: reference}
-`, appUser, hashOf(appPass), db, testenv.User, testenv.Password, s0.Addr, testenv.User, testenv.Password, s1.Addr, db)
+`, appUser, hashOf(appPass), db, testenv.User, testenv.Password, s0.Addr, testenv.User, testenv.Password, s1.Addr, db, strings.Join(schemaKeys, ""))
 	cfg, err := config.Parse([]byte(yaml), "sharded.yaml")
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
@@ -400,5 +401,75 @@ func TestShardedDDLForgetsStalePlans(t *testing.T) {
 	}
 	if got := queryString(t, d, fmt.Sprintf("SELECT w FROM t_%04d WHERE id = 2", sub)); got != "200" {
 		t.Fatalf("w = %q on t_%04d, want 200", got, sub)
+	}
+}
+
+// cross_shard_writes: allow lets a transaction write on both shards; the
+// shards commit in turn, and a ROLLBACK undoes both.
+func TestCrossShardWritesAllowed(t *testing.T) {
+	_, d0, d1, _, _, proxyDB := shardedPairProxy(t, "sxallow", "    cross_shard_writes: allow\n")
+	ctx := context.Background()
+	conn, err := proxyDB("").Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	mustExec(t, conn, "BEGIN")
+	mustExec(t, conn, "/* shardgate:shard=s0 */ INSERT INTO t_0000 VALUES (1, 1)")
+	mustExec(t, conn, "/* shardgate:shard=s1 */ INSERT INTO t_0002 VALUES (2, 2)")
+	if got := queryString(t, d1, "SELECT COUNT(*) FROM t_0002"); got != "0" {
+		t.Fatalf("s1's write is visible before COMMIT")
+	}
+	mustExec(t, conn, "COMMIT")
+	if a, b := queryString(t, d0, "SELECT COUNT(*) FROM t_0000"), queryString(t, d1, "SELECT COUNT(*) FROM t_0002"); a != "1" || b != "1" {
+		t.Fatalf("after COMMIT: s0 %s rows, s1 %s rows; want 1 and 1", a, b)
+	}
+	mustExec(t, conn, "START TRANSACTION")
+	mustExec(t, conn, "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 20")
+	mustExec(t, conn, "/* shardgate:shard=s0 */ UPDATE t_0000 SET v = 10")
+	mustExec(t, conn, "ROLLBACK")
+	if a, b := queryString(t, d0, "SELECT v FROM t_0000"), queryString(t, d1, "SELECT v FROM t_0002"); a != "1" || b != "2" {
+		t.Fatalf("after ROLLBACK: s0 v=%s, s1 v=%s; want 1 and 2", a, b)
+	}
+}
+
+// A shard that fails at COMMIT under cross_shard_writes: allow: the
+// shards not yet committed roll back and the client is told which did.
+func TestCrossShardCommitFailure(t *testing.T) {
+	_, d0, d1, s0, _, proxyDB := shardedPairProxy(t, "sxfail", "    cross_shard_writes: allow\n")
+	ctx := context.Background()
+	conn, err := proxyDB("").Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	mustExec(t, conn, "BEGIN")
+	mustExec(t, conn, "/* shardgate:shard=s0 */ INSERT INTO t_0000 VALUES (1, 1)")
+	mustExec(t, conn, "/* shardgate:shard=s1 */ INSERT INTO t_0002 VALUES (2, 2)")
+	// s0, written first, commits first: its connection dies before.
+	root := s0.RootDB(t)
+	rows, err := root.Query("SELECT id FROM information_schema.processlist WHERE db = 'sxfail' AND user = ?", testenv.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		_ = rows.Scan(&id)
+		ids = append(ids, id)
+	}
+	rows.Close()
+	for _, id := range ids {
+		_, _ = root.Exec("KILL " + id)
+	}
+	_, err = conn.ExecContext(ctx, "COMMIT")
+	if mysqlErrCode(err) != mysql.ERErrorDuringCommit || !contains(err.Error(), "shard s0") || !contains(err.Error(), "no shard had committed") {
+		t.Fatalf("COMMIT with s0's connection gone: %v, want 1180 naming s0", err)
+	}
+	if a, b := queryString(t, d0, "SELECT COUNT(*) FROM t_0000"), queryString(t, d1, "SELECT COUNT(*) FROM t_0002"); a != "0" || b != "0" {
+		t.Fatalf("after the failed COMMIT: s0 %s rows, s1 %s rows; want none", a, b)
+	}
+	if got := queryString(t, conn, "SELECT 1"); got != "1" {
+		t.Fatalf("the session does not go on after the failed COMMIT: %q", got)
 	}
 }

@@ -15,7 +15,11 @@ type Schema struct {
 	// Shards lists every cluster that holds a part of the schema, default
 	// cluster first: DDL on the database and reference tables go to all.
 	Shards []string
-	tables map[string]*SchemaTable // by lower-cased name
+	// CrossShardWrites lets a transaction write on several shards, each
+	// committing in turn (not atomically); otherwise the second shard's
+	// write is refused.
+	CrossShardWrites bool
+	tables           map[string]*SchemaTable // by lower-cased name
 }
 
 // TableType says how a listed table is placed.
