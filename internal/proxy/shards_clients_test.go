@@ -9,6 +9,8 @@ package proxy_test
 import (
 	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -218,5 +220,188 @@ func (e *clientShards) checkSbtest(t *testing.T) {
 		if len(seen) != sbShardedTableSize {
 			t.Errorf("sbtest%d holds %d rows, want %d with ids 1..%d", n, len(seen), sbShardedTableSize, sbShardedTableSize)
 		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// PyMySQL
+
+// clientsShardedPyScript runs PyMySQL's everyday calls on a sharded table
+// and prints what it gets, rows of reads without a key sorted (their order
+// across sub-tables is not one server's). argv: host port user password
+// database mode; mode "compare" prints what must equal a reference
+// server's output, "refusal" shows what a transaction writing to two shards
+// gets through shardgate.
+const clientsShardedPyScript = `
+import sys, datetime, decimal
+import pymysql
+
+host, port, user, password, db, mode = sys.argv[1:7]
+kw = dict(host=host, port=int(port), user=user, password=password, database=db,
+          charset="utf8mb4", ssl_disabled=True)
+
+def p(*a):
+    print(*a, flush=True)
+
+if mode == "refusal":
+    # PyMySQL's default: autocommit off, so writes are a transaction.
+    conn = pymysql.connect(**kw)
+    cur = conn.cursor()
+    cur.execute("SELECT @@autocommit")
+    p("autocommit", cur.fetchone())
+    cur.execute("INSERT INTO items (id, name) VALUES (%s, %s)", (1000, "a"))
+    try:
+        cur.executemany("INSERT INTO items (id, name) VALUES (%s, %s)", [(1001 + i, "b") for i in range(8)])
+        p("no error")
+    except pymysql.MySQLError as e:
+        p("error", e.args[0], e.args[1])
+    conn.rollback()
+    cur.execute("SELECT id FROM items WHERE id BETWEEN 1000 AND 1008")
+    p("after rollback", cur.fetchall())
+    conn.close()
+    sys.exit(0)
+
+conn = pymysql.connect(autocommit=True, **kw)
+cur = conn.cursor()
+cur.execute("SELECT DATABASE(), @@autocommit")
+p("database", cur.fetchone())
+
+# DDL through the proxy: fanned out to the sub-tables.
+cur.execute("""CREATE TABLE items (
+  id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  name VARCHAR(64) NOT NULL,
+  qty INT NULL,
+  price DECIMAL(10,2) NULL,
+  born DATE NULL,
+  seen DATETIME(3) NULL,
+  ratio DOUBLE NULL,
+  data BLOB NULL,
+  KEY name_idx (name)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""")
+cur.execute("CREATE TABLE tags (name VARCHAR(32) NOT NULL PRIMARY KEY, uses INT NOT NULL DEFAULT 0) DEFAULT CHARSET=utf8mb4")
+cur.execute("SHOW TABLES")
+p("tables", cur.fetchall())
+
+def rows(sql, args=None):
+    cur.execute(sql, args)
+    return sorted(cur.fetchall(), key=repr)
+
+# Parameters are interpolated by PyMySQL (text protocol): keys of every
+# sub-table, typed values, quotes and unicode.
+cur.execute("INSERT INTO items (name, qty, price, born, seen, ratio, data) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            ("first", 1, decimal.Decimal("9.99"), datetime.date(2024, 2, 29),
+             datetime.datetime(2024, 1, 2, 3, 4, 5, 678000), 0.5, b"\x00\xff'\\"))
+p("insert rowcount", cur.rowcount, "lastrowid", cur.lastrowid, "insert_id", conn.insert_id())
+
+# executemany: one multi-row INSERT, its rows on every sub-table.
+many = [("n%d" % i, i, decimal.Decimal(i) / 4, None, None, i / 3.0, None) for i in range(2, 22)]
+many.append(("d'or \"quoted\" \\ back", 99, None, None, None, None, None))
+many.append(("héllo ✓ 😀", 7, None, None, None, None, None))
+n = cur.executemany("INSERT INTO items (name, qty, price, born, seen, ratio, data) VALUES (%s, %s, %s, %s, %s, %s, %s)", many)
+p("executemany", n, "rowcount", cur.rowcount, "lastrowid", cur.lastrowid)
+cur.execute("SELECT LAST_INSERT_ID()")
+p("last_insert_id", cur.fetchone())
+n = cur.executemany("INSERT INTO tags (name, uses) VALUES (%s, %s) ON DUPLICATE KEY UPDATE uses = uses + VALUES(uses)",
+                    [("red", 1), ("Green", 2), ("blue", 3), ("RED", 4), ("green ", 5)])
+p("tags executemany", n, "rowcount", cur.rowcount)
+
+# SELECT by key (one sub-table) and without (every sub-table).
+for key in (1, 2, 7, 13, 23, "5", 1000):
+    cur.execute("SELECT * FROM items WHERE id = %s", (key,))
+    p("by key", key, cur.rowcount, cur.fetchall())
+p("description", cur.description)
+p("in", rows("SELECT id, name FROM items WHERE id IN %s", ((3, 4, 5, 6, 20),)))
+p("all", rows("SELECT id, name, qty, price, ratio FROM items"))
+p("description", cur.description)
+p("where", rows("SELECT name FROM items WHERE qty > %s", (10,)))
+cur.execute("SELECT name, uses FROM tags WHERE name = %s", ("Red",))
+p("tag", cur.fetchall(), cur.description)
+p("tags", rows("SELECT * FROM tags"))
+
+# UPDATE and DELETE by key and without.
+p("update by key", cur.execute("UPDATE items SET qty = qty + 1, seen = %s WHERE id = %s", (datetime.datetime(2025, 5, 6), 3)))
+p("update all", cur.execute("UPDATE items SET price = price * 2 WHERE price IS NOT NULL"))
+p("update none", cur.execute("UPDATE items SET qty = 0 WHERE id = %s", (12345,)))
+p("delete by key", cur.execute("DELETE FROM items WHERE id = %s", (4,)))
+p("delete by keys", cur.execute("DELETE FROM items WHERE id IN (5, 6, 7, 8)"))
+p("delete other", cur.execute("DELETE FROM items WHERE qty > %s", (18,)))
+p("after", rows("SELECT id, qty, price, seen FROM items"))
+cur.execute("SELECT * FROM items WHERE id = 3")
+p("row 3", cur.fetchall())
+
+# Errors keep the connection usable. (A syntax error gets 1235 from
+# shardgate, not the server's 1064: what its parser cannot read, it
+# refuses; see TestShardedMariaDBCLI.)
+for q, args in (("INSERT INTO items (id, name) VALUES (%s, %s)", (1, "dup")),
+                ("SELECT nope FROM items WHERE id = 1", None)):
+    try:
+        cur.execute(q, args)
+        p("no error for", q)
+    except pymysql.MySQLError as e:
+        p("error", type(e).__name__, e.args[0])
+
+# PyMySQL's default (autocommit off): writes on one shard, committed.
+conn2 = pymysql.connect(**kw)
+c2 = conn2.cursor()
+c2.execute("UPDATE items SET name = %s WHERE id = %s", ("renamed", 2))
+c2.execute("SELECT name FROM items WHERE id = %s", (2,))
+p("in transaction", c2.fetchall())
+conn2.commit()
+c2.execute("INSERT INTO items (name) VALUES (%s)", ("in a transaction",))
+p("transaction lastrowid", c2.lastrowid)
+conn2.rollback()
+c2.execute("SELECT id FROM items WHERE name = 'in a transaction'")
+p("rolled back", c2.fetchall())
+conn2.commit()
+conn2.close()
+
+cur.execute("DROP TABLE items, tags")
+cur.execute("SHOW TABLES")
+p("tables", cur.fetchall())
+conn.close()
+p("done")
+`
+
+// TestShardedPyMySQL runs PyMySQL on a sharded schema through shardgate
+// (tables created through it) and on a reference server holding the same
+// tables unsharded: the outputs, cursor.description included, are equal.
+// With PyMySQL's default autocommit off, an executemany whose rows land on
+// two shards is refused (cross_shard_writes) and the transaction rolls
+// back.
+func TestShardedPyMySQL(t *testing.T) {
+	py := clientsPython(t)
+	const db = "py_sharded"
+	e := startClientShards(t, db,
+		"{name: items, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}",
+		"{name: tags, shard_key: name, rule: hash, shards: [s0, s1], sub_tables: 2}")
+	script := filepath.Join(t.TempDir(), "pymysql_sharded.py")
+	if err := os.WriteFile(script, []byte(clientsShardedPyScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(tg clientsTarget, mode string) clientsResult {
+		t.Helper()
+		r := clientsExec(t, time.Minute, []string{"PYTHONIOENCODING=utf-8", "PYTHONDONTWRITEBYTECODE=1"},
+			py, script, tg.host, tg.port, tg.user, tg.pass, db, mode)
+		if r.exitCode != 0 {
+			t.Fatalf("PyMySQL script (%s) against %s failed:\n%s", mode, tg.name, r)
+		}
+		return r
+	}
+	ref := run(clientsDirectTarget(e.ref), "compare")
+	got := run(clientsProxyTarget(t, e.p), "compare")
+	if !strings.HasSuffix(ref.stdout, "done\n") {
+		t.Fatalf("reference run incomplete:\n%s", ref)
+	}
+	if got.stdout != ref.stdout {
+		t.Fatalf("PyMySQL through shardgate differs from the reference server:\n%s\n=== through shardgate ===\n%s\n=== reference ===\n%s",
+			clientsLineDiff(ref.stdout, got.stdout), got, ref)
+	}
+	t.Logf("PyMySQL output, equal on both:\n%s", got.stdout)
+
+	mustExec(t, openDB(t, proxyDSN(e.p, appUser, appPass, db, "")), "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(10))")
+	r := run(clientsProxyTarget(t, e.p), "refusal")
+	want := "autocommit (0,)\nerror 1235 shardgate: this transaction already wrote to shard s"
+	if !strings.HasPrefix(r.stdout, want) || !strings.Contains(r.stdout, "(cross_shard_writes: refuse)") || !strings.HasSuffix(r.stdout, "after rollback ()\n") {
+		t.Fatalf("executemany across shards with autocommit off: want 1235 naming cross_shard_writes, then nothing written:\n%s", r)
 	}
 }
