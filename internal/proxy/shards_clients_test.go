@@ -549,3 +549,39 @@ func TestShardedMariaDBCLI(t *testing.T) {
 		}
 	})
 }
+
+// ---------------------------------------------------------------------------
+// Setting a sharded schema up through shardgate
+
+// TestShardedSchemaCreatedFromNothing: with the schema's database on no
+// shard yet, a user whose default_database is the schema logs in without
+// a database (it does not exist) and creates everything through
+// shardgate: CREATE DATABASE on every shard, then the tables fanned out.
+// A client naming the missing database is refused as by the server.
+func TestShardedSchemaCreatedFromNothing(t *testing.T) {
+	const db = "from_nothing"
+	e := startClientShards(t, db, "{name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}")
+	for _, s := range e.shards {
+		s.Exec(t, "DROP DATABASE "+db)
+	}
+	if err := openDB(t, proxyDSN(e.p, appUser, appPass, db, "")).Ping(); mysqlErrCode(err) != 1049 {
+		t.Fatalf("login naming the missing database: %v, want 1049", err)
+	}
+	conn := oneConn(t, openDB(t, proxyDSN(e.p, appUser, appPass, "", "")))
+	if got := queryString(t, conn, "SELECT DATABASE()"); got != "" {
+		t.Fatalf("DATABASE() = %q while the default database does not exist, want NULL", got)
+	}
+	mustExec(t, conn, "CREATE DATABASE "+db, "USE "+db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO t VALUES (1, 1), (2, 2), (3, 3), (4, 4)")
+	for i, s := range e.shards {
+		d := openDB(t, s.DSN(""))
+		want := fmt.Sprintf("t_%04d,t_%04d", 2*i, 2*i+1)
+		if got := queryString(t, d, "SELECT GROUP_CONCAT(table_name ORDER BY table_name) FROM information_schema.tables WHERE table_schema = '"+db+"'"); got != want {
+			t.Fatalf("tables on s%d: %q, want %s", i, got, want)
+		}
+	}
+	// The next login selects the default database again.
+	if got := queryString(t, openDB(t, proxyDSN(e.p, appUser, appPass, "", "")), "SELECT DATABASE()"); got != db {
+		t.Fatalf("DATABASE() = %q once the default database exists, want %s", got, db)
+	}
+}
