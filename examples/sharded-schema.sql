@@ -5,7 +5,8 @@
 --   orders     like customers, on customer_id (a customer's orders live
 --              on the customer's sub-table number: joins stay on one server)
 --   products   reference: a full copy on every shard
--- One statement per table, each starting with `CREATE TABLE name`.
+-- scripts/demo.sh runs this file through shardgate, in database shop: each
+-- CREATE TABLE fans out to the sub-tables, on the shards holding them.
 
 CREATE TABLE customers (
   id         INT UNSIGNED NOT NULL PRIMARY KEY,

@@ -7,8 +7,9 @@
 #      shardgate/shardgate-pw:
 #        sharded (the default): shards s0 (a primary and a replica) and s1
 #        (… s<N-1>), holding the sharded sample database `shop`
-#        (examples/sharded-schema.sql, loaded through shardgate from
-#        examples/sharded-data.sql on every run);
+#        (examples/sharded-schema.sql and examples/sharded-data.sql, both
+#        run through shardgate on every run: its DDL fans out to the
+#        sub-tables);
 #        SHARDGATE_DEMO_SHARDS=0: one server with examples/sample.sql,
 #   3. builds .local/bin/shardgate, runs it in front of them and prints
 #      queries to try, until Ctrl-C; then stops the MariaDB servers it
@@ -315,54 +316,36 @@ EOF
 	printf '%s\n' "$cfg"
 }
 
-# table_ddl TABLE prints the CREATE TABLE statement of TABLE in
-# examples/sharded-schema.sql.
-table_ddl() {
-	awk -v t="$1" 'BEGIN { RS = ";" } { gsub(/(^|\n)--[^\n]*/, "\n") } $0 ~ "^[ \t\n]*CREATE TABLE " t " " { sub(/^[ \t\n]+/, ""); print $0 ";" }' \
-		"$ROOT/examples/sharded-schema.sql"
+# create_schema creates the sample database through shardgate: CREATE
+# DATABASE goes to every shard, and each CREATE TABLE of
+# examples/sharded-schema.sql fans out to the sub-tables of a sharded
+# table (customers_0000 … on the shard holding each) or to every shard for
+# a reference table; shardgate learns the shard keys' types as it answers.
+create_schema() {
+	log "creating the sharded schema shop through shardgate: ${SHARDED_TABLES[*]} in $SUB_TABLES sub-tables per shard, ${REFERENCE_TABLES[*]} on every shard"
+	{
+		echo "DROP DATABASE IF EXISTS shop;"
+		echo "CREATE DATABASE shop CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;"
+		echo "USE shop;"
+		cat "$ROOT/examples/sharded-schema.sql"
+	} | proxy_sql_nodb || die "could not create the sharded schema through shardgate"
 }
 
-# create_schema creates the sample schema's tables. Until shardgate fans
-# DDL out to the sub-tables, it creates them on the shards directly: each
-# sharded table's sub-tables (customers_0000 …) on the shard that holds
-# them (SUB_TABLES per shard, in shard order), the reference tables on every
-# shard. It runs before shardgate starts, which then learns the shard keys'
-# types from the shards. With DDL through shardgate this becomes: run
-# examples/sharded-schema.sql through the proxy.
-create_schema() {
-	local i j t ddl
-	log "creating the sharded schema shop: ${SHARDED_TABLES[*]} in $SUB_TABLES sub-tables per shard, ${REFERENCE_TABLES[*]} on every shard"
-	for ((i = 0; i < SHARDS; i++)); do
-		{
-			echo "SET NAMES utf8mb4;"
-			echo "DROP DATABASE IF EXISTS shop;"
-			echo "CREATE DATABASE shop CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;"
-			echo "USE shop;"
-			for t in "${SHARDED_TABLES[@]}"; do
-				ddl="$(table_ddl "$t")"
-				[[ -n "$ddl" ]] || die "examples/sharded-schema.sql has no CREATE TABLE $t"
-				for ((j = i * SUB_TABLES; j < (i + 1) * SUB_TABLES; j++)); do
-					printf '%s\n' "${ddl/CREATE TABLE $t /CREATE TABLE $(printf '%s_%04d' "$t" "$j") }"
-				done
-			done
-			for t in "${REFERENCE_TABLES[@]}"; do
-				table_ddl "$t"
-			done
-		} | sql "s$i" || die "could not create the sharded schema on shard s$i"
-	done
+# proxy_sql_nodb runs its standard input through shardgate, without a
+# database: the schema's may not exist yet.
+proxy_sql_nodb() {
+	mariadb --no-defaults --comments -h"${LISTEN%:*}" -P"${LISTEN##*:}" -u"$DB_USER" -p"$DB_PASSWORD" "$@"
 }
 
 # proxy_sql runs its standard input through shardgate, in database shop.
-proxy_sql() {
-	mariadb --no-defaults --comments -h"${LISTEN%:*}" -P"${LISTEN##*:}" -u"$DB_USER" -p"$DB_PASSWORD" shop "$@"
-}
+proxy_sql() { proxy_sql_nodb "$@" shop; }
 
 wait_for_proxy() {
 	for _ in $(seq 1 300); do
 		if ! kill -0 "$PROXY_PID" 2>/dev/null; then
 			die "shardgate exited"
 		fi
-		if proxy_sql -N -e 'SELECT 1' >/dev/null 2>&1; then
+		if proxy_sql_nodb -N -e 'SELECT 1' >/dev/null 2>&1; then
 			return 0
 		fi
 		sleep 0.1
@@ -465,12 +448,12 @@ EOF
 run_sharded() {
 	local cfg i
 	start_shards
-	create_schema
 	build_proxy
 	cfg="$(write_config)"
 	"$BIN" serve --config "$cfg" "$@" &
 	PROXY_PID=$!
 	wait_for_proxy
+	create_schema
 	log "loading examples/sharded-data.sql through shardgate"
 	proxy_sql <"$ROOT/examples/sharded-data.sql" || die "could not load examples/sharded-data.sql through shardgate"
 	wait_replica s0r s0
@@ -498,9 +481,20 @@ EOF
 	} >&2
 	if [[ "$CHECK" == 1 ]]; then
 		check_queries
+		check_sub_tables
 		return 0
 	fi
 	wait_proxy
+}
+
+# check_sub_tables prints the tables each shard holds, read from the shard
+# itself: the sub-tables shardgate created.
+check_sub_tables() {
+	local i
+	printf '\n'
+	for ((i = 0; i < SHARDS; i++)); do
+		printf 'tables on shard s%d: %s\n' "$i" "$(sql "s$i" -N -e "SELECT GROUP_CONCAT(table_name ORDER BY table_name SEPARATOR ' ') FROM information_schema.tables WHERE table_schema = 'shop'")"
+	done
 }
 
 if [[ "$SHARDS" == 0 ]]; then

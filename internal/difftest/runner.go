@@ -182,10 +182,18 @@ func Load(t testing.TB, ref, got Target, gen *Generator) {
 	load(t, ref, got, gen, append(gen.Schema(), gen.Data()...), DefaultOptions())
 }
 
+// CreateSchema sends the generator's schema statements (Generator.Schema)
+// to both targets, comparing every answer, and fails the test on any
+// difference. Through shardgate, each statement fans out to the
+// sub-tables.
+func CreateSchema(t testing.TB, ref, got Target, gen *Generator) {
+	t.Helper()
+	load(t, ref, got, gen, gen.Schema(), DefaultOptions())
+}
+
 // LoadData is Load without the schema, for targets whose tables were
-// created otherwise (a sharded target's sub-tables, see ShardDDL). A
-// pending refusal (opts.Pending) fails the test too: the rows would be
-// missing on the target.
+// created otherwise (CreateSchema). A pending refusal (opts.Pending)
+// fails the test too: the rows would be missing on the target.
 func LoadData(t testing.TB, ref, got Target, gen *Generator, opts Options) {
 	t.Helper()
 	opts.Pending = nil

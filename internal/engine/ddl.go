@@ -103,6 +103,7 @@ func (d *DDL) run(c Cursor, q []byte) (answer mysql.OKPacket, done, goOn bool) {
 				return answer, false, c.Failed(conn, err, false)
 			}
 			if e := r.Info.Err; e != nil {
+				c.RenameWarnings(logicalWarnings(p, st))
 				c.Done(conn, &r.Info)
 				return answer, false, c.Fail(e)
 			}
@@ -112,6 +113,8 @@ func (d *DDL) run(c Cursor, q []byte) (answer mysql.OKPacket, done, goOn bool) {
 			last.Info = append(info[:0:0], okp.Info...) // okp aliases the read buffer
 			if d.part < len(st.Parts)-1 {
 				c.SkipWarnings() // the step's answer is its last part's
+			} else {
+				c.RenameWarnings(logicalWarnings(p, st))
 			}
 			c.Done(conn, &r.Info)
 		}
@@ -256,6 +259,13 @@ func logicalMessage(msg, sub, logical string) string {
 		}
 		msg = msg[end:]
 	}
+}
+
+// logicalWarnings renames part p's sub-table to its logical table in the
+// messages of its warnings, or of the error it ended with, as SHOW
+// WARNINGS shows them after the statement.
+func logicalWarnings(p *DDLPart, st *DDLStep) func(string) string {
+	return func(msg string) string { return logicalMessage(msg, p.Name, st.Logical) }
 }
 
 // nameByte reports whether c may be part of an unquoted MySQL name.

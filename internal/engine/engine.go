@@ -55,6 +55,12 @@ type Cursor interface {
 	// own (another copy of a reference table, a sub-table's DDL before the
 	// last one).
 	SkipWarnings()
+	// RenameWarnings makes the next Done pass its part's warning messages
+	// through f, and after an error collect the error (as SHOW WARNINGS
+	// lists it) through f too: a DDL part's diagnostics name its
+	// sub-table ("Unknown table 'shop.t_0003'"), where one server would
+	// name the logical table.
+	RenameWarnings(f func(msg string) string)
 	// Failed handles a part whose connection failed (err says which
 	// side); sent: the client has part of the answer. It answers the
 	// client and reports whether the session goes on.

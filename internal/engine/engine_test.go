@@ -38,6 +38,7 @@ func (f *fakeCursor) Acquire(*backend.Cluster, bool) (*backend.Conn, bool) { ret
 func (f *fakeCursor) Send(*backend.Conn, *Part, []byte) error              { return nil }
 func (f *fakeCursor) Relay(*backend.Conn) *mysql.Relay                     { return nil }
 func (f *fakeCursor) SkipWarnings()                                        {}
+func (f *fakeCursor) RenameWarnings(func(string) string)                   {}
 func (f *fakeCursor) Done(*backend.Conn, *mysql.ResponseInfo)              {}
 func (f *fakeCursor) Failed(*backend.Conn, error, bool) bool               { return false }
 func (f *fakeCursor) Status() uint16                                       { return 0 }

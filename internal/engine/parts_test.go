@@ -58,6 +58,7 @@ func (f *partsCursor) Send(c *backend.Conn, p *Part, q []byte) error {
 }
 func (f *partsCursor) Relay(c *backend.Conn) *mysql.Relay      { return c.Relay(f.client, clientCaps) }
 func (f *partsCursor) SkipWarnings()                           {}
+func (f *partsCursor) RenameWarnings(func(string) string)      {}
 func (f *partsCursor) Done(*backend.Conn, *mysql.ResponseInfo) { f.done++ }
 func (f *partsCursor) Failed(_ *backend.Conn, err error, _ bool) bool {
 	f.failed = append(f.failed, err)

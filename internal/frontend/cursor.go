@@ -57,10 +57,10 @@ func (s *Session) Relay(c *backend.Conn) *mysql.Relay {
 // Done implements engine.Cursor.
 func (s *Session) Done(c *backend.Conn, info *mysql.ResponseInfo) {
 	s.setRunning(nil)
-	if info.Warnings > 0 && info.Err == nil && !s.cmd.skipWarns {
-		s.collectWarnings(c)
+	if info.Err == nil && info.Warnings > 0 && !s.cmd.skipWarns || info.Err != nil && s.cmd.renameWarns != nil {
+		s.collectWarnings(c, s.cmd.renameWarns)
 	}
-	s.cmd.skipWarns = false
+	s.cmd.skipWarns, s.cmd.renameWarns = false, nil
 	s.after(c, info, s.cmd.st)
 	if router.IsWrite(s.cmd.st) {
 		s.wrote()
@@ -70,6 +70,9 @@ func (s *Session) Done(c *backend.Conn, info *mysql.ResponseInfo) {
 
 // SkipWarnings implements engine.Cursor.
 func (s *Session) SkipWarnings() { s.cmd.skipWarns = true }
+
+// RenameWarnings implements engine.Cursor.
+func (s *Session) RenameWarnings(f func(string) string) { s.cmd.renameWarns = f }
 
 // Failed implements engine.Cursor.
 func (s *Session) Failed(c *backend.Conn, err error, sent bool) bool {

@@ -13,17 +13,25 @@ import (
 )
 
 // login sets up the session's initial state after authentication and sends
-// the final OK. A database that does not exist is refused here, as the
-// server refuses it at connect time.
+// the final OK. A database the client names that does not exist is
+// refused here, as the server refuses it at connect time. The user's
+// default_database, when it does not exist (yet), is not selected: the
+// session starts without a database, as a client naming none does, and
+// can create it (a sharded schema's database is created through the
+// proxy).
 func (s *Session) login(user, db string, charset byte) error {
 	s.multiStmts = s.caps&mysql.ClientMultiStatements != 0
 	s.resetState(charset)
-	if db == "" {
+	named := db != ""
+	if !named {
 		db = s.user.DefaultDB
 	}
 	if db != "" {
 		if e := s.checkDB(db); e != nil {
-			return s.fail(e)
+			if named || e.Code != mysql.ERBadDB {
+				return s.fail(e)
+			}
+			db = ""
 		}
 	}
 	s.db = db

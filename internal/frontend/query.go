@@ -131,6 +131,9 @@ type command struct {
 	// its own connection, so its warnings are collected (partWarnings);
 	// skipWarns: but not the next part's (engine.Cursor.SkipWarnings).
 	parts, skipWarns bool
+	// renameWarns rewrites the next part's warning messages
+	// (engine.Cursor.RenameWarnings).
+	renameWarns func(string) string
 }
 
 // Run implements engine.Cursor: it runs the current command (s.cmd) on

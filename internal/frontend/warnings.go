@@ -19,9 +19,9 @@ type partWarnings struct {
 }
 
 // collectWarnings adds the warnings c holds after a part of the current
-// statement. Reading them is a round trip, made only for parts that had
-// warnings.
-func (s *Session) collectWarnings(c *backend.Conn) {
+// statement, their messages passed through rename unless it is nil.
+// Reading them is a round trip, made only for parts that had warnings.
+func (s *Session) collectWarnings(c *backend.Conn, rename func(string) string) {
 	if !s.warns.valid {
 		s.warns.rows, s.warns.valid = s.warns.rows[:0], true
 	}
@@ -30,7 +30,12 @@ func (s *Session) collectWarnings(c *backend.Conn) {
 		c.Dirty = true
 		return
 	}
-	s.warns.rows = append(s.warns.rows, rows...)
+	for _, r := range rows {
+		if rename != nil && len(r) == 3 {
+			r[2] = rename(r[2])
+		}
+		s.warns.rows = append(s.warns.rows, r)
+	}
 	s.skipAffinity = true // SHOW WARNINGS replaced c's diagnostics
 }
 

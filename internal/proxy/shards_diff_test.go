@@ -13,8 +13,9 @@ import (
 const diffDB = "shop"
 
 // shardedDiff is a reference server and shardgate over two shards holding
-// the differential generator's schema (difftest.SchemaYAML), the
-// sub-tables created directly on the shards.
+// the differential generator's schema (difftest.SchemaYAML), its tables
+// created by the generator's DDL: directly on the reference, through
+// shardgate (which fans it out to the sub-tables) on the shards.
 type shardedDiff struct {
 	ref, got difftest.Target
 	shards   []*testenv.Server
@@ -28,35 +29,15 @@ func startShardedDiff(t *testing.T, gen *difftest.Generator) *shardedDiff {
 	for _, s := range srvs {
 		s.Exec(t, "CREATE DATABASE "+diffDB)
 	}
-	ref.Exec(t, append([]string{"USE " + diffDB}, sqlOf(gen.Schema())...)...)
-
-	cfg := shardedDiffConfig(t, shards)
-	schemas, err := cfg.ShardingSchemas()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ddl, err := difftest.ShardDDL(schemas[0], gen.Schema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, s := range shards {
-		s.Exec(t, append([]string{"USE " + diffDB}, ddl[fmt.Sprintf("s%d", i)]...)...)
-	}
-	p := startProxy(t, cfg)
-	return &shardedDiff{
+	p := startProxy(t, shardedDiffConfig(t, shards))
+	d := &shardedDiff{
 		ref:    difftest.ServerTarget("reference", ref, diffDB),
 		got:    difftest.Target{Name: "shardgate", Addr: p.Addrs()[0], User: appUser, Password: appPass, Database: diffDB},
 		shards: shards,
 		proxy:  p,
 	}
-}
-
-func sqlOf(stmts []difftest.Statement) []string {
-	out := make([]string, len(stmts))
-	for i, st := range stmts {
-		out[i] = st.SQL
-	}
-	return out
+	difftest.CreateSchema(t, d.ref, d.got, gen)
+	return d
 }
 
 // shardedDiffConfig is shardgate over shards s0, s1 … with the generator's
