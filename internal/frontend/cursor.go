@@ -134,6 +134,11 @@ func (s *Session) EndTransaction(q []byte) bool {
 	}
 	wrote := s.trxWrote
 	s.trxWriter, s.trxWrote = nil, s.trxWrote[:0]
+	end := q
+	if q[0] != mysql.ComQuery {
+		// A prepared COMMIT or ROLLBACK: the other shards get it as text.
+		end = s.endStatement()
+	}
 	// Shards that only read first, then (cross_shard_writes: allow) the
 	// other shards that wrote, in the order they wrote.
 	for _, writers := range []bool{false, true} {
@@ -144,12 +149,21 @@ func (s *Session) EndTransaction(q []byte) bool {
 				continue
 			}
 			s.others = append(s.others[:i], s.others[i+1:]...)
-			if err := s.endHeld(h, q); err != nil && writers {
-				return s.partialEnd(q, h.cl, err, wrote, last)
+			if err := s.endHeld(h, end); err != nil && writers {
+				return s.partialEnd(end, h.cl, err, wrote, last)
 			}
 		}
 	}
 	return s.Run(last, false, q)
+}
+
+// endStatement is the COM_QUERY of the current statement, COMMIT or
+// ROLLBACK, as text.
+func (s *Session) endStatement() []byte {
+	if s.cmd.st.Kind == router.KindRollback {
+		return []byte("\x03ROLLBACK")
+	}
+	return []byte("\x03COMMIT")
 }
 
 // partialEnd answers a COMMIT (or ROLLBACK) that failed on shard failed

@@ -40,6 +40,16 @@ func startClientShards(t *testing.T, db string, tables ...string) *clientShards 
 	for _, s := range srvs {
 		s.Exec(t, "CREATE DATABASE "+db)
 	}
+	return &clientShards{
+		db: db, p: startProxy(t, clientShardsConfig(t, db, srvs[1:], "", tables)), ref: srvs[0], shards: srvs[1:],
+		direct: []*sql.DB{openDB(t, srvs[1].DSN(db)), openDB(t, srvs[2].DSN(db))},
+	}
+}
+
+// clientShardsConfig is the configuration of shardgate over shards with
+// schema db of tables, with schemaKeys (YAML lines) added to the schema.
+func clientShardsConfig(t *testing.T, db string, shards []*testenv.Server, schemaKeys string, tables []string) *config.Config {
+	t.Helper()
 	var b strings.Builder
 	for _, tb := range tables {
 		b.WriteString("      - " + tb + "\n")
@@ -54,16 +64,13 @@ clusters:
 schemas:
   - name: %s
     default_cluster: s0
-    tables:
-%s`, appUser, hashOf(appPass), db, testenv.User, testenv.Password, srvs[1].Addr, testenv.User, testenv.Password, srvs[2].Addr, db, b.String())
+%s    tables:
+%s`, appUser, hashOf(appPass), db, testenv.User, testenv.Password, shards[0].Addr, testenv.User, testenv.Password, shards[1].Addr, db, schemaKeys, b.String())
 	cfg, err := config.Parse([]byte(yaml), "clients-sharded.yaml")
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
 	}
-	return &clientShards{
-		db: db, p: startProxy(t, cfg), ref: srvs[0], shards: srvs[1:],
-		direct: []*sql.DB{openDB(t, srvs[1].DSN(db)), openDB(t, srvs[2].DSN(db))},
-	}
+	return cfg
 }
 
 // ---------------------------------------------------------------------------
@@ -112,8 +119,17 @@ func TestShardedSysbench(t *testing.T) {
 		}
 	}
 	e.checkSbtest(t)
+	// A second proxy on the same shards, started once the tables exist,
+	// lets transactions write on both (its sequences share the counters
+	// with the first's).
+	allow := clientsProxyTarget(t, startProxy(t, clientShardsConfig(t, db, e.shards, "    cross_shard_writes: allow\n", tables)))
 
+	var runOn func(t *testing.T, px clientsTarget, script, psMode string, threads int, extra ...string)
 	run := func(t *testing.T, script, psMode string, threads int, extra ...string) {
+		t.Helper()
+		runOn(t, px, script, psMode, threads, extra...)
+	}
+	runOn = func(t *testing.T, px clientsTarget, script, psMode string, threads int, extra ...string) {
 		t.Helper()
 		args := sbShardedArgs(px, db, script, append([]string{"--db-ps-mode=" + psMode, "--threads=" + strconv.Itoa(threads), "--time=3",
 			"--report-interval=0", "--mysql-ignore-errors=none"}, extra...)...)
@@ -166,8 +182,17 @@ func TestShardedSysbench(t *testing.T) {
 			}
 		}
 	})
-	// The stock transaction: refused with the documented error as soon as
-	// it writes to a second shard, before that write runs.
+	// The stock transaction, where the schema allows a transaction to
+	// write on several shards (cross_shard_writes: allow).
+	for _, psMode := range []string{"disable", "auto"} {
+		t.Run("write-only-transactions-allowed-ps-"+psMode, func(t *testing.T) {
+			runOn(t, allow, "oltp_write_only", psMode, 1)
+			e.checkSbtest(t)
+		})
+	}
+	// The stock transaction under the default cross_shard_writes: refuse:
+	// refused with the documented error as soon as it writes to a second
+	// shard, before that write runs.
 	t.Run("write-only-transactions-refused", func(t *testing.T) {
 		args := sbShardedArgs(px, db, "oltp_write_only", "--threads=1", "--time=3", "--report-interval=0", "--mysql-ignore-errors=none", "run")
 		r := clientsExec(t, time.Minute, nil, bin, args...)
