@@ -20,11 +20,12 @@ import (
 )
 
 // The scatter read of a sharded table through the shardgate process: t is
-// sharded on id (rule mod) over two shards of two sub-tables each, and every sub-table
-// holds scatterRows rows of scatterRowBytes bytes (256 MiB in all). The
-// sub-tables are views over MariaDB's SEQUENCE engine: the rows cost the
-// servers neither disk nor load time, and the proxy cannot tell them from
-// tables. The 1 GiB version is `sgbench stream` (docs/benchmarks.md).
+// sharded on id (rule mod) over two shards of two sub-tables each, and
+// every sub-table holds scatterRows rows of scatterRowBytes bytes (250 MiB
+// in all). The sub-tables are views over MariaDB's SEQUENCE engine: the
+// rows cost the servers neither disk nor load time, and the proxy cannot
+// tell them from tables. The 1 GiB version is `sgbench stream`
+// (docs/benchmarks.md).
 const (
 	scatterDB       = "scatmem"
 	scatterSubs     = 4
@@ -88,7 +89,7 @@ schemas:
 	return e
 }
 
-// TestScatterStream reads a 256 MiB scatter result through the proxy
+// TestScatterStream reads a 250 MiB scatter result through the proxy
 // process. Fast or slow, the client gets every row and the proxy's RSS
 // grows by less than 64 MB: rows pass from a shard's socket to the
 // client's with at most the client's write buffer in between, and a client
