@@ -108,7 +108,8 @@ func checkReport(t *testing.T, env *Env, res *Results) {
 }
 
 // checkSharded starts the Sharded target over the prepared tables and runs
-// a text point select through it: every query routed by key, no error.
+// a text point select through it, every query routed by key, no error, and
+// a small streamed result as a scatter read.
 func checkSharded(t *testing.T, ctx context.Context, env *Env, cfg Config) {
 	t.Helper()
 	if err := env.StartSharded(ctx, cfg.Tables); err != nil {
@@ -120,6 +121,15 @@ func checkSharded(t *testing.T, ctx context.Context, env *Env, cfg Config) {
 	if run.Failure != "" || run.Queries == 0 || run.ProxyCPU <= 0 {
 		t.Fatalf("sharded point select: %+v", run)
 	}
+	// The streamed result as a scatter read, through the running target.
+	res, err := RunStream(ctx, env, StreamConfig{Size: 8 << 20, RowBytes: 1024, Rounds: 1, Targets: []Target{Sharded}})
+	if err != nil {
+		t.Fatalf("RunStream through %s: %v", Sharded, err)
+	}
+	if s := res.Cell(Sharded).Summary(); s.OK != 1 || s.MBps <= 0 {
+		t.Fatalf("stream through %s: %+v\n%s", Sharded, s, NewStreamReport(ctx, env, res).Markdown())
+	}
+	t.Logf("scatter stream:\n%s", res.Table())
 }
 
 func checkRate(t *testing.T, env *Env) {

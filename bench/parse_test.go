@@ -187,8 +187,16 @@ func TestStreamConfigValidate(t *testing.T) {
 	if got, want := c.Query(), "SELECT REPEAT('x', 1024) FROM seq_1_to_1048576"; got != want {
 		t.Errorf("query %q, want %q", got, want)
 	}
+	if got := c.QueryFor(Sharded); got != "SELECT v FROM sgstream" {
+		t.Errorf("query through %s %q", Sharded, got)
+	}
+	if got, want := streamViews(StreamConfig{Size: 10 << 10, RowBytes: 1024})[3],
+		"CREATE OR REPLACE VIEW sbtest.sgstream_0003 AS SELECT seq AS id, REPEAT('x', 1024) AS v FROM sbtest.seq_3_to_9_step_4"; got != want {
+		t.Errorf("the last sub-table of 10 rows:\n%s\nwant\n%s", got, want)
+	}
 	for _, bad := range []StreamConfig{
 		{Size: 100, RowBytes: 1024, Rounds: 1},
+		{Size: 3 << 10, RowBytes: 1024, Rounds: 1, Targets: []Target{Sharded}}, // fewer rows than sub-tables
 		{Size: 1 << 20, RowBytes: 0, Rounds: 1},
 		{Size: 1 << 20, RowBytes: 1024, Rounds: 0},
 		{Size: 1 << 20, RowBytes: 1024, Rounds: 1, Targets: []Target{"nope"}},

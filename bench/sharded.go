@@ -23,13 +23,26 @@ const (
 	ShardedSubTables = 4 // per shard
 )
 
+// The streaming benchmark's table on the Sharded target: StreamTable,
+// sharded (mod on id) into StreamSubTables sub-tables over the two shards,
+// which a scatter read streams (issue 13: 1 GB from 4 sub-tables).
+const (
+	StreamTable     = "sgstream"
+	StreamSubTables = 4 // in all
+)
+
 // StartSharded copies the prepared sysbench tables (sbtest1 … sbtestN)
 // into their sub-tables, each row where the hash rule places its id, and
 // starts shardgate over them. The sub-tables exist before shardgate
-// starts, so it knows the key's type and routes by key at once.
+// starts, so it knows the key's type and routes by key at once. With
+// tables 0 it copies nothing: the streaming benchmark needs only
+// StreamTable, which its configuration always declares.
 func (e *Env) StartSharded(ctx context.Context, tables int) error {
 	if e.shardgateBin == "" {
 		return fmt.Errorf("target %s: no shardgate binary (StartEnv was not asked for it)", Sharded)
+	}
+	if e.sharded != nil {
+		return fmt.Errorf("target %s is already running", Sharded)
 	}
 	if err := e.shardTables(tables); err != nil {
 		return err
@@ -56,7 +69,8 @@ func (e *Env) StartSharded(ctx context.Context, tables int) error {
 }
 
 // shardedConfig is the sharded target's configuration: two clusters on the
-// same server, the sysbench user, and every sysbench table sharded.
+// same server, the sysbench user, every sysbench table sharded and the
+// streaming benchmark's table.
 func shardedConfig(listen, server string, tables int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "listeners: [{address: %q}]\nlog: {level: warn}\n", listen)
@@ -72,13 +86,44 @@ func shardedConfig(listen, server string, tables int) string {
 		fmt.Fprintf(&b, "      - {name: sbtest%d, shard_key: id, rule: hash, shards: [%s], sub_tables: %d}\n",
 			n, strings.Join(shards, ", "), ShardedSubTables)
 	}
+	fmt.Fprintf(&b, "      - {name: %s, shard_key: id, rule: mod, shards: [%s], sub_tables: %d}\n",
+		StreamTable, strings.Join(shards, ", "), StreamSubTables/ShardedShards)
 	return b.String()
+}
+
+// startShardedStream readies the Sharded target for cfg's streamed
+// result: it (re)creates StreamTable's sub-tables for cfg's rows and
+// starts the target unless the matrix already did.
+func (e *Env) startShardedStream(ctx context.Context, cfg StreamConfig) error {
+	if err := e.Server.ExecE(streamViews(cfg)...); err != nil {
+		return fmt.Errorf("sharded target: the streaming table: %w", err)
+	}
+	if e.sharded != nil {
+		return nil
+	}
+	return e.StartSharded(ctx, 0)
+}
+
+// streamViews are the statements that make StreamTable's sub-tables views
+// over the SEQUENCE engine: together the rows of cfg.Query(), each id
+// (0 … rows-1) on the sub-table the mod rule places it, and the server does
+// per row what it does for the unsharded targets. No disk, no load time.
+func streamViews(cfg StreamConfig) []string {
+	stmts := make([]string, StreamSubTables)
+	for i := range stmts {
+		stmts[i] = fmt.Sprintf("CREATE OR REPLACE VIEW %s.%s AS SELECT seq AS id, REPEAT('x', %d) AS v FROM %s.seq_%d_to_%d_step_%d",
+			Database, sharding.SubTableName(StreamTable, i), cfg.RowBytes, Database, i, cfg.Rows()-1, StreamSubTables)
+	}
+	return stmts
 }
 
 // shardTables creates sbtestN_0000 … like sbtestN and fills each with the
 // rows the hash rule places there, through a table of (id, sub-table)
 // computed here with the proxy's own rule.
 func (e *Env) shardTables(tables int) error {
+	if tables == 0 {
+		return nil
+	}
 	subs := ShardedShards * ShardedSubTables
 	rule, err := sharding.NewHash(subs)
 	if err != nil {

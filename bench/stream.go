@@ -25,9 +25,10 @@ type StreamConfig struct {
 }
 
 // DefaultStreamConfig is what `sgbench stream` runs without flags: the 1 GB
-// result of the project's streaming target.
+// result of the project's streaming target, through every target, the
+// sharded one as a scatter read (issue 13).
 func DefaultStreamConfig() StreamConfig {
-	return StreamConfig{Size: 1 << 30, RowBytes: 1024, Rounds: 3, Targets: AllTargets}
+	return StreamConfig{Size: 1 << 30, RowBytes: 1024, Rounds: 3, Targets: MatrixTargets}
 }
 
 // maxRowBytes caps --row-bytes: one row stays within one protocol packet
@@ -41,6 +42,8 @@ func (c StreamConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("row-bytes: %d is not in 1..%d", c.RowBytes, maxRowBytes))
 	} else if c.Size < int64(c.RowBytes) {
 		errs = append(errs, fmt.Errorf("size: %d bytes, need at least one row (row-bytes %d)", c.Size, c.RowBytes))
+	} else if slices.Contains(c.Targets, Sharded) && c.Rows() < StreamSubTables {
+		errs = append(errs, fmt.Errorf("size: %d rows, the sharded target needs at least one per sub-table (%d)", c.Rows(), StreamSubTables))
 	}
 	if c.Rounds < 1 {
 		errs = append(errs, fmt.Errorf("rounds: %d, need at least 1", c.Rounds))
@@ -67,6 +70,19 @@ func (c StreamConfig) Rows() int64 { return c.Size / int64(c.RowBytes) }
 // rows, so no table has to be filled and the server reads nothing from disk.
 func (c StreamConfig) Query() string {
 	return fmt.Sprintf("SELECT REPEAT('x', %d) FROM seq_1_to_%d", c.RowBytes, c.Rows())
+}
+
+// ShardedQuery is the statement of a run through the Sharded target: a
+// scatter read of StreamTable, whose sub-tables give the same rows as
+// Query (streamViews).
+func (c StreamConfig) ShardedQuery() string { return "SELECT v FROM " + StreamTable }
+
+// QueryFor is the statement of a run through target t.
+func (c StreamConfig) QueryFor(t Target) string {
+	if t == Sharded {
+		return c.ShardedQuery()
+	}
+	return c.Query()
 }
 
 // streamStallTimeout fails a run whose stream delivers nothing for this
@@ -147,8 +163,13 @@ func RunStream(ctx context.Context, env *Env, cfg StreamConfig) (*StreamResults,
 		return nil, fmt.Errorf("invalid stream configuration:\n%w", err)
 	}
 	for _, t := range cfg.targets() {
-		if env.Addr(t) == "" {
+		if env.Addr(t) == "" && !(t == Sharded && env.shardgateBin != "") {
 			return nil, fmt.Errorf("target %s was not started by StartEnv", t)
+		}
+	}
+	if slices.Contains(cfg.targets(), Sharded) {
+		if err := env.startShardedStream(ctx, cfg); err != nil {
+			return nil, err
 		}
 	}
 	res := &StreamResults{Config: cfg, Start: time.Now()}
@@ -158,6 +179,9 @@ func RunStream(ctx context.Context, env *Env, cfg StreamConfig) (*StreamResults,
 	}
 	total := cfg.Rounds * len(cfg.targets())
 	env.logf("streaming %s per run: %s", FormatByteSize(cfg.Rows()*int64(cfg.RowBytes)), cfg.Query())
+	if slices.Contains(cfg.targets(), Sharded) {
+		env.logf("through %s: %s", Sharded, cfg.ShardedQuery())
+	}
 	for round := 1; round <= cfg.Rounds; round++ {
 		for slot, t := range rotate(cfg.targets(), round-1) {
 			run := streamOnce(ctx, env, cfg, t)
@@ -208,7 +232,7 @@ func streamOnce(ctx context.Context, env *Env, cfg StreamConfig, t Target) Strea
 	}
 	cpu0, err0 := cpuTimeOrZero(pid)
 	start := time.Now()
-	rows, n, qerr := readResult(ctx, sc.conn, cfg.Query())
+	rows, n, qerr := readResult(ctx, sc.conn, cfg.QueryFor(t))
 	run.Elapsed = time.Since(start)
 	cpu1, err1 := cpuTimeOrZero(pid)
 	growth, samples, rssErr := rss.stop()
@@ -390,8 +414,13 @@ func (c *StreamCell) Summary() StreamSummary {
 // Description is the sentence above the table: what was streamed and how.
 func (r *StreamResults) Description() string {
 	c := r.Config
-	return fmt.Sprintf("`%s`: %s of row data (%d rows of %d bytes) per run, text protocol, a fresh connection per run, %d round(s) per target, order rotating every round.\n",
+	d := fmt.Sprintf("`%s`: %s of row data (%d rows of %d bytes) per run, text protocol, a fresh connection per run, %d round(s) per target, order rotating every round.\n",
 		c.Query(), FormatByteSize(c.Rows()*int64(c.RowBytes)), c.Rows(), c.RowBytes, c.Rounds)
+	if slices.Contains(c.targets(), Sharded) {
+		d += fmt.Sprintf("Through %s: `%s`, a scatter read of the same rows from %d sub-tables (%d shards × %d, on the one server), each a view giving every %dth row of the sequence.\n",
+			Sharded, c.ShardedQuery(), StreamSubTables, ShardedShards, StreamSubTables/ShardedShards, StreamSubTables)
+	}
+	return d
 }
 
 // Table renders the Markdown table of the targets.

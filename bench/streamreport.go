@@ -83,7 +83,14 @@ func (r *StreamReport) writeCommands(b *strings.Builder) {
 	for _, c := range r.Commands {
 		b.WriteString(c + "\n")
 	}
-	b.WriteString("query: " + r.Results.Config.Query() + "\n```\n\n")
+	b.WriteString("query: " + r.Results.Config.Query() + "\n")
+	if r.Results.Cell(Sharded) != nil {
+		b.WriteString("query through sharded: " + r.Results.Config.ShardedQuery() + "\n")
+		for _, v := range streamViews(r.Results.Config) {
+			b.WriteString(v + "\n")
+		}
+	}
+	b.WriteString("```\n\n")
 	if r.HAProxyConfig != "" {
 		b.WriteString("HAProxy configuration (relay):\n\n```\n" + r.HAProxyConfig + "```\n\n")
 	}

@@ -46,11 +46,11 @@ func (s *Scatter) Execute(c Cursor, q []byte) bool {
 			return ok
 		}
 		if err := c.Send(conn, p, q); err != nil {
-			return c.Failed(conn, err, s.cat.Info.Sent)
+			return s.failed(c, conn, p, err)
 		}
 		r := c.Relay(conn)
 		if err := s.cat.Part(r); err != nil {
-			return c.Failed(conn, err, s.cat.Info.Sent)
+			return s.failed(c, conn, p, err)
 		}
 		c.Done(conn, &r.Info)
 		if s.cat.Info.Err != nil {
@@ -59,6 +59,19 @@ func (s *Scatter) Execute(c Cursor, q []byte) bool {
 		}
 	}
 	return s.cat.Finish(c.Status()) == nil
+}
+
+// failed ends the result after p's connection failed, with an error that
+// names p's shard: the rows before it came from other shards, and the
+// client must learn which one is missing (its connection errors name
+// no shard).
+func (s *Scatter) failed(c Cursor, conn *backend.Conn, p *Part, err error) bool {
+	c.AnnotateErrors(func(e *mysql.SQLError) *mysql.SQLError {
+		return &mysql.SQLError{Code: e.Code, State: e.State,
+			Message: fmt.Sprintf("shardgate: shard %s failed during a multi-shard read: %s", p.Cluster.Name, e.Message)}
+	})
+	defer c.AnnotateErrors(nil)
+	return c.Failed(conn, err, s.cat.Info.Sent)
 }
 
 // Fanout runs a write on several sub-tables (UPDATE or DELETE without one

@@ -398,7 +398,7 @@ func parseStreamFlags(args []string, stderr io.Writer) (bench.StreamConfig, stri
 	fs.Var(&size, "size", "`bytes` of row data per run, e.g. 1GiB, 256MiB or a plain number (rounded down to whole rows)")
 	fs.IntVar(&cfg.RowBytes, "row-bytes", cfg.RowBytes, "bytes per row")
 	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "runs per target (targets interleaved, order rotated each round); the table reports medians")
-	fs.Var(&targets, "targets", "targets, comma-separated, in round-1 order (direct, relay, shardgate)")
+	fs.Var(&targets, "targets", "targets, comma-separated, in round-1 order (direct, relay, shardgate, sharded: a scatter read of 4 sub-tables)")
 	out := fs.String("out", "bench/results", "directory for stream-<timestamp>.md (empty: no file)")
 	ef.register(fs)
 	if err := parseFlags(fs, args); err != nil {
