@@ -20,6 +20,7 @@ import (
 //	sf_order like sf_user, on user_id (INT)
 //	sf_city  reference
 //	sf_name  hash on name (VARCHAR utf8mb4_general_ci), s0 × 2 + s1 × 2
+//	sf_uname hash on name (VARCHAR utf8mb4_unicode_ci), s0 × 2 + s1 × 2
 //	sf_range range on k (INT): [0,100) [100,200) on s0, [200,300) [300,400) on s1
 //	sf_log   date_month on d (DATE): 2024-01 … 2024-04, two per shard
 //	sf_nokey hash on id, like sf_user, key type unknown
@@ -60,6 +61,7 @@ func fixture(t *testing.T) *sharding.Schema {
 	add("sf_nokey", "id", users, nil)
 	add("sf_city", "", nil, nil)
 	add("sf_name", "name", group(hashRule(4)), &sharding.ColumnType{Class: sharding.ClassString, Collation: sharding.CollationUTF8MB4GeneralCI})
+	add("sf_uname", "name", group(hashRule(4)), &sharding.ColumnType{Class: sharding.ClassString, Collation: unicodeCI(t)})
 	var bounds []sharding.Bound
 	for i := int64(0); i < 4; i++ {
 		bounds = append(bounds, sharding.Bound{Start: sharding.IntValue(i * 100), End: sharding.IntValue(i*100 + 100), HasStart: true, HasEnd: true})
@@ -93,11 +95,25 @@ func h(t *testing.T, k int64) int {
 	return i
 }
 
+func unicodeCI(t *testing.T) sharding.Collation {
+	c, err := sharding.LookupCollation("utf8mb4_unicode_ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // nameSub is the sf_name sub-table of a utf8mb4_general_ci string.
 func nameSub(t *testing.T, s string) int {
 	t.Helper()
+	return collSub(t, sharding.CollationUTF8MB4GeneralCI, s)
+}
+
+// collSub is the sub-table of string s under c on 4 hashed sub-tables.
+func collSub(t *testing.T, c sharding.Collation, s string) int {
+	t.Helper()
 	r, _ := sharding.NewHash(4)
-	v, err := sharding.Convert(sharding.ColumnType{Class: sharding.ClassString, Collation: sharding.CollationUTF8MB4GeneralCI}, sharding.StringLit(s))
+	v, err := sharding.Convert(sharding.ColumnType{Class: sharding.ClassString, Collation: c}, sharding.StringLit(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,6 +330,11 @@ func TestRouteRulesAndTypes(t *testing.T) {
 		{"select * from sf_name where name = _utf8mb4'ABC'", []int{nameSub(t, "abc")}},
 		{"select * from sf_name where name = _binary'abc'", []int{0, 1, 2, 3}},
 		{"select * from sf_name where name = 42", []int{0, 1, 2, 3}},
+		// MariaDB: 'Straße' = 'STRASSE' under utf8mb4_unicode_ci, not under utf8mb4_general_ci.
+		{"select * from sf_uname where name = 'STRASSE '", []int{collSub(t, unicodeCI(t), "straße")}},
+		{"select * from sf_name where name = 'STRASSE'", []int{nameSub(t, "strasse")}},
+		{"select * from sf_uname where name in ('Straße', 'strasse', 'STRASSE')", []int{collSub(t, unicodeCI(t), "strasse")}},
+		{"select * from sf_uname where name = _binary'x'", []int{0, 1, 2, 3}},
 		{"select * from sf_nokey where id = 1", every(8)},
 	} {
 		got, err := route(t, s, "shop", c.sql)

@@ -2,32 +2,99 @@ package sharding
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 	"unicode/utf8"
+
+	"vitess.io/vitess/go/mysql/collations"
+	"vitess.io/vitess/go/mysql/collations/charset"
+	"vitess.io/vitess/go/mysql/collations/colldata"
 )
 
 // Collation is a string key's collation. Only the collations whose weight
-// function this package implements exactly are accepted: routing must put
-// strings the server calls equal on the same sub-table.
+// function is known exactly are accepted: routing must put strings the
+// server calls equal on the same sub-table.
 type Collation uint8
 
+// The first three collations have their own weight code: their weight
+// strings decide where existing data lives and must never change.
 const (
 	CollationBinary           Collation = iota + 1 // binary strings: bytes, NO PAD
 	CollationUTF8MB4Bin                            // utf8mb4_bin: code points, PAD SPACE
 	CollationUTF8MB4GeneralCI                      // utf8mb4_general_ci: MariaDB's default, PAD SPACE
+	collationVitess                                // the first of vitessNames
 )
 
-var collationNames = map[string]Collation{
-	"binary":             CollationBinary,
-	"utf8mb4_bin":        CollationUTF8MB4Bin,
-	"utf8mb4_general_ci": CollationUTF8MB4GeneralCI,
+// vitessNames are the collations whose weights come from Vitess's
+// collations package, each checked against MariaDB 10.11's equality and
+// WEIGHT_STRING (TestVitessCollationsMatchServer); names as
+// information_schema spells them. All pad with spaces. Their order fixes
+// their Collation values: append only.
+var vitessNames = []string{
+	"utf8mb4_unicode_ci", "utf8mb4_unicode_520_ci", "utf8mb4_croatian_ci", "utf8mb4_czech_ci",
+	"utf8mb4_danish_ci", "utf8mb4_esperanto_ci", "utf8mb4_estonian_ci", "utf8mb4_german2_ci",
+	"utf8mb4_hungarian_ci", "utf8mb4_icelandic_ci", "utf8mb4_latvian_ci", "utf8mb4_lithuanian_ci",
+	"utf8mb4_persian_ci", "utf8mb4_polish_ci", "utf8mb4_romanian_ci", "utf8mb4_roman_ci",
+	"utf8mb4_sinhala_ci", "utf8mb4_slovak_ci", "utf8mb4_slovenian_ci", "utf8mb4_spanish2_ci",
+	"utf8mb4_spanish_ci", "utf8mb4_swedish_ci", "utf8mb4_turkish_ci", "utf8mb4_vietnamese_ci",
+	"utf8mb3_general_ci", "utf8mb3_bin", "utf8mb3_unicode_ci", "utf8mb3_unicode_520_ci",
+	"utf8mb3_croatian_ci", "utf8mb3_czech_ci", "utf8mb3_danish_ci", "utf8mb3_esperanto_ci",
+	"utf8mb3_estonian_ci", "utf8mb3_german2_ci", "utf8mb3_hungarian_ci", "utf8mb3_icelandic_ci",
+	"utf8mb3_latvian_ci", "utf8mb3_lithuanian_ci", "utf8mb3_persian_ci", "utf8mb3_polish_ci",
+	"utf8mb3_romanian_ci", "utf8mb3_roman_ci", "utf8mb3_sinhala_ci", "utf8mb3_slovak_ci",
+	"utf8mb3_slovenian_ci", "utf8mb3_spanish2_ci", "utf8mb3_spanish_ci", "utf8mb3_swedish_ci",
+	"utf8mb3_turkish_ci", "utf8mb3_vietnamese_ci", "latin1_swedish_ci", "latin1_bin",
+	"latin1_general_ci", "latin1_general_cs", "latin1_german1_ci", "latin1_danish_ci",
+	"latin1_spanish_ci", "ascii_general_ci", "ascii_bin",
+}
+
+// vitessCollation is a collation computed by Vitess: the key is converted
+// to its character set, then weighed.
+type vitessCollation struct {
+	coll  colldata.Collation
+	space []byte // the weight of ' ': PAD SPACE drops trailing ones
+}
+
+var (
+	collationNames   = map[string]Collation{"binary": CollationBinary, "utf8mb4_bin": CollationUTF8MB4Bin, "utf8mb4_general_ci": CollationUTF8MB4GeneralCI}
+	vitessCollations []vitessCollation
+	supportedList    string
+)
+
+func init() {
+	for i, name := range vitessNames {
+		vc, err := newVitessCollation(name)
+		if err != nil {
+			panic(err) // a Vitess upgrade dropped a listed collation
+		}
+		vitessCollations = append(vitessCollations, vc)
+		collationNames[name] = collationVitess + Collation(i)
+	}
+	names := make([]string, 0, len(collationNames))
+	for name := range collationNames {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	supportedList = strings.Join(names, ", ")
+}
+
+func newVitessCollation(name string) (vitessCollation, error) {
+	coll := colldata.Lookup(collations.MySQL8().LookupByName(name))
+	if coll == nil {
+		return vitessCollation{}, fmt.Errorf("vitess does not implement collation %s", name)
+	}
+	return vitessCollation{coll: coll, space: coll.WeightString(nil, []byte(" "), 0)}, nil
 }
 
 // LookupCollation returns the collation named as in information_schema.
 func LookupCollation(name string) (Collation, error) {
+	if rest, ok := strings.CutPrefix(name, "utf8_"); ok {
+		name = "utf8mb3_" + rest // MariaDB before 10.6 and old_mode=UTF8_IS_UTF8MB3 off spell it so
+	}
 	if c, ok := collationNames[name]; ok {
 		return c, nil
 	}
-	return 0, fmt.Errorf("collation %q is not supported for shard keys (supported: binary, utf8mb4_bin, utf8mb4_general_ci)", name)
+	return 0, fmt.Errorf("collation %q is not supported for shard keys (supported: %s; MariaDB's uca1400 and nopad collations are not implemented by Vitess's collations package, and others have not been checked to weigh as MariaDB does)", name, supportedList)
 }
 
 func (c Collation) String() string {
@@ -40,13 +107,19 @@ func (c Collation) String() string {
 }
 
 // convertString: a string column compares with a string (or 0x literal,
-// converted to the column's character set) under its collation. Numbers
-// compare with it as doubles, which no single string key represents.
+// taken as bytes of the column's character set) under its collation.
+// Numbers compare with it as doubles, which no single string key represents.
 func convertString(col ColumnType, lit Literal) (Value, error) {
 	if lit.kind != LitString && lit.kind != LitHex {
 		return Value{}, inexact("a %s compares with a string column as a double", lit.kind)
 	}
-	w, err := weightString(col.Collation, lit.text)
+	var w string
+	var err error
+	if col.Collation >= collationVitess {
+		w, err = vitessWeights(col.Collation, lit)
+	} else {
+		w, err = weightString(col.Collation, lit.text)
+	}
 	if err != nil {
 		return Value{}, err
 	}
@@ -65,6 +138,43 @@ func weightString(c Collation, s string) (string, error) {
 		return utf8Weights(s, 2, generalCIWeight)
 	}
 	return "", fmt.Errorf("collation %s is not supported for shard keys", c)
+}
+
+// vitessWeights converts a string literal (utf8mb4, as every connection of
+// the proxy speaks) to the collation's character set, as the server does
+// before comparing it with the column; a character the set cannot hold
+// matches no single key. A 0x literal is already the column's bytes.
+func vitessWeights(c Collation, lit Literal) (string, error) {
+	if int(c-collationVitess) >= len(vitessCollations) {
+		return "", fmt.Errorf("collation %s is not supported for shard keys", c)
+	}
+	vc := vitessCollations[c-collationVitess]
+	cs := vc.coll.Charset()
+	src := []byte(lit.text)
+	if lit.kind == LitHex {
+		if !charset.Validate(cs, src) {
+			return "", inexact("not valid %s", cs.Name())
+		}
+	} else {
+		if !utf8.Valid(src) {
+			return "", inexact("not valid utf8mb4")
+		}
+		var err error
+		if src, err = charset.Convert(nil, cs, src, charset.Charset_utf8mb4{}); err != nil {
+			return "", inexact("not representable in %s", cs.Name())
+		}
+	}
+	return string(trimPadding(vc.coll.WeightString(nil, src, 0), vc.space)), nil
+}
+
+// trimPadding drops the trailing weights equal to a space's: under PAD
+// SPACE the shorter string compares as if padded with spaces, so 'a',
+// 'a ' and 'a' followed by any character weighing as a space are equal.
+func trimPadding(w, space []byte) []byte {
+	for len(space) > 0 && len(w) >= len(space) && string(w[len(w)-len(space):]) == string(space) {
+		w = w[:len(w)-len(space)]
+	}
+	return w
 }
 
 // utf8Weights encodes each character's weight big-endian in width bytes and

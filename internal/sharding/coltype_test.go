@@ -19,11 +19,23 @@ func TestKeyColumnType(t *testing.T) {
 		{ColumnInfo{DataType: "date", ColumnType: "date"}, ColumnType{Class: ClassDate}, false},
 		{ColumnInfo{DataType: "float", ColumnType: "float"}, ColumnType{}, true},
 		{ColumnInfo{DataType: "timestamp", ColumnType: "timestamp"}, ColumnType{}, true},
-		{ColumnInfo{DataType: "varchar", ColumnType: "varchar(20)", Collation: "latin1_swedish_ci"}, ColumnType{}, true},
+		{ColumnInfo{DataType: "varchar", ColumnType: "varchar(20)", Collation: "latin1_swedish_ci"}, ColumnType{Class: ClassString, Collation: mustCollation(t, "latin1_swedish_ci")}, false},
+		{ColumnInfo{DataType: "char", ColumnType: "char(20)", Collation: "utf8mb4_unicode_ci"}, ColumnType{Class: ClassString, Collation: mustCollation(t, "utf8mb4_unicode_ci")}, false},
+		{ColumnInfo{DataType: "varchar", ColumnType: "varchar(20)", Collation: "utf8mb4_uca1400_ai_ci"}, ColumnType{}, true},
+		{ColumnInfo{DataType: "varchar", ColumnType: "varchar(20)", Collation: "utf8mb4_general_nopad_ci"}, ColumnType{}, true},
 	} {
 		got, err := KeyColumnType(tc.in)
 		if (err != nil) != tc.err || got != tc.want {
 			t.Errorf("KeyColumnType(%+v) = %+v, %v; want %+v, error %v", tc.in, got, err, tc.want, tc.err)
 		}
 	}
+}
+
+func mustCollation(t *testing.T, name string) Collation {
+	t.Helper()
+	c, err := LookupCollation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -33,11 +33,14 @@
 //     big-endian; utf8mb4_general_ci — each character's 2-byte big-endian
 //     weight (mariadbd's WEIGHT_STRING; U+FFFD's for characters beyond the
 //     BMP); for the two PAD SPACE collations trailing spaces are removed
-//     first;
+//     first; the other collations (collation.go's vitessNames): the key,
+//     converted from utf8mb4 to the column's character set, weighed by
+//     Vitess's colldata, trailing space weights removed (all PAD SPACE);
 //   - DATE and DATETIME: the ASCII text "YYYY-MM-DD hh:mm:ss.ffffff" (a DATE
 //     is its midnight).
 //
-// These bytes decide where data already lives; TestHashGolden pins them.
+// These bytes decide where data already lives; TestHashGolden and
+// TestCollationGolden pin them.
 //
 // # NULL
 //

@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -158,11 +159,41 @@ func TestConvertStringCollations(t *testing.T) {
 			t.Errorf("%v on a string key = %v, want ErrInexact", lit, err)
 		}
 	}
-	if _, err := LookupCollation("utf8mb4_unicode_ci"); err == nil {
-		t.Error("unsupported collation accepted")
+	for _, name := range []string{"utf8mb4_uca1400_ai_ci", "utf8mb4_general_nopad_ci", "gbk_chinese_ci"} {
+		if _, err := LookupCollation(name); err == nil || !strings.Contains(err.Error(), "utf8mb4_unicode_ci") {
+			t.Errorf("LookupCollation(%s) = %v: want a refusal listing the supported collations", name, err)
+		}
 	}
 	if c, err := LookupCollation("utf8mb4_general_ci"); err != nil || c != CollationUTF8MB4GeneralCI {
 		t.Errorf("LookupCollation = %v, %v", c, err)
+	}
+}
+
+// The collations Vitess weighs: utf8mb4 keys are converted to the column's
+// character set, and a character it cannot hold matches no single key.
+func TestConvertVitessCollations(t *testing.T) {
+	unicodeCol := ColumnType{Class: ClassString, Collation: mustCollation(t, "utf8mb4_unicode_ci")}
+	latinCol := ColumnType{Class: ClassString, Collation: mustCollation(t, "latin1_swedish_ci")}
+	utf8Col := ColumnType{Class: ClassString, Collation: mustCollation(t, "utf8_general_ci")}
+	w := func(col ColumnType, lit Literal) string { return mustConvert(t, col, lit).s }
+	for _, p := range [][2]string{{"Straße", "STRASSE"}, {"Abc", "abc  "}, {"a\u00a0", "A"}, {"Ä", "a"}} {
+		if w(unicodeCol, StringLit(p[0])) != w(unicodeCol, StringLit(p[1])) {
+			t.Errorf("utf8mb4_unicode_ci: %q and %q are equal on the server", p[0], p[1])
+		}
+	}
+	if w(unicodeCol, StringLit("a\t")) == w(unicodeCol, StringLit("a")) || w(latinCol, StringLit("Ä")) == w(latinCol, StringLit("a")) {
+		t.Error("only what weighs as a space is padding; latin1_swedish_ci tells Ä from a")
+	}
+	if w(latinCol, HexLit("\xc4")) != w(latinCol, StringLit("ä")) {
+		t.Error("0xC4 is latin1's Ä")
+	}
+	for _, c := range []struct {
+		col ColumnType
+		lit Literal
+	}{{latinCol, StringLit("中")}, {utf8Col, StringLit("😀")}, {unicodeCol, StringLit("\xff")}, {unicodeCol, HexLit("\xff")}, {latinCol, IntLit(1)}} {
+		if _, err := Convert(c.col, c.lit); !errors.Is(err, ErrInexact) {
+			t.Errorf("%v on %v = %v, want ErrInexact", c.lit, c.col.Collation, err)
+		}
 	}
 }
 
