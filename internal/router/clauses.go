@@ -16,9 +16,9 @@ type Clauses struct {
 	// BY, LIMIT, FOR, LOCK, INTO…), or the end of the statement: where a
 	// WHERE clause goes when there is none.
 	Tail int32
-	// Limit is the LIMIT clause, keyword included, up to the next clause or
-	// the end of the statement.
-	Limit Span
+	// OrderBy and Limit are the ORDER BY and LIMIT clauses, keywords
+	// included, each up to the next clause or the end of the statement.
+	OrderBy, Limit Span
 	// End is the end of the statement, before a trailing ';'.
 	End int32
 	// Names are the references, between FROM and the end of WHERE (join
@@ -34,11 +34,23 @@ type NameRef struct {
 	// Name is the index of the column's name in ScanClauses' names.
 	Name int
 	// Exact marks a reference compared for equality with one string
-	// literal (col = 'x', 'x' = col, col <=> 'x', col IN ('x')) in a WHERE
-	// made only of AND-ed conditions: the server looks such a name up
-	// rather than comparing it under its collation (information_schema
-	// reads the one table of that exact name).
+	// literal or DATABASE() (col = 'x', 'x' = col, col <=> 'x', col IN
+	// ('x')) in a WHERE made only of AND-ed conditions: the server looks
+	// such a name up rather than comparing it under its collation
+	// (information_schema reads the one table of that exact name). Value
+	// is then what it is compared with (see CompareValue).
 	Exact bool
+	Value Span
+}
+
+// CompareValue returns the value an Exact reference is compared with: a
+// string literal's content, or, for DATABASE() and SCHEMA(), db.
+func (r *NameRef) CompareValue(sql []byte, db string) string {
+	v := sql[r.Value.Start:r.Value.End]
+	if v[0] == '\'' || v[0] == '"' {
+		return string(appendUnescaped(nil, v))
+	}
+	return db
 }
 
 // clauseWords end the WHERE clause (and start the tail) at the SELECT's
@@ -52,7 +64,7 @@ var notAnd = []string{"OR", "XOR", "NOT"}
 // the columns names (upper-case) in its FROM and WHERE clauses, with the
 // classifier's lexer, so that comments and quoting are read alike.
 func ScanClauses(sql []byte, names []string) Clauses {
-	c := Clauses{ItemsEnd: -1, From: -1, Where: Span{-1, -1}, Tail: -1, Limit: Span{-1, -1}, End: int32(len(sql))}
+	c := Clauses{ItemsEnd: -1, From: -1, Where: Span{-1, -1}, Tail: -1, OrderBy: Span{-1, -1}, Limit: Span{-1, -1}, End: int32(len(sql))}
 	items := SelectItems(sql, nil)
 	if len(items) > 0 {
 		c.ItemsEnd = items[len(items)-1].End
@@ -88,10 +100,18 @@ func ScanClauses(sql []byte, names []string) Clauses {
 		case c.From >= 0 && c.Tail < 0 && t.kind == tWord && anyWord(sql[t.ns:t.ne], clauseWords):
 			c.Tail = int32(t.start)
 		}
-		if depth == 0 && c.Limit.Start < 0 && c.Tail >= 0 && word(t, "LIMIT") {
-			c.Limit.Start = int32(t.start)
-		} else if depth == 0 && c.Limit.Start >= 0 && c.Limit.End < 0 && t.kind == tWord && anyWord(sql[t.ns:t.ne], clauseWords) {
-			c.Limit.End = int32(t.start)
+		if depth == 0 && c.Tail >= 0 && t.kind == tWord && anyWord(sql[t.ns:t.ne], clauseWords) {
+			for _, sp := range []*Span{&c.OrderBy, &c.Limit} {
+				if sp.Start >= 0 && sp.End < 0 {
+					sp.End = int32(t.start)
+				}
+			}
+			switch {
+			case word(t, "ORDER") && c.OrderBy.Start < 0:
+				c.OrderBy.Start = int32(t.start)
+			case word(t, "LIMIT") && c.Limit.Start < 0:
+				c.Limit.Start = int32(t.start)
+			}
 		}
 	}
 	if c.Tail < 0 {
@@ -100,8 +120,10 @@ func ScanClauses(sql []byte, names []string) Clauses {
 	if c.Where.Start >= 0 {
 		c.Where.End = c.Tail
 	}
-	if c.Limit.Start >= 0 && c.Limit.End < 0 {
-		c.Limit.End = c.End
+	for _, sp := range []*Span{&c.OrderBy, &c.Limit} {
+		if sp.Start >= 0 && sp.End < 0 {
+			sp.End = c.End
+		}
 	}
 	if c.From < 0 {
 		return c
@@ -115,11 +137,13 @@ func ScanClauses(sql []byte, names []string) Clauses {
 		if n < 0 || i > 0 && word(&toks[i-1], "AS") || i+1 < len(toks) && toks[i+1].isPunct('(') {
 			continue
 		}
-		ref := NameRef{Span: Span{int32(t.start), int32(t.end)}, Qual: Span{-1, -1}, Name: n}
+		ref := NameRef{Span: Span{int32(t.start), int32(t.end)}, Qual: Span{-1, -1}, Name: n, Value: Span{-1, -1}}
 		for q := i; q >= 2 && toks[q-1].isPunct('.') && (toks[q-2].kind == tWord || toks[q-2].kind == tQuoted); q -= 2 {
 			ref.Span.Start, ref.Qual = int32(toks[q-2].start), Span{int32(toks[q-2].start), int32(toks[i-1].end)}
 		}
-		ref.Exact = whereAt >= 0 && int32(t.start) > c.Where.Start && exactCompare(sql, toks, i, ref.Span.Start) && conjunct(sql, toks, whereAt, i, c.Tail)
+		if whereAt >= 0 && int32(t.start) > c.Where.Start && conjunct(sql, toks, whereAt, i, c.Tail) {
+			ref.Value, ref.Exact = exactCompare(sql, toks, i, ref.Span.Start)
+		}
 		c.Names = append(c.Names, ref)
 	}
 	return c
@@ -138,40 +162,65 @@ func nameIndex(sql []byte, t *token, names []string) int {
 	return -1
 }
 
-// exactCompare reports whether the reference ending at token i (starting
-// at offset start) is a whole condition's side compared for equality with
-// one string literal: col = 'x', 'x' = col, col <=> 'x', col IN ('x').
-func exactCompare(sql []byte, toks []token, i int, start int32) bool {
+// exactCompare returns the value the reference ending at token i
+// (starting at offset start) is compared with for equality when it is a
+// whole condition's side compared with one string literal or DATABASE():
+// col = v, v = col, col <=> v, col IN (v).
+func exactCompare(sql []byte, toks []token, i int, start int32) (Span, bool) {
 	at := func(j int) *token {
 		if j < 0 || j >= len(toks) {
 			return &token{}
 		}
 		return &toks[j]
 	}
+	isWord := func(j int, w string) bool { return at(j).kind == tWord && eqUpper(sql[at(j).ns:at(j).ne], w) }
 	first := i
 	for first > 0 && int32(toks[first].start) > start {
 		first--
 	}
 	opens := func(j int) bool { // a condition starts after token j
-		p := at(j)
-		return p.isPunct('(') || p.kind == tWord && (eqUpper(sql[p.ns:p.ne], "WHERE") || eqUpper(sql[p.ns:p.ne], "AND"))
+		return at(j).isPunct('(') || isWord(j, "WHERE") || isWord(j, "AND")
 	}
 	closes := func(j int) bool { // a condition ends before token j
 		n := at(j)
-		return n.kind == tEOF || n.isPunct(')') || n.isPunct(';') || n.kind == tWord && (eqUpper(sql[n.ns:n.ne], "AND") || anyWord(sql[n.ns:n.ne], clauseWords))
+		return n.kind == tEOF || n.isPunct(')') || n.isPunct(';') || isWord(j, "AND") || n.kind == tWord && anyWord(sql[n.ns:n.ne], clauseWords)
 	}
-	str := func(j int) bool { return at(j).kind == tString }
+	// value returns the tokens [j, end) of a value starting at j, or end < 0.
+	value := func(j int) (end int) {
+		switch {
+		case at(j).kind == tString:
+			return j + 1
+		case (isWord(j, "DATABASE") || isWord(j, "SCHEMA")) && at(j+1).isPunct('(') && at(j+2).isPunct(')'):
+			return j + 3
+		}
+		return -1
+	}
+	span := func(j, end int) Span { return Span{int32(toks[j].start), int32(toks[end-1].end)} }
 	if opens(first - 1) {
 		switch {
-		case at(i+1).isPunct('=') && str(i+2) && closes(i+3):
-			return true
-		case at(i+1).isPunct('<') && at(i+2).isPunct('=') && at(i+3).isPunct('>') && str(i+4) && closes(i+5):
-			return true
-		case at(i+1).kind == tWord && eqUpper(sql[at(i+1).ns:at(i+1).ne], "IN") && at(i+2).isPunct('(') && str(i+3) && at(i+4).isPunct(')') && closes(i+5):
-			return true
+		case at(i+1).isPunct('='):
+			if end := value(i + 2); end > 0 && closes(end) {
+				return span(i+2, end), true
+			}
+		case at(i+1).isPunct('<') && at(i+2).isPunct('=') && at(i+3).isPunct('>'):
+			if end := value(i + 4); end > 0 && closes(end) {
+				return span(i+4, end), true
+			}
+		case isWord(i+1, "IN") && at(i+2).isPunct('('):
+			if end := value(i + 3); end > 0 && at(end).isPunct(')') && closes(end+1) {
+				return span(i+3, end), true
+			}
 		}
 	}
-	return at(first-1).isPunct('=') && str(first-2) && opens(first-3) && closes(i+1)
+	if !at(first-1).isPunct('=') || !closes(i+1) {
+		return Span{-1, -1}, false
+	}
+	for j := first - 2; j >= 0 && j >= first-4; j-- {
+		if end := value(j); end == first-1 && opens(j-1) {
+			return span(j, end), true
+		}
+	}
+	return Span{-1, -1}, false
 }
 
 // conjunct reports whether token i of a WHERE clause (from token where to

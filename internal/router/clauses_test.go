@@ -7,7 +7,7 @@ import (
 )
 
 func TestScanClauses(t *testing.T) {
-	names := []string{"TABLE_NAME", "REFERENCED_TABLE_NAME"}
+	names := []string{"TABLE_NAME", "REFERENCED_TABLE_NAME", "TABLE_SCHEMA"}
 	for _, tc := range []struct {
 		sql string
 		// want: ItemsEnd-From-Where-Tail-Limit-End as texts, then the
@@ -16,22 +16,24 @@ func TestScanClauses(t *testing.T) {
 		refs               []string
 	}{
 		{sql: "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()",
-			where: " table_schema = DATABASE()", tail: "", limit: ""},
+			where: " table_schema = DATABASE()", tail: "", limit: "", refs: []string{"table_schema*db"}},
 		{sql: "SELECT TABLE_NAME, x FROM information_schema.TABLES WHERE TABLE_SCHEMA='s' AND TABLE_NAME = 'T' ORDER BY TABLE_NAME LIMIT 2;",
 			where: " TABLE_SCHEMA='s' AND TABLE_NAME = 'T' ", tail: "ORDER BY TABLE_NAME LIMIT 2", limit: "LIMIT 2",
-			refs: []string{"TABLE_NAME*"}},
+			refs: []string{"TABLE_SCHEMA*s", "TABLE_NAME*T"}},
 		{sql: "SELECT * FROM information_schema.TABLES WHERE TABLE_NAME LIKE 't%' OR `table_name` = 'u'",
 			where: " TABLE_NAME LIKE 't%' OR `table_name` = 'u'", refs: []string{"TABLE_NAME", "`table_name`"}},
 		{sql: "SELECT 1 FROM information_schema.KEY_COLUMN_USAGE KCU JOIN information_schema.REFERENTIAL_CONSTRAINTS RC ON KCU.TABLE_NAME = RC.TABLE_NAME WHERE (KCU.REFERENCED_TABLE_NAME = 't') AND 'u' = information_schema.KCU.TABLE_NAME",
 			where: " (KCU.REFERENCED_TABLE_NAME = 't') AND 'u' = information_schema.KCU.TABLE_NAME",
-			refs:  []string{"KCU.TABLE_NAME(KCU.)", "RC.TABLE_NAME(RC.)", "KCU.REFERENCED_TABLE_NAME(KCU.)*", "information_schema.KCU.TABLE_NAME(information_schema.KCU.)*"}},
+			refs:  []string{"KCU.TABLE_NAME(KCU.)", "RC.TABLE_NAME(RC.)", "KCU.REFERENCED_TABLE_NAME(KCU.)*t", "information_schema.KCU.TABLE_NAME(information_schema.KCU.)*u"}},
 		{sql: "SELECT 1 FROM information_schema.TABLES WHERE (a OR b) AND TABLE_NAME IN ('t') AND UPPER(TABLE_NAME) = 'T' AND TABLE_NAME <=> 'x' AND TABLE_NAME = 'y' COLLATE utf8_bin GROUP BY 1 HAVING 1",
 			where: " (a OR b) AND TABLE_NAME IN ('t') AND UPPER(TABLE_NAME) = 'T' AND TABLE_NAME <=> 'x' AND TABLE_NAME = 'y' COLLATE utf8_bin ", tail: "GROUP BY 1 HAVING 1",
-			refs: []string{"TABLE_NAME*", "TABLE_NAME", "TABLE_NAME*", "TABLE_NAME"}},
+			refs: []string{"TABLE_NAME*t", "TABLE_NAME", "TABLE_NAME*x", "TABLE_NAME"}},
 		{sql: "SELECT 1 FROM information_schema.TABLES WHERE NOT TABLE_NAME = 't' AND TABLE_ROWS IS NOT NULL",
 			where: " NOT TABLE_NAME = 't' AND TABLE_ROWS IS NOT NULL", refs: []string{"TABLE_NAME"}},
 		{sql: "SELECT 1 FROM information_schema.TABLES WHERE TABLE_ROWS IS NOT NULL AND TABLE_NAME = 't' LIMIT 1 FOR UPDATE",
-			where: " TABLE_ROWS IS NOT NULL AND TABLE_NAME = 't' ", tail: "LIMIT 1 FOR UPDATE", limit: "LIMIT 1 ", refs: []string{"TABLE_NAME*"}},
+			where: " TABLE_ROWS IS NOT NULL AND TABLE_NAME = 't' ", tail: "LIMIT 1 FOR UPDATE", limit: "LIMIT 1 ", refs: []string{"TABLE_NAME*t"}},
+		{sql: "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'it''s'",
+			where: " TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'it''s'", refs: []string{"TABLE_SCHEMA*db", "TABLE_NAME*it's"}},
 		{sql: "SELECT TABLE_NAME AS n, f(TABLE_NAME) FROM information_schema.COLUMNS ORDER BY n",
 			where: "-", tail: "ORDER BY n"},
 	} {
@@ -54,6 +56,10 @@ func TestScanClauses(t *testing.T) {
 		if got := strings.TrimSpace(tc.sql[c.Tail:c.End]); got != tc.tail {
 			t.Errorf("%s: tail %q, want %q", tc.sql, got, tc.tail)
 		}
+		want, _, _ := strings.Cut(tc.tail, "LIMIT")
+		if got := span(c.OrderBy); strings.HasPrefix(tc.tail, "ORDER") && strings.TrimSpace(got) != strings.TrimSpace(want) {
+			t.Errorf("%s: order by %q, want %q", tc.sql, got, want)
+		}
 		if got := span(c.Limit); got != tc.limit {
 			t.Errorf("%s: limit %q, want %q", tc.sql, got, tc.limit)
 		}
@@ -67,7 +73,7 @@ func TestScanClauses(t *testing.T) {
 				s += "(" + span(r.Qual) + ")"
 			}
 			if r.Exact {
-				s += "*"
+				s += "*" + r.CompareValue([]byte(tc.sql), "db")
 			}
 			refs = append(refs, s)
 		}
