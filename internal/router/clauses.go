@@ -198,7 +198,7 @@ func exactCompare(sql []byte, toks []token, i int, start int32) (Span, bool) {
 	span := func(j, end int) Span { return Span{int32(toks[j].start), int32(toks[end-1].end)} }
 	if opens(first - 1) {
 		switch {
-		case at(i+1).isPunct('='):
+		case at(i + 1).isPunct('='):
 			if end := value(i + 2); end > 0 && closes(end) {
 				return span(i+2, end), true
 			}
