@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -324,10 +325,8 @@ type edit struct {
 // up too, and other names need no rewriting.
 func (q *infoQuery) predicates(h zeroHome) ([]edit, error) {
 	var zero []string
-	for _, t := range q.k.Schema.Tables() {
-		if t.Type == sharding.TableSharded {
-			zero = append(zero, quoteString(sharding.SubTableName(t.Name, 0)))
-		}
+	for _, t := range shardedTables(q.k.Schema) {
+		zero = append(zero, quoteString(sharding.SubTableName(t.Name, 0)))
 	}
 	if len(zero) == 0 {
 		return nil, nil
@@ -527,10 +526,7 @@ func (q *infoQuery) rowsOf(h zeroHome) string {
 			continue
 		}
 		others := []string{quoteString(sequence.DefaultTable)}
-		for _, t := range q.k.Schema.Tables() {
-			if t.Type != sharding.TableSharded {
-				continue
-			}
+		for _, t := range shardedTables(q.k.Schema) {
 			for i := 0; i < t.Group.Layout.SubTables(); i++ {
 				if i > 0 || t.Group.Layout.Shard(0) != h.shard {
 					others = append(others, quoteString(sharding.SubTableName(t.Name, i)))
@@ -553,11 +549,9 @@ type zeroHome struct {
 // holding some sharded table's sub-table 0, in the schema's order.
 func (k *Keyspace) subTableZeroHomes() []zeroHome {
 	zeros := map[string][]string{}
-	for _, t := range k.Schema.Tables() {
-		if t.Type == sharding.TableSharded {
-			s := t.Group.Layout.Shard(0)
-			zeros[s] = append(zeros[s], quoteString(sharding.SubTableName(t.Name, 0)))
-		}
+	for _, t := range shardedTables(k.Schema) {
+		s := t.Group.Layout.Shard(0)
+		zeros[s] = append(zeros[s], quoteString(sharding.SubTableName(t.Name, 0)))
 	}
 	homes := []zeroHome{{shard: k.Schema.DefaultCluster}}
 	for _, s := range k.Schema.Shards {
@@ -583,10 +577,7 @@ func (k *Keyspace) sizeParts() []engine.Part {
 	var parts []engine.Part
 	for _, shard := range k.shardsWithSubTables() {
 		var names []string
-		for _, t := range k.Schema.Tables() {
-			if t.Type != sharding.TableSharded {
-				continue
-			}
+		for _, t := range shardedTables(k.Schema) {
 			for i := 0; i < t.Group.Layout.SubTables(); i++ {
 				if t.Group.Layout.Shard(i) == shard {
 					names = append(names, quoteString(sharding.SubTableName(t.Name, i)))
@@ -598,4 +589,17 @@ func (k *Keyspace) sizeParts() []engine.Part {
 		parts = append(parts, engine.Part{Cluster: k.Shard(shard), Query: comQuery(sql)})
 	}
 	return parts
+}
+
+// shardedTables lists the schema's sharded tables by name, so that the
+// text sent is the same for the same query.
+func shardedTables(s *sharding.Schema) []*sharding.SchemaTable {
+	var out []*sharding.SchemaTable
+	for _, t := range s.Tables() {
+		if t.Type == sharding.TableSharded {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b *sharding.SchemaTable) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
