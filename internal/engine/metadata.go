@@ -124,7 +124,7 @@ func TableList(sch *sharding.Schema, status bool, match func(name []byte) bool, 
 				continue
 			}
 			if status {
-				statusTotals(results[1].Columns, row, subs[t])
+				statusTotals(results[1].Columns, row, subs[t], showStatus)
 			}
 			out.Rows = append(out.Rows, row)
 		}
@@ -133,23 +133,35 @@ func TableList(sch *sharding.Schema, status bool, match func(name []byte) bool, 
 	}
 }
 
-// statusTotals sets the SHOW TABLE STATUS row of a sharded table to what
-// one server holding every row would report, as nearly as the sub-tables
-// tell (the server's own figures are estimates too): rows and sizes
-// summed, the average row length recomputed, and the AUTO_INCREMENT
-// counter the highest of the sub-tables' (the next id above every row).
-func statusTotals(cols [][]byte, row [][]byte, subs [][][]byte) {
+// statusNames names the figures of a table's status: SHOW TABLE STATUS's
+// columns or information_schema.TABLES'.
+type statusNames struct {
+	rows, avg, data string
+	sum             []string // summed over the sub-tables
+	max             string   // the highest of the sub-tables'
+}
+
+var showStatus = statusNames{rows: "Rows", avg: "Avg_row_length", data: "Data_length",
+	sum: []string{"Rows", "Data_length", "Max_data_length", "Index_length", "Data_free"}, max: "Auto_increment"}
+
+// statusTotals sets the status row of a sharded table (its sub-table 0's,
+// with columns cols named as in names) to what one server holding every
+// row would report, as nearly as the sub-tables tell (the server's own
+// figures are estimates too): rows and sizes summed, the average row
+// length recomputed, and the AUTO_INCREMENT counter the highest of the
+// sub-tables' (the next id above every row).
+func statusTotals(cols [][]byte, row [][]byte, subs [][][]byte, names statusNames) {
 	for j, def := range cols {
-		switch string(mysql.ColumnDefName(def)) {
-		case "Rows", "Data_length", "Max_data_length", "Index_length", "Data_free":
+		switch name := string(mysql.ColumnDefName(def)); {
+		case slices.Contains(names.sum, name):
 			row[j] = sumColumn(subs, j)
-		case "Auto_increment":
+		case name == names.max:
 			row[j] = maxColumn(subs, j)
 		}
 	}
 	for j, def := range cols {
-		if string(mysql.ColumnDefName(def)) == "Avg_row_length" {
-			row[j] = avgRowLength(cols, row)
+		if string(mysql.ColumnDefName(def)) == names.avg {
+			row[j] = avgRowLength(cols, row, names)
 		}
 	}
 }
@@ -180,15 +192,15 @@ func maxColumn(rows [][][]byte, j int) []byte {
 	return best
 }
 
-// avgRowLength is Data_length / Rows, as InnoDB computes it (0 without
-// rows).
-func avgRowLength(cols [][]byte, row [][]byte) []byte {
+// avgRowLength is the data length divided by the rows, as InnoDB
+// computes it (0 without rows).
+func avgRowLength(cols [][]byte, row [][]byte, names statusNames) []byte {
 	var rows, data uint64
 	for j, def := range cols {
 		switch string(mysql.ColumnDefName(def)) {
-		case "Rows":
+		case names.rows:
 			rows, _ = strconv.ParseUint(string(row[j]), 10, 64)
-		case "Data_length":
+		case names.data:
 			data, _ = strconv.ParseUint(string(row[j]), 10, 64)
 		}
 	}

@@ -130,6 +130,9 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 	if plan.Err != nil {
 		return s.refuseErr(plan.Err)
 	}
+	if plan.An.Placement == planner.InfoSchema {
+		return s.planInfoSchema(ks, st, sql)
+	}
 	if plan.An.Placement == planner.Sharded && st.Flags&router.FlagUserVar != 0 {
 		return s.refuseUserVars()
 	}

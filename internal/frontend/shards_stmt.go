@@ -91,6 +91,10 @@ func (s *Session) prepareSharded(ks *planner.Keyspace, p []byte) bool {
 		return s.writeErr(asSQLError(plan.Err))
 	}
 	sh.plan = plan
+	if plan.An.Placement == planner.InfoSchema {
+		return s.writeErr(mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax, "This version of shardgate doesn't yet support '%s'",
+			"prepared statements on information_schema's table listings on a sharded schema (send the query as text)"))
+	}
 	if plan.An.Placement != planner.Sharded {
 		s.enter(ks.Default)
 		return s.prepare(p, p, sh)

@@ -81,3 +81,30 @@ func colDefSig(p []byte) (colSig, bool) {
 	}
 	return colSig(typ) | colSig(charset)<<8 | colSig(flags&FlagUnsigned)<<24, true
 }
+
+// ColumnDef is what a column definition says about where a column comes
+// from and how its values compare.
+type ColumnDef struct {
+	Schema, Table, OrgTable, Name, OrgName []byte
+	Charset                                uint16
+	Type                                   byte
+	Flags                                  uint16
+}
+
+// ParseColumnDef reads a ColumnDefinition41 payload; its byte fields
+// alias p. ok is false for a payload too short to hold them.
+func ParseColumnDef(p []byte) (d ColumnDef, ok bool) {
+	r := NewReader(p)
+	r.LenEncString() // catalog
+	d.Schema = r.LenEncString()
+	d.Table = r.LenEncString()
+	d.OrgTable = r.LenEncString()
+	d.Name = r.LenEncString()
+	d.OrgName = r.LenEncString()
+	r.LenEncInt() // length of the fixed fields
+	d.Charset = r.Uint16()
+	r.Uint32() // column length
+	d.Type = r.Byte()
+	d.Flags = r.Uint16()
+	return d, r.OK()
+}

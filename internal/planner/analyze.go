@@ -24,6 +24,10 @@ const (
 	// possibly reference tables): they run on the sub-tables Route returns,
 	// or per row for INSERT and REPLACE (RowSubTables).
 	Sharded
+	// InfoSchema statements read information_schema's tables that list
+	// the schema's tables: Keyspace.InfoSchema rewrites them to show the
+	// logical tables.
+	InfoSchema
 )
 
 func (p Placement) String() string {
@@ -34,6 +38,8 @@ func (p Placement) String() string {
 		return "reference"
 	case Sharded:
 		return "sharded"
+	case InfoSchema:
+		return "information_schema"
 	}
 	return "unknown"
 }

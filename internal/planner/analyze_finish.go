@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/shardgate/shardgate/internal/sharding"
 )
@@ -45,8 +46,14 @@ func (a *analyzer) finish() (*Analysis, error) {
 			an.Tables = append(an.Tables, r.st)
 		}
 	}
-	if err := a.infoSchemaRefusal(k.other); err != nil {
-		return nil, err
+	if listing := a.tableListing(k.other); listing != nil {
+		if len(a.refs) > len(k.other) {
+			r := append(k.sharded, append(k.reference, k.unsharded...)...)[0]
+			return nil, notSupported(fmt.Sprintf("a statement on information_schema.%s and on table %s of sharded schema %s",
+				strings.ToUpper(listing.name), r.name, a.schema.Name))
+		}
+		an.Placement = InfoSchema
+		return an, nil
 	}
 	if len(k.sharded) == 0 {
 		return an, a.withoutSharded(an, k)

@@ -284,14 +284,12 @@ var tableListing = map[string]bool{
 	"INDEX_STATISTICS": true,
 }
 
-// infoSchemaRefusal refuses a statement that reads an information_schema
-// table listing tables: its rows would name sub-tables, and rewriting
-// arbitrary queries on them is not supported yet (SHOW statements are).
-func (a *analyzer) infoSchemaRefusal(other []*tableRef) error {
+// tableListing returns the first reference to an information_schema
+// table listing tables, or nil.
+func (a *analyzer) tableListing(other []*tableRef) *tableRef {
 	for _, r := range other {
 		if strings.EqualFold(r.db, "information_schema") && tableListing[strings.ToUpper(r.name)] {
-			return notSupported(fmt.Sprintf("information_schema.%s on sharded schema %s (SHOW TABLES, SHOW TABLE STATUS, SHOW COLUMNS, SHOW INDEX and SHOW CREATE TABLE show the logical tables)",
-				strings.ToUpper(r.name), a.schema.Name))
+			return r
 		}
 	}
 	return nil

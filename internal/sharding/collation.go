@@ -97,6 +97,38 @@ func LookupCollation(name string) (Collation, error) {
 	return 0, fmt.Errorf("collation %q is not supported for shard keys (supported: %s; MariaDB's uca1400 and nopad collations are not implemented by Vitess's collations package, and others have not been checked to weigh as MariaDB does)", name, supportedList)
 }
 
+// collationIDs maps the collation numbers of column definitions to the
+// collations implemented here: utf8mb3's weigh the characters utf8mb3
+// holds as utf8mb4's do.
+var collationIDs = map[uint16]Collation{
+	33: CollationUTF8MB4GeneralCI, // utf8mb3_general_ci (information_schema's)
+	45: CollationUTF8MB4GeneralCI,
+	83: CollationUTF8MB4Bin, // utf8mb3_bin
+	46: CollationUTF8MB4Bin,
+	63: CollationBinary,
+}
+
+// CollationByID returns the collation numbered id (as column definitions
+// carry it), when this package implements it.
+func CollationByID(id uint16) (Collation, bool) {
+	c, ok := collationIDs[id]
+	return c, ok
+}
+
+// Compare orders a and b as the server orders them under c; ok is false
+// when one is not a valid string of c's character set.
+func (c Collation) Compare(a, b string) (cmp int, ok bool) {
+	wa, err := weightString(c, a)
+	if err != nil {
+		return 0, false
+	}
+	wb, err := weightString(c, b)
+	if err != nil {
+		return 0, false
+	}
+	return strings.Compare(wa, wb), true
+}
+
 func (c Collation) String() string {
 	for name, cc := range collationNames {
 		if cc == c {

@@ -219,3 +219,25 @@ func TestConvertDatetime(t *testing.T) {
 		}
 	}
 }
+
+func TestCollationCompare(t *testing.T) {
+	for _, tc := range []struct {
+		id   uint16
+		a, b string
+		want int
+	}{
+		{33, "A", "b", -1}, {33, "a", "A", 0}, {33, "t", "t_0000", -1}, {33, "a ", "a", 0}, {45, "Ä", "a", 0},
+		{83, "A", "a", -1}, {83, "a ", "a", 0}, {63, "a ", "a", 1}, {63, "B", "a", -1},
+	} {
+		c, ok := CollationByID(tc.id)
+		if !ok {
+			t.Fatalf("collation %d unknown", tc.id)
+		}
+		if got, ok := c.Compare(tc.a, tc.b); !ok || got != tc.want {
+			t.Errorf("collation %d: Compare(%q, %q) = %d, %v; want %d", tc.id, tc.a, tc.b, got, ok, tc.want)
+		}
+	}
+	if _, ok := CollationByID(8); ok {
+		t.Error("latin1_swedish_ci is not implemented, yet CollationByID found it")
+	}
+}
