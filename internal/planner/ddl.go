@@ -317,6 +317,11 @@ func (d *ddlPlanner) step(stmt sqlparser.Statement, target sqlparser.TableName, 
 		}
 		return step, nil
 	}
+	if name := namedForeignKey(stmt); name != "" && sharesShard(t.Group.Layout) {
+		// InnoDB's constraint names are unique per database: the second
+		// sub-table on a shard would fail (error 121) after the first.
+		return step, notSupported(fmt.Sprintf("a named foreign key (CONSTRAINT %s) on sharded table %s, whose sub-tables share a database on a shard; leave the name out, and the server names it after each sub-table", name, t.Name))
+	}
 	tmpl, err := NewTemplate(parsed, d.sh, d.k.renamer(d.db))
 	if err != nil {
 		return step, err
@@ -405,4 +410,31 @@ func (k *Keyspace) LearnKeyType(ctx context.Context, t *sharding.SchemaTable) er
 		return fmt.Errorf("%s.%s: %w", k.Schema.Name, t.Name, err)
 	}
 	return nil
+}
+
+// namedForeignKey returns the name of a foreign key that stmt defines
+// with CONSTRAINT name, or "".
+func namedForeignKey(stmt sqlparser.Statement) string {
+	name := ""
+	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+		if c, ok := n.(*sqlparser.ConstraintDefinition); ok && !c.Name.IsEmpty() {
+			if _, fk := c.Details.(*sqlparser.ForeignKeyDefinition); fk {
+				name = c.Name.String()
+				return false, nil
+			}
+		}
+		return true, nil
+	}, stmt)
+	return name
+}
+
+// sharesShard reports whether some shard holds several of the layout's
+// sub-tables.
+func sharesShard(l sharding.Layout) bool {
+	for i := 1; i < l.SubTables(); i++ {
+		if l.Shard(i) == l.Shard(i-1) {
+			return true
+		}
+	}
+	return false
 }

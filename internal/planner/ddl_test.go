@@ -154,6 +154,8 @@ func TestPlanDDLRefuses(t *testing.T) {
 		{"CREATE TABLE plain2 LIKE sf_user", mysql.ERNotSupportedYet, "unlisted table plain2 naming sharded table sf_user"},
 		{"ALTER TABLE sf_order ADD FOREIGN KEY (user_id) REFERENCES sf_name (name)", mysql.ERNotSupportedYet, "laid out differently"},
 		{"DROP TABLE plain, sf_user, x JOIN", mysql.ERParse, ""},
+		{"ALTER TABLE sf_order ADD CONSTRAINT fk_user FOREIGN KEY (user_id) REFERENCES sf_user (id)", mysql.ERNotSupportedYet, "named foreign key (CONSTRAINT fk_user)"},
+		{"CREATE TABLE sf_order (user_id INT, CONSTRAINT fk_u FOREIGN KEY (user_id) REFERENCES sf_user (id))", mysql.ERNotSupportedYet, "named foreign key (CONSTRAINT fk_u)"},
 	} {
 		_, err := Keyspaces{"shop": k}.PlanDDL([]byte(tc.sql), "shop")
 		var se *mysql.SQLError
