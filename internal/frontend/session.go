@@ -130,6 +130,10 @@ type Session struct {
 	stream   *mysql.Stream
 	streamed bool
 
+	// drainOnClose: the session ends after refusing a packet the client
+	// is still sending (close).
+	drainOnClose bool
+
 	// waitTimeout is the client's own SET wait_timeout (0: not set), which
 	// the proxy applies itself (idleLimit).
 	waitTimeout time.Duration
@@ -454,6 +458,7 @@ func (s *Session) readFailed(err error) {
 		s.logger().Info("closing client after a packet over max_allowed_packet", "max_allowed_packet", s.client.MaxPacket)
 		_ = s.client.WriteErr(mysql.PacketTooLargeError())
 		_ = s.client.Flush()
+		s.drainOnClose = true // so that the client, still sending, reads the error
 	case errors.Is(err, errShutdown) || (s.srv.shuttingDown.Load() && errors.As(err, &ne) && ne.Timeout()):
 		s.sendShutdown()
 	case errors.As(err, &ne) && ne.Timeout() && s.ownTimeoutExpired():
@@ -525,8 +530,16 @@ func (s *Session) close() {
 		}
 	}
 	s.releaseOthers()
+	if s.drainOnClose {
+		_ = s.client.CloseAfterDraining(drainOnCloseFor, int64(s.client.MaxPacket))
+		return
+	}
 	_ = s.client.Close()
 }
+
+// drainOnCloseFor bounds how long a session closed after an oversized
+// packet reads (and drops) the rest the client still sends.
+const drainOnCloseFor = 2 * time.Second
 
 // dispatch runs one command; false ends the session.
 func (s *Session) dispatch(p []byte) bool {

@@ -175,6 +175,20 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 // Close closes the underlying connection.
 func (c *Conn) Close() error { return c.netConn.Close() }
 
+// CloseAfterDraining closes c after discarding what the peer still sends,
+// for at most d and max bytes. Closing a socket with unread input resets
+// the connection, and a peer still writing (the rest of a packet over
+// max_allowed_packet) would lose the answer already sent to it; with the
+// write side shut first, it reads that answer, then the end of stream.
+func (c *Conn) CloseAfterDraining(d time.Duration, max int64) error {
+	if hc, ok := c.netConn.(interface{ CloseWrite() error }); ok {
+		_ = hc.CloseWrite()
+	}
+	_ = c.netConn.SetReadDeadline(time.Now().Add(d))
+	_, _ = io.CopyN(io.Discard, c.netConn, max)
+	return c.netConn.Close()
+}
+
 // Seq returns the sequence id of the next packet.
 func (c *Conn) Seq() uint8 { return c.seq }
 
