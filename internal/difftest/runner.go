@@ -50,8 +50,6 @@ type Options struct {
 	// matching one of them is not a difference but is counted, per kind
 	// and per message (Report.Pending), so that it stays visible.
 	Pending []*regexp.Regexp
-	// TextOnly runs every statement as text, none prepared.
-	TextOnly bool
 	// MaxDifferences stops a run once it has found this many (0: 50).
 	MaxDifferences int
 }
@@ -317,7 +315,7 @@ func (r *runner) full() bool { return len(r.rep.Differences) >= r.opts.MaxDiffer
 // first: when it refuses a refusable write, the reference does not run
 // it either, so both keep the same rows.
 func (r *runner) statement(i int, st Statement) error {
-	prepared := i%2 == 0 && st.Prepared != "" && !r.opts.TextOnly
+	prepared := i%2 == 0 && st.Prepared != ""
 	kc := r.rep.Kinds[st.Kind]
 	if kc == nil {
 		kc = &KindCount{}
