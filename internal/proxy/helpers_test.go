@@ -219,3 +219,34 @@ func mysqlErrCode(err error) uint16 {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// twoShardYAML is the configuration of shardgate over two shards, s0 (the
+// schema's default cluster, at addr0) and s1 (at addr1), serving schema db
+// to appUser, whose default database it is. schema is the rest of the
+// schema's entry, YAML lines indented by four (its tables: …); users, more
+// entries of users:, indented by two; maxOpen bounds each cluster's pool.
+func twoShardYAML(db, addr0, addr1 string, maxOpen int, schema, users string) string {
+	return fmt.Sprintf(`
+listeners: [{address: "127.0.0.1:0"}]
+users:
+  - {name: %s, password_hash: "%s", default_database: %s}
+%sclusters:
+  - {name: s0, user: %s, password: %s, pool: {max_open: %d}, primary: {address: "%s"}}
+  - {name: s1, user: %s, password: %s, pool: {max_open: %d}, primary: {address: "%s"}}
+schemas:
+  - name: %s
+    default_cluster: s0
+%s`, appUser, hashOf(appPass), db, users, testenv.User, testenv.Password, maxOpen, addr0,
+		testenv.User, testenv.Password, maxOpen, addr1, db, schema)
+}
+
+// parseConfig parses a test's configuration text, failing the test with
+// the text on an error.
+func parseConfig(t testing.TB, yaml, file string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), file)
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, yaml)
+	}
+	return cfg
+}

@@ -54,23 +54,7 @@ func clientShardsConfig(t *testing.T, db string, shards []*testenv.Server, schem
 	for _, tb := range tables {
 		b.WriteString("      - " + tb + "\n")
 	}
-	yaml := fmt.Sprintf(`
-listeners: [{address: "127.0.0.1:0"}]
-users:
-  - {name: %s, password_hash: "%s", default_database: %s}
-clusters:
-  - {name: s0, user: %s, password: %s, pool: {max_open: 8}, primary: {address: "%s"}}
-  - {name: s1, user: %s, password: %s, pool: {max_open: 8}, primary: {address: "%s"}}
-schemas:
-  - name: %s
-    default_cluster: s0
-%s    tables:
-%s`, appUser, hashOf(appPass), db, testenv.User, testenv.Password, shards[0].Addr, testenv.User, testenv.Password, shards[1].Addr, db, schemaKeys, b.String())
-	cfg, err := config.Parse([]byte(yaml), "clients-sharded.yaml")
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, yaml)
-	}
-	return cfg
+	return parseConfig(t, twoShardYAML(db, shards[0].Addr, shards[1].Addr, 8, schemaKeys+"    tables:\n"+b.String(), ""), "clients-sharded.yaml")
 }
 
 // ---------------------------------------------------------------------------

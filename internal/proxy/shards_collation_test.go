@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/sharding"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
@@ -26,23 +25,9 @@ func TestUnicodeCIStringKeyRoutesAsTheServerCompares(t *testing.T) {
 	for i, s := range shards {
 		s.Exec(t, fmt.Sprintf("CREATE TABLE %s.word_%04d (name VARCHAR(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL PRIMARY KEY, n INT)", db, i))
 	}
-	yaml := fmt.Sprintf(`
-listeners: [{address: "127.0.0.1:0"}]
-users:
-  - {name: %s, password_hash: "%s", default_database: %s}
-clusters:
-  - {name: s0, user: %s, password: %s, pool: {max_open: 4}, primary: {address: "%s"}}
-  - {name: s1, user: %s, password: %s, pool: {max_open: 4}, primary: {address: "%s"}}
-schemas:
-  - name: %s
-    default_cluster: s0
-    tables:
+	cfg := parseConfig(t, twoShardYAML(db, s0.Addr, s1.Addr, 4, `    tables:
       - {name: word, shard_key: name, rule: hash, shards: [s0, s1], sub_tables: 2}
-`, appUser, hashOf(appPass), db, testenv.User, testenv.Password, s0.Addr, testenv.User, testenv.Password, s1.Addr, db)
-	cfg, err := config.Parse([]byte(yaml), "sharded.yaml")
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, yaml)
-	}
+`, ""), "sharded.yaml")
 	p := startProxy(t, cfg)
 	proxied := openDB(t, proxyDSN(p, appUser, appPass, db, ""))
 	direct := []*sql.DB{openDB(t, s0.DSN(db)), openDB(t, s0.DSN(db)), openDB(t, s1.DSN(db)), openDB(t, s1.DSN(db))}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/difftest"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/proxy"
@@ -35,26 +34,11 @@ func startDDLShards(t *testing.T, db string) *ddlShards {
 		s.Exec(t, "DROP DATABASE IF EXISTS "+db, "CREATE DATABASE "+db)
 	}
 	s0.Exec(t, "DROP DATABASE IF EXISTS "+db+"_ref", "CREATE DATABASE "+db+"_ref")
-	yaml := fmt.Sprintf(`
-listeners: [{address: "127.0.0.1:0"}]
-users:
-  - {name: %s, password_hash: "%s", default_database: %s}
-  - {name: ops, password_hash: "%s"}
-clusters:
-  - {name: s0, user: %s, password: %s, pool: {max_open: 4}, primary: {address: "%s"}}
-  - {name: s1, user: %s, password: %s, pool: {max_open: 4}, primary: {address: "%s"}}
-schemas:
-  - name: %s
-    default_cluster: s0
-    tables:
+	cfg := parseConfig(t, twoShardYAML(db, s0.Addr, s1.Addr, 4, `    tables:
       - {name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}
       - {name: u, shard_key: uid, like: t}
       - {name: city, type: reference}
-`, appUser, hashOf(appPass), db, hashOf(appPass), testenv.User, testenv.Password, s0.Addr, testenv.User, testenv.Password, s1.Addr, db)
-	cfg, err := config.Parse([]byte(yaml), "sharded.yaml")
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, yaml)
-	}
+`, fmt.Sprintf("  - {name: ops, password_hash: \"%s\"}\n", hashOf(appPass))), "sharded.yaml")
 	return &ddlShards{db: db, s0: s0, s1: s1, d0: openDB(t, s0.DSN(db)), d1: openDB(t, s1.DSN(db)), p: startProxy(t, cfg)}
 }
 

@@ -41,19 +41,9 @@ func startAutoShards(t *testing.T, db string) *autoShards {
 	a.s1.Exec(t, "CREATE TABLE "+db+".t_0002 "+autoTable, "CREATE TABLE "+db+".t_0003 "+autoTable)
 	d0, d1 := openDB(t, a.s0.DSN(db)), openDB(t, a.s1.DSN(db))
 	a.direct = []*sql.DB{d0, d0, d1, d1}
-	a.yaml = fmt.Sprintf(`
-listeners: [{address: "127.0.0.1:0"}]
-users:
-  - {name: %s, password_hash: "%s", default_database: %s}
-clusters:
-  - {name: s0, user: %s, password: %s, pool: {max_open: 16}, primary: {address: "%s"}}
-  - {name: s1, user: %s, password: %s, pool: {max_open: 16}, primary: {address: "%s"}}
-schemas:
-  - name: %s
-    default_cluster: s0
-    tables:
+	a.yaml = twoShardYAML(db, a.s0.Addr, a.s1.Addr, 16, `    tables:
       - {name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}
-`, appUser, hashOf(appPass), db, testenv.User, testenv.Password, a.s0.Addr, testenv.User, testenv.Password, a.s1.Addr, db)
+`, "")
 	a.proxy = a.startProxy(t)
 	a.ref = dialDiff(t, difftest.Target{Name: "reference", Addr: a.s0.Addr, User: testenv.User, Password: testenv.Password, Database: db + "_ref"})
 	a.sharp = dialDiff(t, difftest.Target{Name: "shardgate", Addr: a.proxy.Addrs()[0], User: appUser, Password: appPass, Database: db})

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/difftest"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/proxy"
@@ -70,26 +69,12 @@ func metaEnv(t *testing.T, db string) (ref, got difftest.Target, p *proxy.Proxy)
 	on(s1, "city", "city", -1)
 	on(s0, "plain", "plain", -1)
 	on(s0, "t1", "t1", -1)
-	yaml := fmt.Sprintf(`
-listeners: [{address: "127.0.0.1:0"}]
-users:
-  - {name: %s, password_hash: "%s", default_database: %s}
-clusters:
-  - {name: s0, user: %s, password: %s, pool: {max_open: 4}, primary: {address: "%s"}}
-  - {name: s1, user: %s, password: %s, pool: {max_open: 4}, primary: {address: "%s"}}
-schemas:
-  - name: %s
-    default_cluster: s0
-    tables:
+	cfg := parseConfig(t, twoShardYAML(db, s0.Addr, s1.Addr, 4, `    tables:
       - {name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}
       - {name: o, shard_key: tid, like: t}
       - {name: u, shard_key: uid, rule: hash, shards: [s1, s0], sub_tables: 1}
       - {name: city, type: reference}
-`, appUser, hashOf(appPass), db, testenv.User, testenv.Password, s0.Addr, testenv.User, testenv.Password, s1.Addr, db)
-	cfg, err := config.Parse([]byte(yaml), "meta.yaml")
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, yaml)
-	}
+`, ""), "meta.yaml")
 	p = startProxy(t, cfg)
 	ref = difftest.ServerTarget("reference", rs, db)
 	got = difftest.Target{Name: "shardgate", Addr: p.Addrs()[0], User: appUser, Password: appPass, Database: db}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/difftest"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/testenv"
@@ -235,23 +234,7 @@ func TestShardedPreparedMatchesOneServer(t *testing.T) {
 	for _, s := range []*testenv.Server{s0, s1, refSrv} {
 		s.Exec(t, "CREATE TABLE "+db+".city (id INT PRIMARY KEY, name VARCHAR(20))")
 	}
-	yaml := fmt.Sprintf(`
-listeners: [{address: "127.0.0.1:0"}]
-users:
-  - {name: %s, password_hash: "%s", default_database: %s}
-clusters:
-  - {name: s0, user: %s, password: %s, pool: {max_open: 4}, primary: {address: "%s"}}
-  - {name: s1, user: %s, password: %s, pool: {max_open: 4}, primary: {address: "%s"}}
-schemas:
-  - name: %s
-    default_cluster: s0
-    tables:
-%s      - {name: city, type: reference}
-`, appUser, hashOf(appPass), db, testenv.User, testenv.Password, s0.Addr, testenv.User, testenv.Password, s1.Addr, db, tables.String())
-	cfg, err := config.Parse([]byte(yaml), "sharded.yaml")
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, yaml)
-	}
+	cfg := parseConfig(t, twoShardYAML(db, s0.Addr, s1.Addr, 4, "    tables:\n"+tables.String()+"      - {name: city, type: reference}\n", ""), "sharded.yaml")
 	p := startProxy(t, cfg)
 	ctx := context.Background()
 	ref, err := difftest.Dial(ctx, difftest.ServerTarget("reference", refSrv, db))

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/proxy"
 	"github.com/shardgate/shardgate/internal/sharding"
@@ -35,24 +34,10 @@ func shardedPairProxy(t testing.TB, db string, schemaKeys ...string) (p *proxy.P
 		"CREATE TABLE "+db+".city (id INT PRIMARY KEY, name VARCHAR(20))", "CREATE TABLE "+db+".plain (id INT PRIMARY KEY)")
 	s1.Exec(t, "CREATE TABLE "+db+".t_0002 (id INT PRIMARY KEY, v INT)", "CREATE TABLE "+db+".t_0003 (id INT PRIMARY KEY, v INT)",
 		"CREATE TABLE "+db+".city (id INT PRIMARY KEY, name VARCHAR(20))")
-	yaml := fmt.Sprintf(`
-listeners: [{address: "127.0.0.1:0"}]
-users:
-  - {name: %s, password_hash: "%s", default_database: %s}
-clusters:
-  - {name: s0, user: %s, password: %s, pool: {max_open: 4}, primary: {address: "%s"}}
-  - {name: s1, user: %s, password: %s, pool: {max_open: 4}, primary: {address: "%s"}}
-schemas:
-  - name: %s
-    default_cluster: s0
-%s    tables:
+	cfg := parseConfig(t, twoShardYAML(db, s0.Addr, s1.Addr, 4, strings.Join(schemaKeys, "")+`    tables:
       - {name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}
       - {name: city, type: reference}
-`, appUser, hashOf(appPass), db, testenv.User, testenv.Password, s0.Addr, testenv.User, testenv.Password, s1.Addr, db, strings.Join(schemaKeys, ""))
-	cfg, err := config.Parse([]byte(yaml), "sharded.yaml")
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, yaml)
-	}
+`, ""), "sharded.yaml")
 	p = startProxy(t, cfg)
 	return p, openDB(t, s0.DSN(db)), openDB(t, s1.DSN(db)), s0, s1, func(params string) *sql.DB {
 		return openDB(t, proxyDSN(p, appUser, appPass, db, params))
@@ -404,19 +389,28 @@ func TestShardedDDLForgetsStalePlans(t *testing.T) {
 	}
 }
 
-// cross_shard_writes: allow lets a transaction write on both shards; the
-// shards commit in turn, and a ROLLBACK undoes both.
-func TestCrossShardWritesAllowed(t *testing.T) {
-	_, d0, d1, _, _, proxyDB := shardedPairProxy(t, "sxallow", "    cross_shard_writes: allow\n")
-	ctx := context.Background()
-	conn, err := proxyDB("").Conn(ctx)
+// writeBothShards opens, on a proxy whose schema db has
+// cross_shard_writes: allow, a transaction that writes a row on each
+// shard (t_0000 on s0 first, then t_0002 on s1), and returns its
+// connection, the shards and direct connections to them.
+func writeBothShards(t *testing.T, db string) (conn *sql.Conn, d0, d1 *sql.DB, s0 *testenv.Server) {
+	t.Helper()
+	_, d0, d1, s0, _, proxyDB := shardedPairProxy(t, db, "    cross_shard_writes: allow\n")
+	conn, err := proxyDB("").Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { _ = conn.Close() })
 	mustExec(t, conn, "BEGIN")
 	mustExec(t, conn, "/* shardgate:shard=s0 */ INSERT INTO t_0000 VALUES (1, 1)")
 	mustExec(t, conn, "/* shardgate:shard=s1 */ INSERT INTO t_0002 VALUES (2, 2)")
+	return conn, d0, d1, s0
+}
+
+// cross_shard_writes: allow lets a transaction write on both shards; the
+// shards commit in turn, and a ROLLBACK undoes both.
+func TestCrossShardWritesAllowed(t *testing.T) {
+	conn, d0, d1, _ := writeBothShards(t, "sxallow")
 	if got := queryString(t, d1, "SELECT COUNT(*) FROM t_0002"); got != "0" {
 		t.Fatalf("s1's write is visible before COMMIT")
 	}
@@ -436,16 +430,8 @@ func TestCrossShardWritesAllowed(t *testing.T) {
 // A shard that fails at COMMIT under cross_shard_writes: allow: the
 // shards not yet committed roll back and the client is told which did.
 func TestCrossShardCommitFailure(t *testing.T) {
-	_, d0, d1, s0, _, proxyDB := shardedPairProxy(t, "sxfail", "    cross_shard_writes: allow\n")
+	conn, d0, d1, s0 := writeBothShards(t, "sxfail")
 	ctx := context.Background()
-	conn, err := proxyDB("").Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	mustExec(t, conn, "BEGIN")
-	mustExec(t, conn, "/* shardgate:shard=s0 */ INSERT INTO t_0000 VALUES (1, 1)")
-	mustExec(t, conn, "/* shardgate:shard=s1 */ INSERT INTO t_0002 VALUES (2, 2)")
 	// s0, written first, commits first: its connection dies before.
 	root := s0.RootDB(t)
 	rows, err := root.Query("SELECT id FROM information_schema.processlist WHERE db = 'sxfail' AND user = ?", testenv.User)
