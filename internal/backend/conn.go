@@ -60,8 +60,7 @@ type Conn struct {
 	stmtLRU   *list.List
 	stmtLimit int
 
-	scratch []byte
-	relay   mysql.Relay
+	relay mysql.Relay
 
 	// The greeting's scramble and auth plugin, for COM_CHANGE_USER (ClearDB).
 	salt   []byte

@@ -75,7 +75,6 @@ type Relay struct {
 	// holdEnd: the rows being relayed are one part of a result set
 	// (Concat.Part); their terminator is read, not forwarded.
 	holdEnd bool
-	scratch []byte
 }
 
 func (r *Relay) sameEOF() bool {

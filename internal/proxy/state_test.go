@@ -10,10 +10,6 @@ import (
 	"github.com/shardgate/shardgate/internal/testenv"
 )
 
-// onePoolConn squeezes every session through one backend connection, so any
-// state that leaks between sessions shows.
-const onePoolConn = ""
-
 func singleConnProxy(t *testing.T) (*testenv.Server, string) {
 	srv := testenv.Shared(t)
 	srv.Exec(t, "CREATE DATABASE IF NOT EXISTS st1", "CREATE DATABASE IF NOT EXISTS st2",

@@ -57,9 +57,6 @@ func (r *NameRef) CompareValue(sql []byte, db string) string {
 // own depth.
 var clauseWords = []string{"GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", "FOR", "LOCK", "INTO", "PROCEDURE"}
 
-// notAnd are the operators that make a WHERE more than a conjunction.
-var notAnd = []string{"OR", "XOR", "NOT"}
-
 // ScanClauses reads the clauses of a single SELECT and the references to
 // the columns names (upper-case) in its FROM and WHERE clauses, with the
 // classifier's lexer, so that comments and quoting are read alike.
