@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"vitess.io/vitess/go/vt/vtgate/evalengine"
+)
+
+// Merge answers a SELECT whose rows live on several shards with exactly
+// the result one server holding every row would give: each shard runs a
+// pushed-down statement (Parts, one per shard: the shard's sub-tables
+// read through one statement, a UNION ALL when there are several) whose
+// rows arrive sorted by Spec.Order; the merge combines the streams
+// (k-way, one buffered row per shard), groups and aggregates, filters
+// (HAVING), orders again when the final order differs, removes
+// duplicates, skips Offset rows and stops after Count.
+//
+// Column definitions are the first part's (logical table names put back),
+// the Spec.Hidden trailing columns dropped: the shards type every column
+// as one server would, so the client sees the server's types even for
+// values the merge computes.
+type Merge struct {
+	Parts     []Part
+	ReplicaOK bool
+	Spec      *MergeSpec
+	// Offset and Count are this execution's LIMIT (HasLimit false: none).
+	Offset, Count uint64
+	HasLimit      bool
+}
+
+// MergeSpec is the plan-time half of a Merge, shared by every execution
+// of a statement shape: immutable.
+type MergeSpec struct {
+	// Hidden is how many trailing columns of the parts' rows the client
+	// does not see: sort keys, group keys and aggregate components the
+	// planner added to the select list.
+	Hidden int
+	// Order is the order the parts' rows arrive in, by columns of the
+	// part rows (0-based, visible or hidden), and the order the merge
+	// keeps. Values compare as MySQL compares them: numbers as numbers,
+	// strings by the column's collation (from its definition), NULL
+	// first ascending.
+	Order []SortKey
+	// Groups > 0: the query groups (GROUP BY, or aggregates without GROUP
+	// BY when Order is empty), and the first Groups keys of Order are the
+	// group keys: consecutive rows whose group keys compare equal are one
+	// group, combined by Aggregates. An aggregate query without GROUP BY
+	// has Groups = -1: every row is one group, and zero rows still make
+	// one group (COUNT 0, SUM NULL), as one server answers.
+	Groups int
+	// Aggregates combine the rows of a group, column by column; a
+	// column of the part rows no aggregate names keeps the group's first
+	// row's value (the group keys, and computed columns before Computed).
+	// For COUNT(DISTINCT x) and SUM(DISTINCT x) the parts group by the
+	// group keys and x, Order lists x right after the group keys, and
+	// rows of a group with equal x are one value.
+	Aggregates []Aggregate
+	// Having filters the combined rows (nil: every row). Its columns
+	// are offsets in the combined row (every part column, visible and
+	// hidden, after aggregation).
+	Having evalengine.Expr
+	// Computed are visible columns whose value is an expression over the
+	// combined row (SUM(a) - SUM(b), AVG's SUM / COUNT), formatted to the
+	// column's definition (type, decimals).
+	Computed []ComputedColumn
+	// Final, when set, is the order of the answer after grouping (ORDER
+	// BY an aggregate): the combined rows are sorted again, within the
+	// memory budget (a bounded heap of Offset+Count rows under a LIMIT).
+	Final []SortKey
+	// DistinctRows removes duplicate visible rows (SELECT DISTINCT):
+	// Order then starts with every visible column, so duplicates arrive
+	// next to each other.
+	DistinctRows bool
+	// Budget bounds the memory the merge holds for rows it cannot stream
+	// (Final without LIMIT): past it the query fails with a clear error.
+	Budget int64
+}
+
+// SortKey is one ORDER BY key: a column of the part rows and its
+// direction.
+type SortKey struct {
+	Col  int
+	Desc bool
+}
+
+// AggKind is how the parts' values of one aggregate column combine.
+type AggKind uint8
+
+const (
+	AggCount         AggKind = iota + 1 // COUNT(*) and COUNT(x): the parts' counts summed
+	AggSum                              // SUM(x): exact (DECIMAL) sum; NULL when every part's is
+	AggMin                              // MIN(x)
+	AggMax                              // MAX(x)
+	AggBitAnd                           // BIT_AND(x)
+	AggBitOr                            // BIT_OR(x)
+	AggBitXor                           // BIT_XOR(x)
+	AggCountDistinct                    // COUNT(DISTINCT x): distinct non-NULL values of Arg counted
+	AggSumDistinct                      // SUM(DISTINCT x): distinct non-NULL values of Arg summed
+	AggAny                              // a non-aggregated column outside the group keys: the first row's value
+)
+
+// Aggregate combines column Col of the rows of one group. For the
+// DISTINCT kinds, Arg is the column holding x (a hidden group key of the
+// part rows).
+type Aggregate struct {
+	Kind AggKind
+	Col  int
+	Arg  int
+}
+
+// ComputedColumn is a visible column whose value the merge computes from
+// the combined row.
+type ComputedColumn struct {
+	Col  int
+	Expr evalengine.Expr
+}
