@@ -86,9 +86,11 @@ func colDefSig(p []byte) (colSig, bool) {
 // from and how its values compare.
 type ColumnDef struct {
 	Schema, Table, OrgTable, Name, OrgName []byte
-	Charset                                uint16
+	Charset                                uint16 // the collation id
+	Length                                 uint32
 	Type                                   byte
 	Flags                                  uint16
+	Decimals                               byte
 }
 
 // ParseColumnDef reads a ColumnDefinition41 payload; its byte fields
@@ -103,8 +105,9 @@ func ParseColumnDef(p []byte) (d ColumnDef, ok bool) {
 	d.OrgName = r.LenEncString()
 	r.LenEncInt() // length of the fixed fields
 	d.Charset = r.Uint16()
-	r.Uint32() // column length
+	d.Length = r.Uint32()
 	d.Type = r.Byte()
 	d.Flags = r.Uint16()
+	d.Decimals = r.Byte()
 	return d, r.OK()
 }
