@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"vitess.io/vitess/go/sqltypes"
 	"vitess.io/vitess/go/vt/vtgate/evalengine"
 )
 
@@ -112,3 +113,37 @@ type ComputedColumn struct {
 	Col  int
 	Expr evalengine.Expr
 }
+
+// mergeInput is one part's rows, in Spec.Order: the I/O side of a Merge
+// (merge_io.go) reads them from a shard's connection.
+type mergeInput interface {
+	// Next returns the part's next row: every column, visible and
+	// hidden, in the text protocol's form typed by its column definition
+	// (sqltypes.MakeTrusted(sqltypes.MySQLToType(type, flags), text);
+	// NULL is sqltypes.NULL). The row is valid until the next call; ok
+	// is false after the last row.
+	Next() (row []sqltypes.Value, ok bool, err error)
+}
+
+// mergeOutput receives the answer's rows.
+type mergeOutput interface {
+	// Row sends a row the merge composed: the visible columns, in the
+	// text form (re-encoded for a binary-protocol client).
+	Row(row []sqltypes.Value) error
+	// Pass sends input i's current row as it arrived (its visible
+	// columns): rows a merge passes unchanged cost no conversion.
+	Pass(i int) error
+}
+
+// The two halves of Merge.Execute meet here: the I/O side (merge_io.go)
+// opens the parts, sends the client the visible column definitions, and
+// calls
+//
+//	m.run(cols, inputs, out)
+//
+// (merge_run.go) with every part column's definition (the first part's);
+// run returns once the answer's rows are out: after the last row, or
+// early once LIMIT's rows are out (the I/O side then stops the parts
+// still running). A *mysql.SQLError from run (a memory budget exceeded,
+// a value the merge cannot combine exactly) goes to the client as is;
+// an input's error is returned unchanged.
