@@ -99,6 +99,10 @@ type Session struct {
 	partSQL  []byte
 	partEnds []int
 	scatter  engine.Scatter
+	// A merge's parts, one per shard (shards_merge.go).
+	merge       engine.Merge
+	mergeBy     []mergeShard
+	mergeParams []int
 	// A prepared statement's execution there: its parameters decoded
 	// (xvals), the packet's parameter parts and each value's span in them.
 	xvals   planner.ExecValues

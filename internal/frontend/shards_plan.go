@@ -150,6 +150,9 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 	if !s.selectItems(plan, sql, &s.shape) {
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "this select list on a sharded table")
 	}
+	if target.Len() > 1 && plan.An.TopMerge != 0 {
+		return s.planMerge(ks, plan, sql, &s.shape, target, st, &s.vals, false)
+	}
 	s.renderParts(ks, plan, sql, &s.shape, target, false)
 	return s.subTables(ks, plan, st)
 }

@@ -159,6 +159,9 @@ func (s *Session) executeSharded(ks *planner.Keyspace, ps *pstmt, st router.Stmt
 	if s.exec.cursor && target.Len() > 1 {
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "a cursor (COM_STMT_EXECUTE with a cursor type) over several sub-tables; execute it without a cursor")
 	}
+	if target.Len() > 1 && an.TopMerge != 0 {
+		return s.planMerge(ks, sh.plan, sh.text, &sh.shape, target, st, &s.xvals, true)
+	}
 	s.renderParts(ks, sh.plan, sh.text, &sh.shape, target, true)
 	s.exec.order = sh.order
 	return s.subTables(ks, sh.plan, st)

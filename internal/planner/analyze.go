@@ -61,10 +61,17 @@ type Analysis struct {
 	// Group is the like-group of a Sharded statement's sharded tables.
 	Group *sharding.Group
 	// Merge lists the constructs that are only correct on one sub-table
-	// (ORDER BY, GROUP BY, aggregates, DISTINCT, LIMIT, HAVING, UNION,
-	// window functions, UPDATE/DELETE … LIMIT): Route refuses the statement
+	// and that no merge answers (those of subqueries and UNIONs, window
+	// functions, UPDATE/DELETE … LIMIT…): Route refuses the statement
 	// when it would run on more than one sub-table.
 	Merge Constructs
+	// TopMerge lists the Mergeable constructs of the statement's own
+	// SELECT: across several sub-tables it is answered by a merge
+	// (Plan.Merge), or refused when Plan.MergeErr says why not.
+	TopMerge Constructs
+	// GroupsOnKey: the statement's GROUP BY lists a shard key, so every
+	// group is whole on one sub-table.
+	GroupsOnKey bool
 	// Insert is set for INSERT and REPLACE into a sharded table.
 	Insert *InsertRoute
 

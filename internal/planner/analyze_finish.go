@@ -27,7 +27,7 @@ type refsByKind struct {
 }
 
 func (a *analyzer) finish() (*Analysis, error) {
-	an := &Analysis{Write: a.write, Cluster: a.schema.DefaultCluster, Merge: a.merge, Insert: a.insert}
+	an := &Analysis{Write: a.write, Cluster: a.schema.DefaultCluster, Merge: a.merge, TopMerge: a.top, GroupsOnKey: a.groupsOnKey, Insert: a.insert}
 	var k refsByKind
 	seen := make(map[*sharding.SchemaTable]bool)
 	for _, r := range a.refs {

@@ -115,8 +115,11 @@ type analyzer struct {
 	uf     []int // union-find over sharded references: equal keys
 	scopes []*scope
 	merge  Constructs
-	write  bool
-	insert *InsertRoute
+	// top are the merges of the statement's own SELECT (Analysis.TopMerge).
+	top         Constructs
+	groupsOnKey bool
+	write       bool
+	insert      *InsertRoute
 	// inLinks are the subqueries of top-level `key IN (SELECT key …)`
 	// conjuncts, with the outer key's table: a semi-join on the key.
 	inLinks map[*sqlparser.Subquery]*tableRef
@@ -214,9 +217,35 @@ func (a *analyzer) selectStmt(s *sqlparser.Select, parent *scope, depth int) (bo
 		return false, err
 	}
 	if sc.sharded {
-		a.merge |= selectConstructs(s)
+		c := selectConstructs(s)
+		if parent == nil {
+			// The statement's own SELECT: its rows are the answer, which
+			// a merge of the sub-tables' rows can give.
+			a.top = c & Mergeable
+			c &^= Mergeable
+			a.groupsOnKey = groupsOnKey(sc, s.GroupBy)
+		}
+		a.merge |= c
 	}
 	return sc.sharded, nil
+}
+
+// groupsOnKey reports whether a GROUP BY lists the shard key of a table
+// of the scope, on the side of joins that gives every row its own key:
+// then each group's rows are on one sub-table, and the sub-tables'
+// groups are the answer's.
+func groupsOnKey(sc *scope, g *sqlparser.GroupBy) bool {
+	if g == nil || g.WithRollup {
+		return false
+	}
+	for _, e := range g.Exprs {
+		if c, ok := e.(*sqlparser.ColName); ok {
+			if r, own := sc.keyColumn(c); r != nil && own && !r.nullable {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // selectConstructs lists what in s needs a merge across sub-tables.

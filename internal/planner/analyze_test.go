@@ -411,18 +411,33 @@ func checkRefused(t *testing.T, sql string, err error, want string) {
 }
 
 // Constructs that need a merge are refused across sub-tables and allowed
-// on one.
+// on one, except those of the statement's own SELECT, which a merge
+// answers (Analysis.TopMerge, TestMergePlans).
 func TestRouteMergeConstructs(t *testing.T) {
 	s := fixture(t)
 	for _, c := range []struct {
+		sql       string
+		construct Constructs
+	}{
+		{"select * from sf_user order by id", MergeOrderBy},
+		{"select * from sf_user group by x", MergeGroupBy},
+		{"select count(*) from sf_user", MergeAggregate},
+		{"select distinct x from sf_user", MergeDistinct},
+		{"select * from sf_user limit 10", MergeLimit},
+		{"select x from sf_user having x > 1", MergeHaving},
+	} {
+		an, err := Analyze(parse(t, c.sql), s, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		target, err := an.Route(nil)
+		if err != nil || target.Len() < 2 || an.TopMerge != c.construct || an.Merge != 0 {
+			t.Errorf("%s: %d sub-tables, %v, merges %v and %v; want every sub-table, top-level %v", c.sql, target.Len(), err, an.TopMerge, an.Merge, c.construct)
+		}
+	}
+	for _, c := range []struct {
 		sql, construct string
 	}{
-		{"select * from sf_user order by id", "ORDER BY"},
-		{"select * from sf_user group by x", "GROUP BY"},
-		{"select count(*) from sf_user", "aggregate functions"},
-		{"select distinct x from sf_user", "DISTINCT"},
-		{"select * from sf_user limit 10", "LIMIT"},
-		{"select x from sf_user having x > 1", "HAVING"},
 		{"select x from sf_user union all select 1", "UNION"},
 		{"select row_number() over (order by x) from sf_user", "window functions"},
 		{"select * from (select count(*) from sf_user) d", "aggregate functions"},

@@ -75,6 +75,17 @@ func (p *Parser) Parse(sql []byte, sh *router.Shape) (Parsed, error) {
 	return Parsed{Stmt: stmt, Exact: len(sh.Lits) > 0}, nil
 }
 
+// ParseExact parses sql with its literals as written (Parsed.Exact):
+// for a statement whose plan depends on a literal's value, such as an
+// ORDER BY position across shards.
+func (p *Parser) ParseExact(sql []byte, sh *router.Shape) (Parsed, error) {
+	stmt, err := p.p.ParseStrictDDL(string(sh.AppendParamsNormalized(nil, sql)))
+	if err != nil {
+		return Parsed{}, fmt.Errorf("vitess sqlparser: %w", err)
+	}
+	return Parsed{Stmt: stmt, Exact: true}, nil
+}
+
 // TextKey is the hash and key under which the plan of a statement parsed
 // Exact is cached: those of its whole text. They never equal a shape's
 // (ShapeKey): the hashes differ by a constant for equal bytes.

@@ -42,6 +42,10 @@ const (
 	MergeDeleteLimit
 )
 
+// Mergeable are the constructs of a statement's own SELECT that a merge
+// of the sub-tables' rows answers (engine.Merge).
+const Mergeable = MergeOrderBy | MergeGroupBy | MergeAggregate | MergeDistinct | MergeLimit | MergeHaving
+
 var constructNames = []string{
 	"ORDER BY", "GROUP BY", "aggregate functions", "DISTINCT", "LIMIT", "HAVING", "UNION",
 	"window functions", "SQL_CALC_FOUND_ROWS", "SELECT … INTO",

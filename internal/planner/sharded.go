@@ -18,6 +18,10 @@ type Plan struct {
 	An   *Analysis
 	Tmpl *Template // the statement for a sub-table; nil when it runs as written
 	Err  error     // *mysql.SQLError: the shape is refused
+	// Merge answers the SELECT when it reads several sub-tables and
+	// An.TopMerge is not empty; else MergeErr is the refusal.
+	Merge    *MergePlan
+	MergeErr error
 
 	// textual marks an entry filed under a shape whose statements parse
 	// only as written (Parsed.Exact): their plans are filed by text.
@@ -57,6 +61,22 @@ func (k *Keyspace) build(sql []byte, sh *router.Shape, db string) (p *Plan, exac
 	if err != nil {
 		return &Plan{Err: parseRefusal(err)}, false
 	}
+	p, exact = k.buildParsed(parsed, sql, sh, db)
+	if errors.Is(p.MergeErr, errPositional) && !parsed.Exact {
+		// The merge depends on a position's value: plan this text.
+		if parsed, err = k.parser.ParseExact(sql, sh); err == nil {
+			p, exact = k.buildParsed(parsed, sql, sh, db)
+		}
+	}
+	if errors.Is(p.MergeErr, errPositional) {
+		p.MergeErr = notSupported("ORDER BY or GROUP BY a position given as a parameter, across shards")
+	}
+	return p, exact
+}
+
+// buildParsed analyses a parsed statement and compiles its templates.
+func (k *Keyspace) buildParsed(parsed Parsed, sql []byte, sh *router.Shape, db string) (p *Plan, exact bool) {
+	var err error
 	k.fillColumnList(parsed.Stmt, db)
 	an, err := Analyze(parsed.Stmt, k.Schema, db)
 	if err != nil {
@@ -72,8 +92,21 @@ func (k *Keyspace) build(sql []byte, sh *router.Shape, db string) (p *Plan, exac
 		if err != nil {
 			return &Plan{Err: err}, parsed.Exact
 		}
+		if an.Insert == nil && an.TopMerge != 0 {
+			p.Merge, p.MergeErr = newMergePlan(parsed, an, sh, k.renamer(db), k.tableColumns)
+		}
 	}
 	return p, parsed.Exact
+}
+
+// tableColumns returns the columns learnt for a sharded table of the
+// schema, in order.
+func (k *Keyspace) tableColumns(name string) ([]string, bool) {
+	t := k.Schema.Table(name)
+	if t == nil {
+		return nil, false
+	}
+	return t.Columns()
 }
 
 // renamer renames every sharded table of the schema (named with the

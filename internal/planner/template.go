@@ -60,6 +60,7 @@ const (
 	slotParam                 // a '?' parameter marker
 	slotTable                 // sharded table n: head, the sub-table's suffix, tail
 	slotItem                  // " as `…`": select item n's text as the client wrote it
+	slotLimit                 // " limit N" of a merge's pushed SELECT (AppendLimit), or nothing
 )
 
 type slot struct {
@@ -97,16 +98,49 @@ func NewInsertTemplate(p Parsed, sh *router.Shape, rename Rename, key string) (*
 }
 
 func newTemplate(p Parsed, sh *router.Shape, rename Rename, key string) (*Template, error) {
-	if err := checkFaithful(p.Stmt, sh); err != nil {
+	return newTemplateWith(p, sh, rename, templateOptions{insKey: key}, p.Stmt)
+}
+
+// templateOptions adapt a template to a statement the planner rewrote
+// from the client's (a merge's pushed-down SELECT).
+type templateOptions struct {
+	insKey string
+	// items maps the rewritten select list's items the server names by
+	// their text to the client's items, of which there are itemCount
+	// (nil: the statement's own list is the client's).
+	items     map[*sqlparser.AliasedExpr]int
+	itemCount int
+	// limit is the LIMIT clause that becomes a limit slot
+	// (AppendLimit).
+	limit *sqlparser.Limit
+	// dropped and droppedParams are the client's literals and
+	// parameters the statement need not have.
+	dropped, droppedParams []bool
+}
+
+// newTemplateWith compiles stmt, a statement written from p, the client's.
+func newTemplateWith(p Parsed, sh *router.Shape, rename Rename, o templateOptions, stmt sqlparser.Statement) (*Template, error) {
+	if err := checkFaithful(stmt, sh); err != nil {
 		return nil, err
 	}
-	b := templateBuilder{sh: sh, rename: rename, exposed: map[string]int{}, litSeen: make([]bool, len(sh.Lits)), paramSeen: make([]bool, len(sh.Params)), insKey: key}
-	if err := b.collect(p.Stmt); err != nil {
+	b := templateBuilder{sh: sh, rename: rename, exposed: map[string]int{}, litSeen: make([]bool, len(sh.Lits)), paramSeen: make([]bool, len(sh.Params)), insKey: o.insKey, limit: o.limit}
+	if err := b.collect(stmt); err != nil {
 		return nil, err
 	}
-	items := b.nameItems(p.Stmt)
+	items := o.itemCount
+	if o.items == nil {
+		items = b.nameItems(stmt)
+	} else if len(o.items) > 0 {
+		b.items = o.items
+	}
 	buf := sqlparser.NewTrackedBuffer(b.format)
-	buf.Myprintf("%v", p.Stmt)
+	buf.Myprintf("%v", stmt)
+	for i, d := range o.dropped {
+		b.litSeen[i] = b.litSeen[i] || d
+	}
+	for i, d := range o.droppedParams {
+		b.paramSeen[i] = b.paramSeen[i] || d
+	}
 	if err := b.complete(p.Exact); err != nil {
 		return nil, err
 	}
@@ -133,7 +167,16 @@ func (t *Template) Params() []int { return t.params }
 // compiled for), sub[n] the sub-table number of table n (see Rename). It
 // does not allocate beyond growing dst.
 func (t *Template) Append(dst, sql []byte, sh *router.Shape, sub []int) []byte {
-	return t.appendRange(dst, sql, sh, sub, mark{}, mark{len(t.text), len(t.slots)})
+	return t.appendRange(dst, sql, sh, sub, mark{}, mark{len(t.text), len(t.slots)}, NoLimit)
+}
+
+// NoLimit renders a template's limit slot as nothing.
+const NoLimit = ^uint64(0)
+
+// AppendLimit is Append for a merge's pushed SELECT, whose limit slot
+// becomes " limit n" (nothing for NoLimit).
+func (t *Template) AppendLimit(dst, sql []byte, sh *router.Shape, sub []int, n uint64) []byte {
+	return t.appendRange(dst, sql, sh, sub, mark{}, mark{len(t.text), len(t.slots)}, n)
 }
 
 // Rows returns the number of VALUES rows of an INSERT or REPLACE template
@@ -154,29 +197,29 @@ func (t *Template) Rows() int {
 func (t *Template) AppendRows(dst, sql []byte, sh *router.Shape, sub []int, rows []int, ids []uint64) []byte {
 	l := t.ins
 	add := l.omitted && ids != nil
-	dst = t.appendRange(dst, sql, sh, sub, mark{}, l.cols)
+	dst = t.appendRange(dst, sql, sh, sub, mark{}, l.cols, NoLimit)
 	if add {
 		dst = append(dst, ", "...)
 		dst = append(dst, l.key...)
 	}
-	dst = t.appendRange(dst, sql, sh, sub, l.cols, l.rows[0].start)
+	dst = t.appendRange(dst, sql, sh, sub, l.cols, l.rows[0].start, NoLimit)
 	for j, r := range rows {
 		if j > 0 {
 			dst = append(dst, ", "...)
 		}
 		row := &l.rows[r]
 		if ids == nil || ids[r] == 0 {
-			dst = t.appendRange(dst, sql, sh, sub, row.start, row.end)
+			dst = t.appendRange(dst, sql, sh, sub, row.start, row.end, NoLimit)
 			continue
 		}
-		dst = t.appendRange(dst, sql, sh, sub, row.start, row.keyStart)
+		dst = t.appendRange(dst, sql, sh, sub, row.start, row.keyStart, NoLimit)
 		if add && row.values > 0 {
 			dst = append(dst, ", "...)
 		}
 		dst = strconv.AppendUint(dst, ids[r], 10)
-		dst = t.appendRange(dst, sql, sh, sub, row.keyEnd, row.end)
+		dst = t.appendRange(dst, sql, sh, sub, row.keyEnd, row.end, NoLimit)
 	}
-	return t.appendRange(dst, sql, sh, sub, l.rows[len(l.rows)-1].end, mark{len(t.text), len(t.slots)})
+	return t.appendRange(dst, sql, sh, sub, l.rows[len(l.rows)-1].end, mark{len(t.text), len(t.slots)}, NoLimit)
 }
 
 // AppendRowParams appends the client parameters (0-based) behind the '?'
@@ -209,7 +252,7 @@ func (t *Template) rangeParams(dst []int, a, b mark) []int {
 }
 
 // appendRange appends the text from a to b with the slots between them.
-func (t *Template) appendRange(dst, sql []byte, sh *router.Shape, sub []int, a, b mark) []byte {
+func (t *Template) appendRange(dst, sql []byte, sh *router.Shape, sub []int, a, b mark, limit uint64) []byte {
 	if t.selectItems > 0 && len(sh.Items) == 0 {
 		sh.Items = router.SelectItems(sql, sh.Items)
 	}
@@ -227,6 +270,11 @@ func (t *Template) appendRange(dst, sql []byte, sh *router.Shape, sub []int, a, 
 		case slotItem:
 			if len(sh.Items) == t.selectItems {
 				dst = appendItemAlias(dst, sql, sh.Items[s.n])
+			}
+		case slotLimit:
+			if limit != NoLimit {
+				dst = append(dst, " limit "...)
+				dst = strconv.AppendUint(dst, limit, 10)
 			}
 		default:
 			dst = append(dst, s.head...)
@@ -252,6 +300,8 @@ func (t *Template) String() string {
 			b.WriteString("{param " + strconv.Itoa(s.n) + "}")
 		case slotItem:
 			b.WriteString("{as item " + strconv.Itoa(s.n) + "}")
+		case slotLimit:
+			b.WriteString("{limit}")
 		default:
 			b.WriteString("{table " + strconv.Itoa(s.n) + ": " + s.head + s.tail + "}")
 		}
@@ -319,6 +369,8 @@ type templateBuilder struct {
 	// names by their text (no alias, not a column or literal), by their
 	// position in the list (nameItems).
 	items map[*sqlparser.AliasedExpr]int
+	// limit becomes a limit slot (templateOptions.limit).
+	limit *sqlparser.Limit
 }
 
 // collect finds the renamed tables' names and refuses aliases and common
@@ -362,6 +414,11 @@ func (b *templateBuilder) format(buf *sqlparser.TrackedBuffer, node sqlparser.SQ
 		}
 	case *sqlparser.Argument:
 		if b.placeholder(buf, n.Name) {
+			return
+		}
+	case *sqlparser.Limit:
+		if n != nil && n == b.limit {
+			b.slots = append(b.slots, slot{at: buf.Len(), kind: slotLimit})
 			return
 		}
 	case *sqlparser.AliasedExpr:

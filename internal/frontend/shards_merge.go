@@ -1,0 +1,143 @@
+package frontend
+
+import (
+	"strconv"
+
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/engine"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/planner"
+	"github.com/shardgate/shardgate/internal/router"
+)
+
+// A SELECT over several sub-tables whose answer needs a merge (ORDER BY,
+// GROUP BY, aggregates, DISTINCT, LIMIT): one part per shard, the shard's
+// sub-tables read by one statement (a UNION ALL of them, ordered as the
+// merge needs), merged by engine.Merge.
+
+// mergeShard is one shard's sub-tables in a merge.
+type mergeShard struct {
+	cl   *backend.Cluster
+	subs []int
+}
+
+// planMerge plans the merge of plan's SELECT over target's sub-tables,
+// for a text statement (vals: its literals) or an execution of a prepared
+// one (prepared; vals: its literals and parameters).
+func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte, sh *router.Shape, target planner.Target, st router.Stmt, vals planner.Values, prepared bool) engine.Primitive {
+	mp := plan.Merge
+	if mp == nil {
+		return s.refuseErr(plan.MergeErr)
+	}
+	offset, count, err := mp.Limit.Values(vals)
+	if err != nil {
+		return s.refuseErr(err)
+	}
+	pushed := planner.NoLimit
+	if mp.Limit.Push {
+		pushed = offset + count
+		if pushed < offset {
+			pushed = planner.NoLimit - 1
+		}
+	}
+	shards := s.mergeShards(ks, plan, target)
+	probe := !prepared && len(shards[0].subs) > 1
+	b := s.partSQL[:0]
+	s.partEnds = s.partEnds[:0]
+	s.parts = s.parts[:0]
+	s.mergeParams = s.mergeParams[:0]
+	for j, m := range shards {
+		if !prepared {
+			b = append(b, mysql.ComQuery)
+		}
+		if j == 0 && probe {
+			s.sub[0] = m.subs[0]
+			b = mp.Tmpl.AppendLimit(b, sql, sh, s.sub[:], 0)
+			b = append(b, ';')
+		}
+		b = s.appendShardSelect(b, mp, sql, sh, m.subs, pushed)
+		s.partEnds = append(s.partEnds, len(b))
+		s.parts = append(s.parts, engine.Part{Cluster: m.cl})
+	}
+	s.partSQL = b
+	start := 0
+	for j, end := range s.partEnds {
+		if prepared {
+			s.parts[j].Stmt = b[start:end:end]
+			s.parts[j].Params = s.unionParams(mp, len(shards[j].subs))
+		} else {
+			s.parts[j].Query = b[start:end:end]
+		}
+		start = end
+	}
+	s.merge = engine.Merge{Parts: s.parts, Spec: mp.Spec, Offset: offset, Count: count, HasLimit: mp.Limit.Has, Probe: probe,
+		ReplicaOK: planner.ReplicaOK(s.parts[0].Cluster, s.user.Policy(), st, s)}
+	return &s.merge
+}
+
+// mergeShards groups target's sub-tables by shard, a shard with a single
+// sub-table first when there is one: its column definitions are a plain
+// SELECT's, and the merge then needs no probe.
+func (s *Session) mergeShards(ks *planner.Keyspace, plan *planner.Plan, target planner.Target) []mergeShard {
+	shards := s.mergeBy[:0]
+	layout := plan.An.Group.Layout
+	for i := target.Next(0); i >= 0; i = target.Next(i + 1) {
+		cl := ks.Shard(layout.Shard(i))
+		k := 0
+		for k < len(shards) && shards[k].cl != cl {
+			k++
+		}
+		if k == len(shards) {
+			if k < cap(shards) { // reuse the sub-table lists of earlier statements
+				shards = shards[:k+1]
+				shards[k].cl, shards[k].subs = cl, shards[k].subs[:0]
+			} else {
+				shards = append(shards, mergeShard{cl: cl})
+			}
+		}
+		shards[k].subs = append(shards[k].subs, i)
+	}
+	for k := range shards {
+		if len(shards[k].subs) == 1 {
+			shards[0], shards[k] = shards[k], shards[0]
+			break
+		}
+	}
+	s.mergeBy = shards
+	return shards
+}
+
+// appendShardSelect appends the pushed SELECT of one shard's sub-tables:
+// one SELECT, or their UNION ALL ordered as the merge needs.
+func (s *Session) appendShardSelect(b []byte, mp *planner.MergePlan, sql []byte, sh *router.Shape, subs []int, limit uint64) []byte {
+	if len(subs) == 1 {
+		s.sub[0] = subs[0]
+		return mp.Tmpl.AppendLimit(b, sql, sh, s.sub[:], limit)
+	}
+	for k, sub := range subs {
+		if k > 0 {
+			b = append(b, " union all "...)
+		}
+		b = append(b, '(')
+		s.sub[0] = sub
+		b = mp.Tmpl.AppendLimit(b, sql, sh, s.sub[:], limit)
+		b = append(b, ')')
+	}
+	b = append(b, mp.ShardOrder...)
+	if limit != planner.NoLimit {
+		b = append(b, " limit "...)
+		b = strconv.AppendUint(b, limit, 10)
+	}
+	return b
+}
+
+// unionParams is the client's parameter behind each '?' of a UNION ALL
+// of n sub-tables' SELECTs (n = 1: one SELECT): the template's, n times.
+func (s *Session) unionParams(mp *planner.MergePlan, n int) []int {
+	start := len(s.mergeParams)
+	order := mp.Tmpl.Params()
+	for k := 0; k < n; k++ {
+		s.mergeParams = append(s.mergeParams, order...)
+	}
+	return s.mergeParams[start:len(s.mergeParams):len(s.mergeParams)]
+}

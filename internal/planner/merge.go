@@ -1,0 +1,944 @@
+package planner
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"vitess.io/vitess/go/mysql/collations"
+	"vitess.io/vitess/go/vt/sqlparser"
+	"vitess.io/vitess/go/vt/vtenv"
+	"vitess.io/vitess/go/vt/vtgate/evalengine"
+
+	"github.com/shardgate/shardgate/internal/engine"
+	"github.com/shardgate/shardgate/internal/router"
+	"github.com/shardgate/shardgate/internal/sharding"
+)
+
+// A SELECT whose rows are on several sub-tables is answered by a merge
+// (engine.Merge): every shard runs a pushed-down SELECT whose rows come
+// sorted the way the merge needs them, with the values it needs in hidden
+// columns after the client's, and the proxy combines the shards' streams.
+// The shards compute every value and type every column, so the client
+// sees a server's column definitions; the merge computes only what
+// combines rows of several shards (sums, counts, the extremes, AVG's
+// division, expressions over aggregates, HAVING).
+//
+//	SELECT a, SUM(b) * 2 FROM t GROUP BY a HAVING COUNT(*) > 1 ORDER BY 2 DESC LIMIT 3
+//
+// is pushed as
+//
+//	SELECT a, SUM(b) * 2, SUM(b), COUNT(*), 1 FROM t_0007 GROUP BY a ORDER BY 1
+//
+// merged by a (the group key, first of Order), SUM(b) and COUNT(*)
+// combined, column 2 computed as hidden SUM(b) * 2, HAVING evaluated over
+// the hidden COUNT(*) and the hidden constant 1, and the groups sorted
+// again by column 2 (Final) in a heap of 3 rows.
+
+// MergePlan is how a statement shape's SELECT is merged across shards.
+// Immutable once built, shared by every session.
+type MergePlan struct {
+	// Tmpl is the pushed-down statement for one sub-table.
+	Tmpl *Template
+	Spec *engine.MergeSpec
+	// ShardOrder ends a shard's UNION ALL of several sub-tables' SELECTs
+	// so that its rows arrive in Spec.Order: " order by 1 asc, 3 desc",
+	// or "" when the order does not matter.
+	ShardOrder string
+	Limit      LimitPlan
+}
+
+// LimitPlan is where an execution's LIMIT comes from.
+type LimitPlan struct {
+	Has                  bool
+	hasOffset            bool
+	offsetRef, countRef  valRef
+	offsetName, rowsName string // for errors
+	// Push: the shards get LIMIT offset+count (Template.AppendLimit), so
+	// none sends more rows than the answer can use. Otherwise they send
+	// every row, read only until the merge has its rows.
+	Push bool
+}
+
+// Values returns an execution's LIMIT offset and count.
+func (l *LimitPlan) Values(v Values) (offset, count uint64, err error) {
+	if !l.Has {
+		return 0, 0, nil
+	}
+	if count, err = limitValue(l.countRef, v); err != nil {
+		return 0, 0, err
+	}
+	if l.hasOffset {
+		if offset, err = limitValue(l.offsetRef, v); err != nil {
+			return 0, 0, err
+		}
+	}
+	return offset, count, nil
+}
+
+var limitType = sharding.ColumnType{Class: sharding.ClassUint}
+
+func limitValue(r valRef, v Values) (uint64, error) {
+	val, err := r.convert(limitType, v)
+	if err != nil || val.IsNull() {
+		return 0, notSupported("a LIMIT value that is not a non-negative integer, across shards")
+	}
+	switch val.Kind() {
+	case sharding.KindInt:
+		if val.Int() < 0 {
+			return 0, notSupported("a negative LIMIT value")
+		}
+		return uint64(val.Int()), nil
+	case sharding.KindUint:
+		return val.Uint(), nil
+	}
+	return 0, notSupported("a LIMIT value that is not an integer, across shards")
+}
+
+// errPositional: the SELECT orders or groups by a select-list position,
+// which the shape's plan cannot know (every number is a literal of the
+// shape): plan the statement's own text (Keyspace.build).
+var errPositional = errors.New("planner: ORDER BY or GROUP BY position")
+
+// evalEnv is the environment Vitess's evalengine compiles the merge's
+// expressions in.
+var evalEnv = sync.OnceValue(func() *vtenv.Environment {
+	env, err := vtenv.New(vtenv.Options{MySQLServerVersion: "8.0.40"})
+	if err != nil {
+		panic(fmt.Sprintf("planner: vitess environment: %v", err)) // constant options: a programming error
+	}
+	return env
+})
+
+// newMergePlan plans the merge of the statement's own SELECT (an.TopMerge
+// lists what it has) over several sub-tables. Its errors are the 1235
+// refusals of what a merge cannot answer exactly, or errPositional.
+func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, columns func(string) ([]string, bool)) (*MergePlan, error) {
+	sel, ok := p.Stmt.(*sqlparser.Select)
+	if !ok {
+		return nil, notSupported("this statement across shards")
+	}
+	b := &mergeBuilder{client: sel, push: sqlparser.CloneRefOfSelect(sel), columns: columns, items: map[*sqlparser.AliasedExpr]int{}}
+	b.spec.Budget = DefaultMergeBudget
+	if err := b.build(an); err != nil {
+		return nil, err
+	}
+	for _, e := range b.hidden {
+		b.push.SelectExprs.Exprs = append(b.push.SelectExprs.Exprs, &sqlparser.AliasedExpr{Expr: e})
+	}
+	b.spec.Hidden = len(b.hidden)
+	lits, params := b.dropped(sh)
+	b.push.Limit = &sqlparser.Limit{Rowcount: sqlparser.NewArgument(mergeLimitArg)} // the limit slot
+	tmpl, err := newTemplateWith(p, sh, rename, templateOptions{items: b.items, itemCount: len(sel.SelectExprs.Exprs), limit: b.push.Limit, dropped: lits, droppedParams: params}, b.push)
+	if err != nil {
+		return nil, err
+	}
+	mp := &MergePlan{Tmpl: tmpl, Spec: &b.spec, Limit: b.limit}
+	mp.ShardOrder = shardOrder(b.spec.Order)
+	return mp, nil
+}
+
+// DefaultMergeBudget is the memory a merge may hold for rows it cannot
+// stream, unless configured (merge_memory).
+const DefaultMergeBudget = 64 << 20
+
+func shardOrder(keys []engine.SortKey) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	var s strings.Builder
+	s.WriteString(" order by ")
+	for i, k := range keys {
+		if i > 0 {
+			s.WriteString(", ")
+		}
+		s.WriteString(strconv.Itoa(k.Col + 1))
+		if k.Desc {
+			s.WriteString(" desc")
+		} else {
+			s.WriteString(" asc")
+		}
+	}
+	return s.String()
+}
+
+// mergeBuilder turns the client's SELECT into the shards' (push) and the
+// merge's spec.
+type mergeBuilder struct {
+	client  *sqlparser.Select
+	push    *sqlparser.Select
+	columns func(table string) ([]string, bool)
+	// visible is the number of columns the client sees (its select list
+	// with stars written out).
+	visible int
+	hidden  []sqlparser.Expr
+	spec    engine.MergeSpec
+	limit   LimitPlan
+	// items maps the pushed list's items the server names by their text
+	// to the client's item (for the template's aliases).
+	items map[*sqlparser.AliasedExpr]int
+	// aggCols are the columns holding each aggregate (by its text).
+	aggCols map[string]int
+	// distinctArg is the argument of the statement's DISTINCT aggregates,
+	// and distinctCol its column.
+	distinctArg sqlparser.Expr
+	distinctCol int
+	// liftedValues: an expression over aggregates reads a hidden
+	// column that is no aggregate (a constant, a group key).
+	liftedValues bool
+	// groupExprs are the GROUP BY's expressions, with their columns.
+	groupExprs []sqlparser.Expr
+	groupCols  []int
+}
+
+func (b *mergeBuilder) build(an *Analysis) error {
+	s := b.client
+	if s.GroupBy != nil && s.GroupBy.WithRollup {
+		return notSupported("GROUP BY … WITH ROLLUP across shards")
+	}
+	if err := b.expandStars(); err != nil {
+		return err
+	}
+	b.visible = len(b.push.SelectExprs.Exprs)
+	if err := b.planLimit(); err != nil {
+		return err
+	}
+	grouped := s.GroupBy != nil && len(s.GroupBy.Exprs) > 0
+	aggregated := grouped || containsAggregate(s.SelectExprs) || containsAggregate(s.Having) || containsAggregate(s.OrderBy)
+	switch {
+	case !aggregated && !s.Distinct, grouped && an.GroupsOnKey && !s.Distinct:
+		return b.orderMerge(grouped)
+	case !aggregated:
+		return b.distinctMerge()
+	case s.Distinct:
+		return notSupported("SELECT DISTINCT with GROUP BY or aggregates, across shards")
+	}
+	return b.groupMerge(grouped)
+}
+
+// expandStars writes out `*` and `t.*` in the pushed select list, from
+// the columns learnt from the shards, so that every column's position is
+// known: the merge addresses the hidden columns after them. It records
+// the items the server names by their text, with their place in the
+// client's list, for the template's aliases.
+func (b *mergeBuilder) expandStars() error {
+	var out []sqlparser.SelectExpr
+	for i, e := range b.push.SelectExprs.Exprs {
+		star, ok := e.(*sqlparser.StarExpr)
+		if !ok {
+			if ae, ok := e.(*sqlparser.AliasedExpr); ok && ae.As.IsEmpty() && needsName(ae.Expr) {
+				b.items[ae] = i // named by the client's text (Template.SelectItems)
+			}
+			out = append(out, e)
+			continue
+		}
+		name, qual, err := b.starTable(star)
+		if err != nil {
+			return err
+		}
+		cols, ok := b.columns(name)
+		if !ok {
+			return notSupported("SELECT * across shards before the columns of " + name + " are known; list the columns")
+		}
+		for _, c := range cols {
+			col := &sqlparser.ColName{Name: sqlparser.NewIdentifierCI(c), Qualifier: qual}
+			out = append(out, &sqlparser.AliasedExpr{Expr: col})
+		}
+	}
+	b.push.SelectExprs.Exprs = out
+	return nil
+}
+
+// starTable is the table a star of the statement reads: it must be the
+// only table of its FROM, or name one by its name or alias.
+func (b *mergeBuilder) starTable(star *sqlparser.StarExpr) (name string, qual sqlparser.TableName, err error) {
+	refuse := notSupported("SELECT * over several tables across shards; list the columns")
+	var tables []*sqlparser.AliasedTableExpr
+	for _, te := range b.client.From {
+		at, ok := te.(*sqlparser.AliasedTableExpr)
+		if !ok {
+			return "", qual, refuse
+		}
+		tables = append(tables, at)
+	}
+	for _, at := range tables {
+		tn, ok := at.Expr.(sqlparser.TableName)
+		if !ok {
+			return "", qual, refuse
+		}
+		exposed := tn.Name.String()
+		if !at.As.IsEmpty() {
+			exposed = at.As.String()
+		}
+		if star.TableName.IsEmpty() {
+			if len(tables) != 1 {
+				return "", qual, refuse
+			}
+			return tn.Name.String(), star.TableName, nil
+		}
+		if strings.EqualFold(star.TableName.Name.String(), exposed) {
+			return tn.Name.String(), star.TableName, nil
+		}
+	}
+	return "", qual, refuse
+}
+
+func needsName(e sqlparser.Expr) bool {
+	switch e.(type) {
+	case *sqlparser.ColName, *sqlparser.Literal, *sqlparser.Argument:
+		return false
+	}
+	return true
+}
+
+func (b *mergeBuilder) planLimit() error {
+	l := b.client.Limit
+	if l == nil {
+		return nil
+	}
+	count, ok := valueOf(l.Rowcount)
+	if !ok {
+		return notSupported("a LIMIT that is not a number or a parameter, across shards")
+	}
+	b.limit = LimitPlan{Has: true, countRef: count}
+	if l.Offset != nil {
+		off, ok := valueOf(l.Offset)
+		if !ok {
+			return notSupported("a LIMIT offset that is not a number or a parameter, across shards")
+		}
+		b.limit.offsetRef, b.limit.hasOffset = off, true
+	}
+	b.push.Limit = nil
+	return nil
+}
+
+// pushLimit sends the shards LIMIT offset+count when the rows the answer
+// takes are among the first offset+count of every shard's, and the
+// values are in the statement's text (a parameter's value would make a
+// new server-side statement per value).
+func (b *mergeBuilder) pushLimit() {
+	if !b.limit.Has || b.limit.countRef.src == srcParam || b.limit.hasOffset && b.limit.offsetRef.src == srcParam {
+		return
+	}
+	b.limit.Push = true
+}
+
+// mergeLimitArg marks the pushed LIMIT's slot in the template.
+const mergeLimitArg = "sgmergelimit"
+
+// dropped marks the client's literals the pushed statement no longer has:
+// those of its LIMIT (pushed as a sum or not at all), of its ORDER BY
+// (pushed as positions) and of its HAVING (merged; its literals are in
+// hidden columns when they count).
+func (b *mergeBuilder) dropped(sh *router.Shape) (lits, params []bool) {
+	lits, params = make([]bool, len(sh.Lits)), make([]bool, len(sh.Params))
+	set := func(d []bool, name, prefix string) {
+		if i, err := strconv.Atoi(strings.TrimPrefix(name, prefix)); err == nil && strings.HasPrefix(name, prefix) && i >= 1 && i <= len(d) {
+			d[i-1] = true
+		}
+	}
+	mark := func(n sqlparser.SQLNode) {
+		_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+			if a, ok := n.(*sqlparser.Argument); ok {
+				set(lits, a.Name, router.LitPrefix)
+				set(params, a.Name, router.ParamPrefix)
+			}
+			return true, nil
+		}, n)
+	}
+	if l := b.client.Limit; l != nil {
+		mark(l)
+	}
+	mark(b.client.OrderBy)
+	if b.client.Having != nil {
+		mark(b.client.Having)
+	}
+	return lits, params
+}
+
+// column returns the column of the pushed rows that holds e: a visible
+// item equal to it, else a hidden column added for it.
+func (b *mergeBuilder) column(e sqlparser.Expr) int {
+	for i, se := range b.push.SelectExprs.Exprs[:b.visible] {
+		if ae, ok := se.(*sqlparser.AliasedExpr); ok && sqlparser.Equals.Expr(ae.Expr, e) {
+			return i
+		}
+	}
+	return b.hiddenColumn(e)
+}
+
+// hiddenColumn returns a hidden column holding e, added if need be.
+func (b *mergeBuilder) hiddenColumn(e sqlparser.Expr) int {
+	for j, h := range b.hidden {
+		if sqlparser.Equals.Expr(h, e) {
+			return b.visible + j
+		}
+	}
+	b.hidden = append(b.hidden, sqlparser.Clone(e))
+	return b.visible + len(b.hidden) - 1
+}
+
+// itemByAlias returns the visible item an unqualified name denotes as an
+// alias, or -1.
+func (b *mergeBuilder) itemByAlias(e sqlparser.Expr) int {
+	c, ok := e.(*sqlparser.ColName)
+	if !ok || !c.Qualifier.IsEmpty() {
+		return -1
+	}
+	for i, se := range b.push.SelectExprs.Exprs[:b.visible] {
+		if ae, ok := se.(*sqlparser.AliasedExpr); ok && ae.As.EqualString(c.Name.String()) {
+			return i
+		}
+	}
+	return -1
+}
+
+// position reports whether e is a select-list position (ORDER BY 2).
+func position(e sqlparser.Expr) bool {
+	switch x := e.(type) {
+	case *sqlparser.Literal:
+		return x.Type == sqlparser.IntVal
+	case *sqlparser.Argument:
+		return strings.HasPrefix(x.Name, router.LitPrefix)
+	}
+	return false
+}
+
+// positionItem is the item a literal position names (1-based).
+func (b *mergeBuilder) positionItem(e sqlparser.Expr, clause string) (int, error) {
+	l, ok := e.(*sqlparser.Literal)
+	if !ok {
+		return 0, errPositional
+	}
+	n, err := strconv.Atoi(l.Val)
+	if err != nil || n < 1 || n > len(b.client.SelectExprs.Exprs) {
+		return 0, notSupported(clause + " position " + l.Val + " across shards")
+	}
+	if _, star := b.client.SelectExprs.Exprs[n-1].(*sqlparser.StarExpr); star || b.visible != len(b.client.SelectExprs.Exprs) {
+		return 0, notSupported(clause + " a position of a list with * across shards")
+	}
+	return n - 1, nil
+}
+
+// orderKey resolves one ORDER BY key to a column: a position, an alias
+// (ORDER BY prefers the select list's names), an item, or a hidden column.
+func (b *mergeBuilder) orderKey(o *sqlparser.Order) (engine.SortKey, error) {
+	k := engine.SortKey{Desc: o.Direction == sqlparser.DescOrder}
+	switch {
+	case position(o.Expr):
+		i, err := b.positionItem(o.Expr, "ORDER BY")
+		if err != nil {
+			return k, err
+		}
+		k.Col = i
+	case b.itemByAlias(o.Expr) >= 0:
+		k.Col = b.itemByAlias(o.Expr)
+	default:
+		k.Col = b.column(o.Expr)
+	}
+	return k, nil
+}
+
+// orderMerge merges rows sorted by the ORDER BY, as they are (no groups,
+// or groups that are whole on their sub-table: GROUP BY the shard key).
+func (b *mergeBuilder) orderMerge(grouped bool) error {
+	keys := b.client.OrderBy
+	if len(keys) == 0 && grouped {
+		// One server gives the groups in the order of their keys.
+		for _, g := range b.client.GroupBy.Exprs {
+			keys = append(keys, &sqlparser.Order{Expr: g, Direction: sqlparser.AscOrder})
+		}
+	}
+	for _, o := range keys {
+		if grouped && len(b.client.OrderBy) == 0 {
+			k, err := b.groupKeyColumn(o.Expr)
+			if err != nil {
+				return err
+			}
+			b.spec.Order = append(b.spec.Order, engine.SortKey{Col: k})
+			continue
+		}
+		k, err := b.orderKey(o)
+		if err != nil {
+			return err
+		}
+		b.spec.Order = append(b.spec.Order, k)
+	}
+	b.pushOrder()
+	b.pushLimit()
+	return nil
+}
+
+// pushOrder orders the shards' rows by Spec.Order, by position.
+func (b *mergeBuilder) pushOrder() {
+	b.push.OrderBy = nil
+	for _, k := range b.spec.Order {
+		dir := sqlparser.AscOrder
+		if k.Desc {
+			dir = sqlparser.DescOrder
+		}
+		b.push.OrderBy = append(b.push.OrderBy, &sqlparser.Order{Expr: sqlparser.NewIntLiteral(strconv.Itoa(k.Col + 1)), Direction: dir})
+	}
+}
+
+// distinctMerge merges SELECT DISTINCT without aggregates: the shards'
+// distinct rows, sorted by every column, are grouped again (a row on two
+// shards is one), then ordered by the ORDER BY.
+func (b *mergeBuilder) distinctMerge() error {
+	for i := 0; i < b.visible; i++ {
+		b.spec.Order = append(b.spec.Order, engine.SortKey{Col: i})
+	}
+	b.spec.Groups = b.visible
+	if err := b.finalOrder(false); err != nil {
+		return err
+	}
+	b.pushOrder()
+	if b.spec.Final == nil {
+		b.pushLimit()
+	}
+	return nil
+}
+
+// finalOrder sorts the merged rows by the client's ORDER BY when it is not
+// the order the rows are merged in. aggregates says the keys may name
+// aggregates (of a grouped merge).
+func (b *mergeBuilder) finalOrder(aggregates bool) error {
+	var final []engine.SortKey
+	for _, o := range b.client.OrderBy {
+		var k engine.SortKey
+		var err error
+		if aggregates {
+			k, err = b.groupedOrderKey(o)
+		} else {
+			k, err = b.orderKey(o)
+			if err == nil && k.Col >= b.visible {
+				return notSupported("ORDER BY an expression outside the select list of a SELECT DISTINCT, across shards")
+			}
+		}
+		if err != nil {
+			return err
+		}
+		final = append(final, k)
+	}
+	if len(final) == 0 || prefixOf(final, b.spec.Order) {
+		return nil
+	}
+	b.spec.Final = final
+	return nil
+}
+
+// prefixOf reports whether keys are the first keys of order, same
+// directions: rows merged in order are then in keys' order too.
+func prefixOf(keys, order []engine.SortKey) bool {
+	if len(keys) > len(order) {
+		return false
+	}
+	for i, k := range keys {
+		if order[i] != k {
+			return false
+		}
+	}
+	return true
+}
+
+// groupMerge merges groups (GROUP BY, or aggregates over all rows): the
+// shards group and sort by the group keys (and the DISTINCT aggregates'
+// argument), the merge combines equal keys' rows, computes what it must,
+// filters by HAVING and orders the groups.
+func (b *mergeBuilder) groupMerge(grouped bool) error {
+	b.aggCols = map[string]int{}
+	if grouped {
+		for _, g := range b.client.GroupBy.Exprs {
+			col, err := b.groupKeyColumn(g)
+			if err != nil {
+				return err
+			}
+			b.groupExprs = append(b.groupExprs, g)
+			b.groupCols = append(b.groupCols, col)
+			b.spec.Order = append(b.spec.Order, engine.SortKey{Col: col})
+		}
+		b.spec.Groups = len(b.groupCols)
+	} else {
+		b.spec.Groups = -1
+	}
+	if err := b.findDistinctArg(); err != nil {
+		return err
+	}
+	if b.distinctArg != nil {
+		b.distinctCol = b.hiddenColumn(b.distinctArg)
+		b.spec.Order = append(b.spec.Order, engine.SortKey{Col: b.distinctCol})
+		if b.push.GroupBy == nil {
+			b.push.GroupBy = &sqlparser.GroupBy{}
+		}
+		b.push.GroupBy.Exprs = append(b.push.GroupBy.Exprs, sqlparser.Clone(b.distinctArg))
+	}
+	for i, se := range b.push.SelectExprs.Exprs[:b.visible] {
+		ae := se.(*sqlparser.AliasedExpr) // stars are written out
+		if err := b.item(i, ae.Expr); err != nil {
+			return err
+		}
+	}
+	if h := b.client.Having; h != nil {
+		e, err := b.lift(h.Expr)
+		if err != nil {
+			return err
+		}
+		if b.spec.Having, err = translate(e); err != nil {
+			return err
+		}
+		b.push.Having = nil
+	}
+	if grouped {
+		if err := b.finalOrder(true); err != nil {
+			return err
+		}
+	}
+	b.pushOrder()
+	if !grouped && b.distinctArg != nil && b.liftedValues {
+		// Over zero rows the shards send no row (they group by the
+		// DISTINCT argument), and the merge would not know the values.
+		return notSupported("HAVING or expressions of constants with DISTINCT aggregates without GROUP BY, across shards")
+	}
+	if grouped && b.spec.Final == nil && b.spec.Having == nil && b.distinctArg == nil {
+		// The first groups of the answer are among every shard's first.
+		b.pushLimit()
+	}
+	return nil
+}
+
+// groupKeyColumn is the column of a GROUP BY key: a position, an item
+// equal to it, an alias (GROUP BY looks at the tables' columns first:
+// only a name no table has), or a hidden column.
+func (b *mergeBuilder) groupKeyColumn(g sqlparser.Expr) (int, error) {
+	if position(g) {
+		return b.positionItem(g, "GROUP BY")
+	}
+	if i := b.itemByAlias(g); i >= 0 {
+		ae := b.push.SelectExprs.Exprs[i].(*sqlparser.AliasedExpr)
+		if sqlparser.Equals.Expr(ae.Expr, g) {
+			return i, nil
+		}
+		name := g.(*sqlparser.ColName).Name.String()
+		if b.tableHasColumn(name) != 0 {
+			return 0, notSupported("GROUP BY " + name + ", both a column and an alias, across shards")
+		}
+		return i, nil
+	}
+	return b.column(g), nil
+}
+
+// tableHasColumn says whether a table of the FROM has a column name: 1
+// yes, -1 no, 0 not known.
+func (b *mergeBuilder) tableHasColumn(name string) int {
+	for _, te := range b.client.From {
+		at, ok := te.(*sqlparser.AliasedTableExpr)
+		if !ok {
+			return 0
+		}
+		tn, ok := at.Expr.(sqlparser.TableName)
+		if !ok {
+			return 0
+		}
+		cols, ok := b.columns(tn.Name.String())
+		if !ok {
+			return 0
+		}
+		for _, c := range cols {
+			if strings.EqualFold(c, name) {
+				return 1
+			}
+		}
+	}
+	return -1
+}
+
+// findDistinctArg finds the argument of the DISTINCT aggregates: one
+// expression for them all, which the shards group by too.
+func (b *mergeBuilder) findDistinctArg() error {
+	var err error
+	visit := func(n sqlparser.SQLNode) (bool, error) {
+		var arg sqlparser.Expr
+		switch f := n.(type) {
+		case *sqlparser.Count:
+			if f.Distinct {
+				if len(f.Args) != 1 {
+					err = notSupported("COUNT(DISTINCT) of several expressions across shards")
+					return false, nil
+				}
+				arg = f.Args[0]
+			}
+		case *sqlparser.Sum:
+			if f.Distinct {
+				arg = f.Arg
+			}
+		case *sqlparser.Avg:
+			if f.Distinct {
+				arg = f.Arg
+			}
+		case *sqlparser.Subquery:
+			return false, nil
+		}
+		if arg == nil {
+			return true, nil
+		}
+		if b.distinctArg == nil {
+			b.distinctArg = arg
+		} else if !sqlparser.Equals.Expr(b.distinctArg, arg) {
+			err = notSupported("DISTINCT aggregates of different expressions across shards")
+		}
+		return false, nil
+	}
+	for _, n := range []sqlparser.SQLNode{b.client.SelectExprs, b.client.Having, b.client.OrderBy} {
+		_ = sqlparser.Walk(visit, n)
+	}
+	return err
+}
+
+// item plans visible item i: an aggregate combined in its own column, an
+// expression over aggregates computed from hidden columns, or a value of
+// the group (its first row's).
+func (b *mergeBuilder) item(i int, e sqlparser.Expr) error {
+	if !containsAggregate(e) {
+		return nil
+	}
+	if f, ok := e.(sqlparser.AggrFunc); ok {
+		kind, err := aggKind(f)
+		if err != nil {
+			return err
+		}
+		if kind != 0 {
+			b.aggregate(i, kind)
+			b.aggCols[sqlparser.String(f)] = i
+			return nil
+		}
+	}
+	lifted, err := b.lift(e)
+	if err != nil {
+		return err
+	}
+	expr, err := translate(lifted)
+	if err != nil {
+		return err
+	}
+	b.spec.Computed = append(b.spec.Computed, engine.ComputedColumn{Col: i, Expr: expr})
+	return nil
+}
+
+func (b *mergeBuilder) aggregate(col int, kind engine.AggKind) {
+	a := engine.Aggregate{Kind: kind, Col: col}
+	if kind == engine.AggCountDistinct || kind == engine.AggSumDistinct {
+		a.Arg = b.distinctCol
+	}
+	b.spec.Aggregates = append(b.spec.Aggregates, a)
+}
+
+// aggKind is how an aggregate's per-shard values combine; 0 for AVG,
+// which is computed from a SUM and a COUNT. Aggregates no merge combines
+// exactly are refused.
+func aggKind(f sqlparser.AggrFunc) (engine.AggKind, error) {
+	switch f := f.(type) {
+	case *sqlparser.CountStar:
+		return engine.AggCount, nil
+	case *sqlparser.Count:
+		if f.Distinct {
+			return engine.AggCountDistinct, nil
+		}
+		return engine.AggCount, nil
+	case *sqlparser.Sum:
+		if f.Distinct {
+			return engine.AggSumDistinct, nil
+		}
+		return engine.AggSum, nil
+	case *sqlparser.Min:
+		return engine.AggMin, nil
+	case *sqlparser.Max:
+		return engine.AggMax, nil
+	case *sqlparser.BitAnd:
+		return engine.AggBitAnd, nil
+	case *sqlparser.BitOr:
+		return engine.AggBitOr, nil
+	case *sqlparser.BitXor:
+		return engine.AggBitXor, nil
+	case *sqlparser.Avg:
+		return 0, nil
+	}
+	return 0, notSupported(strings.ToUpper(f.AggrName()) + "() across shards")
+}
+
+// aggColumn is the column holding aggregate f's combined value, a hidden
+// one added if no visible item is f.
+func (b *mergeBuilder) aggColumn(f sqlparser.AggrFunc) (int, error) {
+	key := sqlparser.String(f)
+	if col, ok := b.aggCols[key]; ok {
+		return col, nil
+	}
+	kind, err := aggKind(f)
+	if err != nil {
+		return 0, err
+	}
+	if kind == 0 {
+		return 0, fmt.Errorf("planner: aggColumn of AVG")
+	}
+	col := b.hiddenColumn(f)
+	b.aggregate(col, kind)
+	b.aggCols[key] = col
+	return col, nil
+}
+
+// lift rewrites an expression over aggregates for the merge: aggregates
+// become the columns holding their combined values (AVG the division of
+// a SUM by a COUNT), an alias the item it names, and every other part
+// without an aggregate (a group key, a constant, a parameter) a hidden
+// column the shards compute: evalengine then sees only columns and
+// operators, and every value is typed as the server types it.
+func (b *mergeBuilder) lift(e sqlparser.Expr) (sqlparser.Expr, error) {
+	var err error
+	out := sqlparser.CopyOnRewrite(e, func(n, _ sqlparser.SQLNode) bool {
+		switch n := n.(type) {
+		case *sqlparser.Subquery:
+			err = notSupported("a subquery among aggregates across shards")
+			return false
+		case sqlparser.ValTuple:
+			return true // its elements are lifted one by one
+		case sqlparser.AggrFunc:
+			return false
+		case sqlparser.Expr:
+			return containsAggregate(n)
+		}
+		return true
+	}, func(c *sqlparser.CopyOnWriteCursor) {
+		expr, ok := c.Node().(sqlparser.Expr)
+		if err != nil || !ok {
+			return
+		}
+		if _, tuple := expr.(sqlparser.ValTuple); tuple {
+			return
+		}
+		var col int
+		switch {
+		case isAggregate(expr):
+			if avg, ok := expr.(*sqlparser.Avg); ok {
+				c.Replace(b.avg(avg))
+				return
+			}
+			col, err = b.aggColumn(expr.(sqlparser.AggrFunc))
+		case containsAggregate(expr):
+			return // its parts are lifted
+		default:
+			col, err = b.liftValue(expr)
+		}
+		c.Replace(sqlparser.NewOffset(col, expr))
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return out.(sqlparser.Expr), nil
+}
+
+// liftValue is the column of a part of an expression over aggregates
+// that has none: the item an alias names (HAVING c > 1), else a hidden
+// column the shards compute (a group key, a constant, a parameter).
+func (b *mergeBuilder) liftValue(e sqlparser.Expr) (int, error) {
+	if i := b.itemByAlias(e); i >= 0 {
+		switch b.tableHasColumn(e.(*sqlparser.ColName).Name.String()) {
+		case -1:
+			return i, nil
+		case 0:
+			return 0, notSupported("the name " + sqlparser.String(e) + ", an alias and maybe a column, among aggregates across shards")
+		}
+	}
+	b.liftedValues = true
+	return b.hiddenColumn(e), nil
+}
+
+// avg is AVG(x) as the merge computes it: SUM(x) / COUNT(x) (DISTINCT
+// alike) over their combined columns.
+func (b *mergeBuilder) avg(f *sqlparser.Avg) sqlparser.Expr {
+	sum, _ := b.aggColumn(&sqlparser.Sum{Arg: f.Arg, Distinct: f.Distinct})
+	count, _ := b.aggColumn(&sqlparser.Count{Args: []sqlparser.Expr{f.Arg}, Distinct: f.Distinct})
+	return &sqlparser.BinaryExpr{Operator: sqlparser.DivOp,
+		Left:  sqlparser.NewOffset(sum, f),
+		Right: sqlparser.NewOffset(count, f)}
+}
+
+// groupedOrderKey resolves an ORDER BY key of a grouped SELECT: a
+// position, an alias, a group key, an aggregate, or an expression over
+// aggregates (a hidden column computed by the merge).
+func (b *mergeBuilder) groupedOrderKey(o *sqlparser.Order) (engine.SortKey, error) {
+	k := engine.SortKey{Desc: o.Direction == sqlparser.DescOrder}
+	switch {
+	case position(o.Expr):
+		i, err := b.positionItem(o.Expr, "ORDER BY")
+		k.Col = i
+		return k, err
+	case b.itemByAlias(o.Expr) >= 0:
+		k.Col = b.itemByAlias(o.Expr)
+		return k, nil
+	}
+	for i, se := range b.push.SelectExprs.Exprs[:b.visible] {
+		if ae, ok := se.(*sqlparser.AliasedExpr); ok && sqlparser.Equals.Expr(ae.Expr, o.Expr) {
+			k.Col = i
+			return k, nil
+		}
+	}
+	if !containsAggregate(o.Expr) {
+		k.Col = b.hiddenColumn(o.Expr) // a group key's value, or any row's
+		return k, nil
+	}
+	if f, ok := o.Expr.(sqlparser.AggrFunc); ok {
+		if _, avg := f.(*sqlparser.Avg); !avg {
+			col, err := b.aggColumn(f)
+			k.Col = col
+			return k, err
+		}
+	}
+	lifted, err := b.lift(o.Expr)
+	if err != nil {
+		return k, err
+	}
+	expr, err := translate(lifted)
+	if err != nil {
+		return k, err
+	}
+	k.Col = b.hiddenColumn(o.Expr)
+	b.spec.Computed = append(b.spec.Computed, engine.ComputedColumn{Col: k.Col, Expr: expr})
+	return k, nil
+}
+
+func isAggregate(e sqlparser.Expr) bool {
+	_, ok := e.(sqlparser.AggrFunc)
+	return ok
+}
+
+// containsAggregate reports an aggregate in n outside its subqueries.
+func containsAggregate(n sqlparser.SQLNode) bool {
+	if n == nil {
+		return false
+	}
+	found := false
+	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+		switch n.(type) {
+		case *sqlparser.Subquery:
+			return false, nil
+		case sqlparser.AggrFunc:
+			found = true
+			return false, nil
+		}
+		return !found, nil
+	}, n)
+	return found
+}
+
+// translate compiles an expression over the merged row's columns.
+func translate(e sqlparser.Expr) (evalengine.Expr, error) {
+	expr, err := evalengine.Translate(e, &evalengine.Config{
+		Environment: evalEnv(),
+		Collation:   collations.CollationUtf8mb4ID,
+	})
+	if err != nil {
+		return nil, notSupported(fmt.Sprintf("the expression %s across shards (%v)", sqlparser.String(e), err))
+	}
+	return expr, nil
+}

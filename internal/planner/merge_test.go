@@ -1,0 +1,110 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/engine"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/router"
+)
+
+// mergeOf plans sql in the fixture's schema and describes its merge:
+// the pushed SELECT (the template) and the spec, or the refusal.
+func mergeOf(t *testing.T, k *Keyspace, sql string) string {
+	t.Helper()
+	var sh router.Shape
+	router.ScanShape([]byte(sql), &sh)
+	p := k.Plan([]byte(sql), &sh, "shop")
+	if p.Err != nil {
+		return "plan error: " + p.Err.Error()
+	}
+	if p.MergeErr != nil {
+		return "refused: " + p.MergeErr.(*mysql.SQLError).Message
+	}
+	if p.Merge == nil {
+		return "no merge"
+	}
+	return p.Merge.Tmpl.String() + " |" + p.Merge.ShardOrder + " | " + specString(p.Merge.Spec, p.Merge.Limit)
+}
+
+func specString(s *engine.MergeSpec, l LimitPlan) string {
+	var parts []string
+	add := func(f string, a ...any) { parts = append(parts, fmt.Sprintf(f, a...)) }
+	add("hidden %d", s.Hidden)
+	if len(s.Order) > 0 {
+		add("order %s", keys(s.Order))
+	}
+	if s.Groups != 0 {
+		add("groups %d", s.Groups)
+	}
+	for _, a := range s.Aggregates {
+		add("agg %d@%d/%d", a.Kind, a.Col, a.Arg)
+	}
+	for _, c := range s.Computed {
+		add("computed %d", c.Col)
+	}
+	if s.Having != nil {
+		add("having")
+	}
+	if len(s.Final) > 0 {
+		add("final %s", keys(s.Final))
+	}
+	if l.Has {
+		add("limit push=%v", l.Push)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func keys(ks []engine.SortKey) string {
+	var s []string
+	for _, k := range ks {
+		d := ""
+		if k.Desc {
+			d = " desc"
+		}
+		s = append(s, fmt.Sprintf("%d%s", k.Col, d))
+	}
+	return strings.Join(s, ",")
+}
+
+func TestMergePlans(t *testing.T) {
+	schema := fixture(t)
+	schema.Table("sf_order").SetColumns([]string{"user_id", "order_no", "amount"})
+	k, err := NewKeyspace(schema, map[string]*backend.Cluster{"s0": testCluster(t, 1), "s1": testCluster(t, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ sql, want string }{
+		{"select user_id, amount from sf_order order by amount desc, user_id limit 5, 10",
+			"select user_id, amount from {table 0: sf_order} order by 2 desc, 1 asc{limit} | order by 2 desc, 1 asc | hidden 0, order 1 desc,0, limit push=true"},
+		{"select user_id from sf_order order by amount + 1",
+			"select user_id, amount + {lit 0} from {table 0: sf_order} order by 2 asc{limit} | order by 2 asc | hidden 1, order 1"},
+		{"select * from sf_order order by order_no",
+			"select user_id, order_no, amount from {table 0: sf_order} order by 2 asc{limit} | order by 2 asc | hidden 0, order 1"},
+		{"select o.amount a from sf_order o order by a limit ?",
+			"select o.amount as a from {table 0: sf_order} as o order by 1 asc{limit} | order by 1 asc | hidden 0, order 0, limit push=false"},
+		{"select count(*), sum(amount) from sf_order",
+			"select count(*){as item 0}, sum(amount){as item 1} from {table 0: sf_order}{limit} | | hidden 0, groups -1, agg 1@0/0, agg 2@1/0"},
+		{"select order_no, avg(amount) from sf_order group by order_no having count(*) > 1 order by 2 desc limit 3",
+			"select order_no, avg(amount){as item 1}, sum(amount), count(amount), count(*), 1 from {table 0: sf_order} group by order_no order by 1 asc{limit} | order by 1 asc | hidden 4, order 0, groups 1, agg 2@2/0, agg 1@3/0, agg 1@4/0, computed 1, having, final 1 desc, limit push=false"},
+		{"select order_no, count(distinct amount) from sf_order group by order_no",
+			"select order_no, count(distinct amount){as item 1}, amount from {table 0: sf_order} group by order_no, amount order by 1 asc, 3 asc{limit} | order by 1 asc, 3 asc | hidden 1, order 0,2, groups 1, agg 8@1/2"},
+		{"select user_id, count(*) from sf_order group by user_id order by 2 desc limit 2",
+			"select user_id, count(*){as item 1} from {table 0: sf_order} group by user_id order by 2 desc{limit} | order by 2 desc | hidden 0, order 1 desc, limit push=true"},
+		{"select distinct order_no from sf_order order by order_no desc limit 2",
+			"select distinct order_no from {table 0: sf_order} order by 1 asc{limit} | order by 1 asc | hidden 0, order 0, groups 1, final 0 desc, limit push=false"},
+		{"select sum(amount) - sum(order_no), count(*) * 2 from sf_order",
+			"select sum(amount) - sum(order_no){as item 0}, count(*) * {lit 0}{as item 1}, sum(amount), sum(order_no), count(*), {lit 0} from {table 0: sf_order}{limit} | | hidden 4, groups -1, agg 2@2/0, agg 2@3/0, agg 1@4/0, computed 0, computed 1"},
+		{"select order_no, group_concat(amount) from sf_order group by order_no",
+			"refused: This version of shardgate doesn't yet support 'GROUP_CONCAT() across shards'"},
+		{"select order_no from sf_order group by order_no with rollup",
+			"refused: This version of shardgate doesn't yet support 'GROUP BY … WITH ROLLUP across shards'"},
+	} {
+		if got := mergeOf(t, k, c.sql); got != c.want {
+			t.Errorf("%s\n got: %s\nwant: %s", c.sql, got, c.want)
+		}
+	}
+}
