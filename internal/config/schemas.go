@@ -20,6 +20,10 @@ type Schema struct {
 	// shard gets: refuse (an error before that write runs) or allow (each
 	// shard commits in turn, without atomicity across shards).
 	CrossShardWrites string `yaml:"cross_shard_writes"`
+	// MergeMemory bounds, in bytes, the rows a query across shards may
+	// hold when it cannot stream them (a sort after GROUP BY without
+	// LIMIT); past it the query fails with error 1038. 0: 64 MiB.
+	MergeMemory int64 `yaml:"merge_memory"`
 }
 
 // Values of Schema.CrossShardWrites.

@@ -86,6 +86,9 @@ func (b *schemaBuilder) schema(p string, s *Schema) *sharding.Schema {
 	default:
 		b.fail(p+".cross_shard_writes", "must be %s or %s, got %q", CrossShardRefuse, CrossShardAllow, s.CrossShardWrites)
 	}
+	if s.MergeMemory < 0 {
+		b.fail(p+".merge_memory", "must be a number of bytes, 0 for the default (64 MiB), got %d", s.MergeMemory)
+	}
 	byName := map[string]int{}
 	for j, t := range s.Tables {
 		tp := fmt.Sprintf("%s.tables[%d]", p, j)
@@ -117,6 +120,7 @@ func (b *schemaBuilder) schema(p string, s *Schema) *sharding.Schema {
 
 	out := sharding.NewSchema(s.Name, s.DefaultCluster, shards)
 	out.CrossShardWrites = s.CrossShardWrites == CrossShardAllow
+	out.MergeMemory = s.MergeMemory
 	for j := range s.Tables {
 		t := &s.Tables[j]
 		tp := fmt.Sprintf("%s.tables[%d]", p, j)

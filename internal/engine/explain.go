@@ -1,6 +1,10 @@
 package engine
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Step is one line of a plan's description: what runs where.
 type Step struct {
@@ -29,6 +33,9 @@ func Explain(p Primitive, q []byte) []Step {
 			name = "Fanout (every shard, one server's answer)"
 		}
 		return partSteps(name, p.Parts, q, text)
+	case *Merge:
+		steps := partSteps("Merge", p.Parts, q, text)
+		return append(steps, Step{Primitive: "Merge", Query: p.describe()})
 	case *InsertSplit:
 		return partSteps("InsertSplit", p.Parts, q, text)
 	case *Metadata:
@@ -67,4 +74,56 @@ func queryOr(own, q []byte) []byte {
 		return own
 	}
 	return q
+}
+
+// describe says what a merge does with the parts' rows, by column
+// (1-based, as the parts' ORDER BY positions).
+func (m *Merge) describe() string {
+	s := m.Spec
+	var parts []string
+	add := func(f string, a ...any) { parts = append(parts, fmt.Sprintf(f, a...)) }
+	if len(s.Order) > 0 {
+		add("merge by %s", sortKeys(s.Order))
+	}
+	switch {
+	case s.Groups > 0:
+		add("group by the first %d", s.Groups)
+	case s.Groups < 0:
+		add("one group")
+	}
+	for _, a := range s.Aggregates {
+		add("%s of column %d", aggNames[a.Kind], a.Col+1)
+	}
+	if len(s.Computed) > 0 {
+		add("%d computed column(s)", len(s.Computed))
+	}
+	if s.Having != nil {
+		add("HAVING")
+	}
+	if len(s.Final) > 0 {
+		add("then sort by %s", sortKeys(s.Final))
+	}
+	if m.HasLimit {
+		add("rows %d to %d", m.Offset+1, m.Offset+m.Count)
+	}
+	if s.Hidden > 0 {
+		add("%d hidden column(s)", s.Hidden)
+	}
+	return strings.Join(parts, "; ")
+}
+
+var aggNames = map[AggKind]string{AggCount: "COUNT", AggSum: "SUM", AggMin: "MIN", AggMax: "MAX",
+	AggBitAnd: "BIT_AND", AggBitOr: "BIT_OR", AggBitXor: "BIT_XOR", AggCountDistinct: "COUNT(DISTINCT)",
+	AggSumDistinct: "SUM(DISTINCT)", AggAny: "any value"}
+
+func sortKeys(keys []SortKey) string {
+	var s []string
+	for _, k := range keys {
+		d := strconv.Itoa(k.Col + 1)
+		if k.Desc {
+			d += " DESC"
+		}
+		s = append(s, d)
+	}
+	return strings.Join(s, ", ")
 }

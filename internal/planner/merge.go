@@ -115,13 +115,13 @@ var evalEnv = sync.OnceValue(func() *vtenv.Environment {
 // newMergePlan plans the merge of the statement's own SELECT (an.TopMerge
 // lists what it has) over several sub-tables. Its errors are the 1235
 // refusals of what a merge cannot answer exactly, or errPositional.
-func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, columns func(string) ([]string, bool)) (*MergePlan, error) {
+func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, columns func(string) ([]string, bool), budget int64) (*MergePlan, error) {
 	sel, ok := p.Stmt.(*sqlparser.Select)
 	if !ok {
 		return nil, notSupported("this statement across shards")
 	}
 	b := &mergeBuilder{client: sel, push: sqlparser.CloneRefOfSelect(sel), columns: columns, items: map[*sqlparser.AliasedExpr]int{}}
-	b.spec.Budget = DefaultMergeBudget
+	b.spec.Budget = budget
 	if err := b.build(an); err != nil {
 		return nil, err
 	}

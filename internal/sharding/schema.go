@@ -19,6 +19,9 @@ type Schema struct {
 	// committing in turn (not atomically); otherwise the second shard's
 	// write is refused.
 	CrossShardWrites bool
+	// MergeMemory bounds the rows a merge across shards holds when it
+	// cannot stream them, in bytes (0: the planner's default).
+	MergeMemory int64
 	tables           map[string]*SchemaTable // by lower-cased name
 }
 
