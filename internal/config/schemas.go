@@ -23,7 +23,7 @@ type Schema struct {
 	// MergeMemory bounds, in bytes, the rows a query across shards may
 	// hold when it cannot stream them (a sort after GROUP BY without
 	// LIMIT); past it the query fails with error 1038. 0: 64 MiB.
-	MergeMemory int64 `yaml:"merge_memory"`
+	MergeMemory int `yaml:"merge_memory"`
 }
 
 // Values of Schema.CrossShardWrites.

@@ -120,7 +120,7 @@ func (b *schemaBuilder) schema(p string, s *Schema) *sharding.Schema {
 
 	out := sharding.NewSchema(s.Name, s.DefaultCluster, shards)
 	out.CrossShardWrites = s.CrossShardWrites == CrossShardAllow
-	out.MergeMemory = s.MergeMemory
+	out.MergeMemory = int64(s.MergeMemory)
 	for j := range s.Tables {
 		t := &s.Tables[j]
 		tp := fmt.Sprintf("%s.tables[%d]", p, j)
