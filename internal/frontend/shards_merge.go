@@ -41,7 +41,7 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 		}
 	}
 	shards := s.mergeShards(ks, plan, target)
-	probe := !prepared && len(shards[0].subs) > 1
+	probe := !prepared && !mp.NoProbe && len(shards[0].subs) > 1
 	b := s.partSQL[:0]
 	s.partEnds = s.partEnds[:0]
 	s.parts = s.parts[:0]

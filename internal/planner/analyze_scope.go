@@ -118,8 +118,11 @@ type analyzer struct {
 	// top are the merges of the statement's own SELECT (Analysis.TopMerge).
 	top         Constructs
 	groupsOnKey bool
-	write       bool
-	insert      *InsertRoute
+	// union is the scope of the statement's own UNION, or of a UNION it
+	// chains.
+	unionScope *scope
+	write      bool
+	insert     *InsertRoute
 	// inLinks are the subqueries of top-level `key IN (SELECT key …)`
 	// conjuncts, with the outer key's table: a semi-join on the key.
 	inLinks map[*sqlparser.Subquery]*tableRef
@@ -162,7 +165,15 @@ func (a *analyzer) tableStatement(ts sqlparser.TableStatement, parent *scope, de
 	case *sqlparser.Select:
 		return a.selectStmt(s, parent, depth)
 	case *sqlparser.Union:
+		// The statement's own UNION (and the UNIONs it chains, written
+		// without their own ORDER BY or LIMIT) merges across sub-tables
+		// when each of its SELECTs reads a sharded table: every sub-table
+		// then runs the whole UNION, and their rows together are its rows.
+		top := parent == nil || parent == a.unionScope && len(s.OrderBy) == 0 && s.Limit == nil && s.With == nil
 		sc := a.newScope(parent, depth)
+		if top {
+			a.unionScope = sc
+		}
 		if err := a.with(sc, s.With); err != nil {
 			return false, err
 		}
@@ -179,7 +190,14 @@ func (a *analyzer) tableStatement(ts sqlparser.TableStatement, parent *scope, de
 		}
 		if l || r || sc.sharded {
 			sc.sharded = true
-			a.merge |= MergeUnion | orderLimit(s.OrderBy, s.Limit)
+			c := MergeUnion | orderLimit(s.OrderBy, s.Limit)
+			switch {
+			case top && l && r && parent == nil:
+				a.top |= c
+			case top && l && r:
+			default:
+				a.merge |= c
+			}
 			if s.Into != nil {
 				a.merge |= MergeInto
 			}

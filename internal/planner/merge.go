@@ -48,14 +48,16 @@ type MergePlan struct {
 	// or "" when the order does not matter.
 	ShardOrder string
 	Limit      LimitPlan
+	// NoProbe: the shards' column definitions are the client's as they
+	// are (a UNION's), even for a UNION ALL of a shard's sub-tables.
+	NoProbe bool
 }
 
 // LimitPlan is where an execution's LIMIT comes from.
 type LimitPlan struct {
-	Has                  bool
-	hasOffset            bool
-	offsetRef, countRef  valRef
-	offsetName, rowsName string // for errors
+	Has                 bool
+	hasOffset           bool
+	offsetRef, countRef valRef
 	// Push: the shards get LIMIT offset+count (Template.AppendLimit), so
 	// none sends more rows than the answer can use. Otherwise they send
 	// every row, read only until the merge has its rows.
@@ -116,6 +118,9 @@ var evalEnv = sync.OnceValue(func() *vtenv.Environment {
 // lists what it has) over several sub-tables. Its errors are the 1235
 // refusals of what a merge cannot answer exactly, or errPositional.
 func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, columns func(string) ([]string, bool), budget int64) (*MergePlan, error) {
+	if u, ok := p.Stmt.(*sqlparser.Union); ok {
+		return newUnionMerge(p, u, sh, rename)
+	}
 	sel, ok := p.Stmt.(*sqlparser.Select)
 	if !ok {
 		return nil, notSupported("this statement across shards")
@@ -129,7 +134,7 @@ func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, colum
 		b.push.SelectExprs.Exprs = append(b.push.SelectExprs.Exprs, &sqlparser.AliasedExpr{Expr: e})
 	}
 	b.spec.Hidden = len(b.hidden)
-	lits, params := b.dropped(sh)
+	lits, params := droppedIn(sh, sel.Limit, sel.OrderBy, sel.Having)
 	b.push.Limit = &sqlparser.Limit{Rowcount: sqlparser.NewArgument(mergeLimitArg)} // the limit slot
 	tmpl, err := newTemplateWith(p, sh, rename, templateOptions{items: b.items, itemCount: len(sel.SelectExprs.Exprs), limit: b.push.Limit, dropped: lits, droppedParams: params}, b.push)
 	if err != nil {
@@ -294,7 +299,12 @@ func needsName(e sqlparser.Expr) bool {
 }
 
 func (b *mergeBuilder) planLimit() error {
-	l := b.client.Limit
+	b.push.Limit = nil
+	return b.limitOf(b.client.Limit)
+}
+
+// limitOf reads where the statement's LIMIT values come from.
+func (b *mergeBuilder) limitOf(l *sqlparser.Limit) error {
 	if l == nil {
 		return nil
 	}
@@ -310,7 +320,6 @@ func (b *mergeBuilder) planLimit() error {
 		}
 		b.limit.offsetRef, b.limit.hasOffset = off, true
 	}
-	b.push.Limit = nil
 	return nil
 }
 
@@ -327,36 +336,6 @@ func (b *mergeBuilder) pushLimit() {
 
 // mergeLimitArg marks the pushed LIMIT's slot in the template.
 const mergeLimitArg = "sgmergelimit"
-
-// dropped marks the client's literals the pushed statement no longer has:
-// those of its LIMIT (pushed as a sum or not at all), of its ORDER BY
-// (pushed as positions) and of its HAVING (merged; its literals are in
-// hidden columns when they count).
-func (b *mergeBuilder) dropped(sh *router.Shape) (lits, params []bool) {
-	lits, params = make([]bool, len(sh.Lits)), make([]bool, len(sh.Params))
-	set := func(d []bool, name, prefix string) {
-		if i, err := strconv.Atoi(strings.TrimPrefix(name, prefix)); err == nil && strings.HasPrefix(name, prefix) && i >= 1 && i <= len(d) {
-			d[i-1] = true
-		}
-	}
-	mark := func(n sqlparser.SQLNode) {
-		_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
-			if a, ok := n.(*sqlparser.Argument); ok {
-				set(lits, a.Name, router.LitPrefix)
-				set(params, a.Name, router.ParamPrefix)
-			}
-			return true, nil
-		}, n)
-	}
-	if l := b.client.Limit; l != nil {
-		mark(l)
-	}
-	mark(b.client.OrderBy)
-	if b.client.Having != nil {
-		mark(b.client.Having)
-	}
-	return lits, params
-}
 
 // column returns the column of the pushed rows that holds e: a visible
 // item equal to it, else a hidden column added for it.
@@ -472,51 +451,56 @@ func (b *mergeBuilder) orderMerge(grouped bool) error {
 }
 
 // pushOrder orders the shards' rows by Spec.Order, by position.
-func (b *mergeBuilder) pushOrder() {
-	b.push.OrderBy = nil
-	for _, k := range b.spec.Order {
-		dir := sqlparser.AscOrder
-		if k.Desc {
-			dir = sqlparser.DescOrder
-		}
-		b.push.OrderBy = append(b.push.OrderBy, &sqlparser.Order{Expr: sqlparser.NewIntLiteral(strconv.Itoa(k.Col + 1)), Direction: dir})
-	}
-}
+func (b *mergeBuilder) pushOrder() { b.push.OrderBy = orderByPositions(b.spec.Order) }
 
 // distinctMerge merges SELECT DISTINCT without aggregates: the shards'
 // distinct rows, sorted by every column, are grouped again (a row on two
 // shards is one), then ordered by the ORDER BY.
 func (b *mergeBuilder) distinctMerge() error {
-	for i := 0; i < b.visible; i++ {
-		b.spec.Order = append(b.spec.Order, engine.SortKey{Col: i})
+	var keys []engine.SortKey
+	for _, o := range b.client.OrderBy {
+		k, err := b.orderKey(o)
+		if err != nil {
+			return err
+		}
+		if k.Col >= b.visible {
+			return notSupported("ORDER BY an expression outside the select list of a SELECT DISTINCT, across shards")
+		}
+		keys = append(keys, k)
 	}
-	b.spec.Groups = b.visible
-	if err := b.finalOrder(false); err != nil {
-		return err
-	}
+	b.spec.Order = everyColumn(keys, b.visible)
+	b.spec.Groups = len(b.spec.Order)
 	b.pushOrder()
-	if b.spec.Final == nil {
-		b.pushLimit()
-	}
+	b.pushLimit()
 	return nil
 }
 
-// finalOrder sorts the merged rows by the client's ORDER BY when it is not
-// the order the rows are merged in. aggregates says the keys may name
-// aggregates (of a grouped merge).
-func (b *mergeBuilder) finalOrder(aggregates bool) error {
+// everyColumn is the order of DISTINCT rows: the ORDER BY's keys, then
+// every other column: equal rows are then next to each other, and the
+// rows come in the ORDER BY's order.
+func everyColumn(keys []engine.SortKey, n int) []engine.SortKey {
+	var order []engine.SortKey
+	seen := make([]bool, n)
+	for _, k := range keys {
+		if !seen[k.Col] {
+			seen[k.Col] = true
+			order = append(order, k)
+		}
+	}
+	for i := 0; i < n; i++ {
+		if !seen[i] {
+			order = append(order, engine.SortKey{Col: i})
+		}
+	}
+	return order
+}
+
+// finalOrder sorts the groups by the client's ORDER BY when it is not the
+// order they are merged in.
+func (b *mergeBuilder) finalOrder() error {
 	var final []engine.SortKey
 	for _, o := range b.client.OrderBy {
-		var k engine.SortKey
-		var err error
-		if aggregates {
-			k, err = b.groupedOrderKey(o)
-		} else {
-			k, err = b.orderKey(o)
-			if err == nil && k.Col >= b.visible {
-				return notSupported("ORDER BY an expression outside the select list of a SELECT DISTINCT, across shards")
-			}
-		}
+		k, err := b.groupedOrderKey(o)
 		if err != nil {
 			return err
 		}
@@ -591,7 +575,7 @@ func (b *mergeBuilder) groupMerge(grouped bool) error {
 		b.push.Having = nil
 	}
 	if grouped {
-		if err := b.finalOrder(true); err != nil {
+		if err := b.finalOrder(); err != nil {
 			return err
 		}
 	}
@@ -941,4 +925,148 @@ func translate(e sqlparser.Expr) (evalengine.Expr, error) {
 		return nil, notSupported(fmt.Sprintf("the expression %s across shards (%v)", sqlparser.String(e), err))
 	}
 	return expr, nil
+}
+
+// newUnionMerge plans the merge of the statement's own UNION: every
+// sub-table runs it whole; UNION ALL merges the rows by the ORDER BY,
+// UNION (DISTINCT) removes the duplicates of rows from several
+// sub-tables (the shards sort by every column) and then orders them.
+// The shards' answers are a UNION's, as one server's: no probe is needed.
+func newUnionMerge(p Parsed, u *sqlparser.Union, sh *router.Shape, rename Rename) (*MergePlan, error) {
+	distinct, err := unionDistinct(u)
+	if err != nil {
+		return nil, err
+	}
+	first := firstSelect(u)
+	if first == nil {
+		return nil, notSupported("this UNION across shards")
+	}
+	items := first.SelectExprs.Exprs
+	for _, e := range items {
+		if _, star := e.(*sqlparser.StarExpr); star && (distinct || len(u.OrderBy) > 0) {
+			return nil, notSupported("SELECT * in a UNION with ORDER BY or DISTINCT across shards; list the columns")
+		}
+	}
+	push := sqlparser.Clone(u)
+	b := &mergeBuilder{visible: len(items)}
+	var keys []engine.SortKey
+	for _, o := range u.OrderBy {
+		col, err := unionColumn(o.Expr, items)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, engine.SortKey{Col: col, Desc: o.Direction == sqlparser.DescOrder})
+	}
+	if err := b.limitOf(u.Limit); err != nil {
+		return nil, err
+	}
+	spec := &b.spec
+	spec.Order = keys
+	if distinct {
+		spec.Order = everyColumn(keys, len(items))
+		spec.Groups = len(spec.Order)
+	}
+	b.pushLimit()
+	push.OrderBy = orderByPositions(spec.Order)
+	lits, params := droppedIn(sh, u.OrderBy, u.Limit)
+	push.Limit = &sqlparser.Limit{Rowcount: sqlparser.NewArgument(mergeLimitArg)}
+	tmpl, err := newTemplateWith(p, sh, rename, templateOptions{limit: push.Limit, dropped: lits, droppedParams: params}, push)
+	if err != nil {
+		return nil, err
+	}
+	return &MergePlan{Tmpl: tmpl, Spec: spec, Limit: b.limit, ShardOrder: shardOrder(spec.Order), NoProbe: true}, nil
+}
+
+// unionDistinct reports whether a UNION chain removes duplicates from
+// all its rows (its last UNION is DISTINCT). A DISTINCT before an ALL
+// removes them from some rows only, which the merge cannot tell apart.
+func unionDistinct(u *sqlparser.Union) (bool, error) {
+	if left, ok := u.Left.(*sqlparser.Union); ok {
+		if _, err := unionDistinct(left); err != nil {
+			return false, err
+		}
+		if left.Distinct && !u.Distinct {
+			return false, notSupported("UNION DISTINCT followed by UNION ALL across shards")
+		}
+	}
+	if right, ok := u.Right.(*sqlparser.Union); ok && (right.Distinct != u.Distinct) {
+		return false, notSupported("UNION DISTINCT and UNION ALL nested across shards")
+	}
+	return u.Distinct, nil
+}
+
+// unionColumn resolves a UNION's ORDER BY key to a column of its first
+// SELECT: a position, or the name of an item (its alias or column).
+func unionColumn(e sqlparser.Expr, items []sqlparser.SelectExpr) (int, error) {
+	if l, ok := e.(*sqlparser.Literal); ok && l.Type == sqlparser.IntVal {
+		n, err := strconv.Atoi(l.Val)
+		if err != nil || n < 1 || n > len(items) {
+			return 0, notSupported("ORDER BY position " + l.Val + " of a UNION across shards")
+		}
+		return n - 1, nil
+	}
+	if position(e) {
+		return 0, errPositional
+	}
+	c, ok := e.(*sqlparser.ColName)
+	if !ok || !c.Qualifier.IsEmpty() {
+		return 0, notSupported("ORDER BY an expression of a UNION across shards; order by a column's name or position")
+	}
+	found := -1
+	for i, it := range items {
+		ae, ok := it.(*sqlparser.AliasedExpr)
+		if !ok {
+			continue
+		}
+		name := ae.As.String()
+		if name == "" {
+			if col, ok := ae.Expr.(*sqlparser.ColName); ok {
+				name = col.Name.String()
+			}
+		}
+		if strings.EqualFold(name, c.Name.String()) {
+			if found >= 0 {
+				return 0, notSupported("ORDER BY " + name + ", a name of several columns of a UNION, across shards")
+			}
+			found = i
+		}
+	}
+	if found < 0 {
+		return 0, notSupported("ORDER BY " + c.Name.String() + " of a UNION across shards; order by a column's name or position")
+	}
+	return found, nil
+}
+
+// orderByPositions is an ORDER BY of the columns of keys, by position.
+func orderByPositions(keys []engine.SortKey) sqlparser.OrderBy {
+	var o sqlparser.OrderBy
+	for _, k := range keys {
+		dir := sqlparser.AscOrder
+		if k.Desc {
+			dir = sqlparser.DescOrder
+		}
+		o = append(o, &sqlparser.Order{Expr: sqlparser.NewIntLiteral(strconv.Itoa(k.Col + 1)), Direction: dir})
+	}
+	return o
+}
+
+// droppedIn marks the literals and parameters of nodes, which the pushed
+// statement does not have as the client wrote them.
+func droppedIn(sh *router.Shape, nodes ...sqlparser.SQLNode) (lits, params []bool) {
+	lits, params = make([]bool, len(sh.Lits)), make([]bool, len(sh.Params))
+	set := func(d []bool, name, prefix string) {
+		if i, err := strconv.Atoi(strings.TrimPrefix(name, prefix)); err == nil && strings.HasPrefix(name, prefix) && i >= 1 && i <= len(d) {
+			d[i-1] = true
+		}
+	}
+	for _, n := range nodes {
+		_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+			if a, ok := n.(*sqlparser.Argument); ok {
+				set(lits, a.Name, router.LitPrefix)
+				set(params, a.Name, router.ParamPrefix)
+			}
+			return true, nil
+		}, n)
+	}
+	return lits, params
 }

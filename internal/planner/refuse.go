@@ -44,7 +44,7 @@ const (
 
 // Mergeable are the constructs of a statement's own SELECT that a merge
 // of the sub-tables' rows answers (engine.Merge).
-const Mergeable = MergeOrderBy | MergeGroupBy | MergeAggregate | MergeDistinct | MergeLimit | MergeHaving
+const Mergeable = MergeOrderBy | MergeGroupBy | MergeAggregate | MergeDistinct | MergeLimit | MergeHaving | MergeUnion
 
 var constructNames = []string{
 	"ORDER BY", "GROUP BY", "aggregate functions", "DISTINCT", "LIMIT", "HAVING", "UNION",

@@ -52,6 +52,10 @@ func (a *Analysis) Route(v Values) (Target, error) {
 			t, found = s, c.name
 			continue
 		}
+		if a.TopMerge&MergeUnion != 0 {
+			t.or(&s) // each sub-table runs the whole UNION
+			continue
+		}
 		i, one := t.Single()
 		if j, other := s.Single(); !one || !other || i != j {
 			return Target{}, classesApart(a.Merge, found, c.name)

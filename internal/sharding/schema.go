@@ -22,7 +22,7 @@ type Schema struct {
 	// MergeMemory bounds the rows a merge across shards holds when it
 	// cannot stream them, in bytes (0: the planner's default).
 	MergeMemory int64
-	tables           map[string]*SchemaTable // by lower-cased name
+	tables      map[string]*SchemaTable // by lower-cased name
 }
 
 // TableType says how a listed table is placed.
