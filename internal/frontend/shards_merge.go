@@ -23,8 +23,10 @@ type mergeShard struct {
 
 // planMerge plans the merge of plan's SELECT over target's sub-tables,
 // for a text statement (vals: its literals) or an execution of a prepared
-// one (prepared; vals: its literals and parameters).
-func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte, sh *router.Shape, target planner.Target, st router.Stmt, vals planner.Values, prepared bool) engine.Primitive {
+// one (vals: its literals and parameters; columns: its PREPARE's column
+// definitions, not nil).
+func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte, sh *router.Shape, target planner.Target, st router.Stmt, vals planner.Values, columns [][]byte) engine.Primitive {
+	prepared := columns != nil
 	mp := plan.Merge
 	if mp == nil {
 		return s.refuseErr(plan.MergeErr)
@@ -72,6 +74,9 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 	}
 	s.merge = engine.Merge{Parts: s.parts, Spec: mp.Spec, Offset: offset, Count: count, HasLimit: mp.Limit.Has, Probe: probe,
 		ReplicaOK: planner.ReplicaOK(s.parts[0].Cluster, s.user.Policy(), st, s)}
+	if prepared && !mp.NoProbe && len(shards[0].subs) > 1 {
+		s.merge.Columns = columns
+	}
 	return &s.merge
 }
 
