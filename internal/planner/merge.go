@@ -414,10 +414,30 @@ func (b *mergeBuilder) orderKey(o *sqlparser.Order) (engine.SortKey, error) {
 		k.Col = i
 	case b.itemByAlias(o.Expr) >= 0:
 		k.Col = b.itemByAlias(o.Expr)
+	case b.namesAlias(o.Expr):
+		return k, notSupported("ORDER BY an expression of a select-list alias across shards; order by the alias or the expression it names")
 	default:
 		k.Col = b.column(o.Expr)
 	}
 	return k, nil
+}
+
+// namesAlias reports a column name in e that may be an alias of the
+// select list: a hidden column holding e could not name it.
+func (b *mergeBuilder) namesAlias(e sqlparser.Expr) bool {
+	found := false
+	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+		switch n := n.(type) {
+		case *sqlparser.Subquery:
+			return false, nil
+		case *sqlparser.ColName:
+			if b.itemByAlias(n) >= 0 && b.tableHasColumn(n.Name.String()) != 1 {
+				found = true
+			}
+		}
+		return !found, nil
+	}, e)
+	return found
 }
 
 // orderMerge merges rows sorted by the ORDER BY, as they are (no groups,
@@ -833,6 +853,9 @@ func (b *mergeBuilder) liftValue(e sqlparser.Expr) (int, error) {
 			return 0, notSupported("the name " + sqlparser.String(e) + ", an alias and maybe a column, among aggregates across shards")
 		}
 	}
+	if b.namesAlias(e) {
+		return 0, notSupported("an expression of a select-list alias among aggregates across shards; use the alias alone or the expression it names")
+	}
 	b.liftedValues = true
 	return b.hiddenColumn(e), nil
 }
@@ -868,6 +891,9 @@ func (b *mergeBuilder) groupedOrderKey(o *sqlparser.Order) (engine.SortKey, erro
 		}
 	}
 	if !containsAggregate(o.Expr) {
+		if b.namesAlias(o.Expr) {
+			return k, notSupported("ORDER BY an expression of a select-list alias across shards; order by the alias or the expression it names")
+		}
 		k.Col = b.hiddenColumn(o.Expr) // a group key's value, or any row's
 		return k, nil
 	}
