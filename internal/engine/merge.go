@@ -81,6 +81,14 @@ type MergeSpec struct {
 	// Order then starts with every visible column, so duplicates arrive
 	// next to each other.
 	DistinctRows bool
+	// Weights[c], when Weights is set and it is not -1, is the column
+	// holding the collation weight of column c's value (the planner adds
+	// one for every key, MIN/MAX and DISTINCT argument that may be a
+	// string): strings compare by their weights' bytes. A column
+	// definition names the connection's character set, not the column's
+	// collation, so a string column without a weight compares exactly
+	// only when it is binary (charset 63).
+	Weights []int
 	// Budget bounds the memory the merge holds for rows it cannot stream
 	// (Final without LIMIT): past it the query fails with a clear error.
 	Budget int64

@@ -130,6 +130,9 @@ func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, colum
 	if err := b.build(an); err != nil {
 		return nil, err
 	}
+	if err := b.addWeights(); err != nil {
+		return nil, err
+	}
 	for _, e := range b.hidden {
 		b.push.SelectExprs.Exprs = append(b.push.SelectExprs.Exprs, &sqlparser.AliasedExpr{Expr: e})
 	}
@@ -993,14 +996,73 @@ func newUnionMerge(p Parsed, u *sqlparser.Union, sh *router.Shape, rename Rename
 		spec.Groups = len(spec.Order)
 	}
 	b.pushLimit()
+	if err := unionWeights(push, spec, len(items)); err != nil {
+		return nil, err
+	}
 	push.OrderBy = orderByPositions(spec.Order)
 	lits, params := droppedIn(sh, u.OrderBy, u.Limit)
 	push.Limit = &sqlparser.Limit{Rowcount: sqlparser.NewArgument(mergeLimitArg)}
-	tmpl, err := newTemplateWith(p, sh, rename, templateOptions{limit: push.Limit, dropped: lits, droppedParams: params}, push)
+	named := map[*sqlparser.AliasedExpr]int{}
+	for i, e := range firstSelect(push).SelectExprs.Exprs[:len(items)] {
+		if ae, ok := e.(*sqlparser.AliasedExpr); ok && ae.As.IsEmpty() && needsName(ae.Expr) {
+			named[ae] = i // named by the client's text; the hidden ones are not
+		}
+	}
+	tmpl, err := newTemplateWith(p, sh, rename, templateOptions{items: named, itemCount: len(items), limit: push.Limit, dropped: lits, droppedParams: params}, push)
 	if err != nil {
 		return nil, err
 	}
 	return &MergePlan{Tmpl: tmpl, Spec: spec, Limit: b.limit, ShardOrder: shardOrder(spec.Order), NoProbe: true}, nil
+}
+
+// unionWeights adds to every SELECT of the pushed UNION the weights of
+// its columns the merge compares (see addWeights), as hidden columns
+// after the n visible ones. Each SELECT weighs its own column: the
+// UNION's column has their collation when they share one.
+func unionWeights(u *sqlparser.Union, spec *engine.MergeSpec, n int) error {
+	var cols []int
+	for _, k := range spec.Order {
+		cols = append(cols, k.Col)
+	}
+	if len(cols) == 0 {
+		return nil
+	}
+	spec.Weights = make([]int, n+len(cols))
+	for i := range spec.Weights {
+		spec.Weights[i] = -1
+	}
+	for j, c := range cols {
+		spec.Weights[c] = n + j
+	}
+	spec.Hidden = len(cols)
+	var err error
+	eachSelect(u, func(s *sqlparser.Select) {
+		for _, c := range cols {
+			ae, ok := s.SelectExprs.Exprs[c].(*sqlparser.AliasedExpr)
+			if !ok {
+				err = notSupported("SELECT * in a UNION with ORDER BY or DISTINCT across shards; list the columns")
+				return
+			}
+			w, werr := weightExpr(ae.Expr)
+			if werr != nil {
+				err = werr
+				return
+			}
+			s.SelectExprs.Exprs = append(s.SelectExprs.Exprs, &sqlparser.AliasedExpr{Expr: w})
+		}
+	})
+	return err
+}
+
+// eachSelect calls f with every SELECT of a UNION.
+func eachSelect(ts sqlparser.TableStatement, f func(*sqlparser.Select)) {
+	switch s := ts.(type) {
+	case *sqlparser.Select:
+		f(s)
+	case *sqlparser.Union:
+		eachSelect(s.Left, f)
+		eachSelect(s.Right, f)
+	}
 }
 
 // unionDistinct reports whether a UNION chain removes duplicates from
@@ -1096,3 +1158,101 @@ func droppedIn(sh *router.Shape, nodes ...sqlparser.SQLNode) (lits, params []boo
 	}
 	return lits, params
 }
+
+// addWeights adds, for each column the merge compares (sort and group
+// keys, DISTINCT arguments, MIN and MAX), a hidden column with its
+// collation weight computed by the shard: a column definition names the
+// connection's character set, not the column's collation, so the proxy
+// cannot know how a string compares (a utf8mb4_bin column reads as
+// utf8mb4_general_ci). The weight string of the value, with trailing
+// spaces trimmed for PAD SPACE collations, compares as the collation
+// does, byte by byte, for every collation the server has. Values that
+// are not strings ignore it; columns the merge computes itself have none.
+func (b *mergeBuilder) addWeights() error {
+	var cols []int
+	for _, ks := range [][]engine.SortKey{b.spec.Order, b.spec.Final} {
+		for _, k := range ks {
+			cols = append(cols, k.Col)
+		}
+	}
+	for _, a := range b.spec.Aggregates {
+		switch a.Kind {
+		case engine.AggMin, engine.AggMax:
+			cols = append(cols, a.Col)
+		case engine.AggCountDistinct, engine.AggSumDistinct:
+			cols = append(cols, a.Arg)
+		}
+	}
+	computed := map[int]bool{}
+	for _, c := range b.spec.Computed {
+		computed[c.Col] = true
+	}
+	weights := map[int]int{}
+	for _, c := range cols {
+		if _, done := weights[c]; done || computed[c] {
+			continue
+		}
+		e := b.columnExpr(c)
+		if e == nil || notString(e) {
+			continue
+		}
+		w, err := weightExpr(e)
+		if err != nil {
+			return err
+		}
+		weights[c] = b.hiddenColumn(w)
+	}
+	if len(weights) == 0 {
+		return nil
+	}
+	b.spec.Weights = make([]int, b.visible+len(b.hidden))
+	for i := range b.spec.Weights {
+		b.spec.Weights[i] = -1
+	}
+	for c, w := range weights {
+		b.spec.Weights[c] = w
+	}
+	return nil
+}
+
+// columnExpr is the expression of a column of the pushed rows.
+func (b *mergeBuilder) columnExpr(c int) sqlparser.Expr {
+	if c >= b.visible {
+		return b.hidden[c-b.visible]
+	}
+	if ae, ok := b.push.SelectExprs.Exprs[c].(*sqlparser.AliasedExpr); ok {
+		return ae.Expr
+	}
+	return nil
+}
+
+// notString reports expressions whose value is never a string: their
+// comparisons need no weight.
+func notString(e sqlparser.Expr) bool {
+	switch e := e.(type) {
+	case *sqlparser.CountStar, *sqlparser.Count, *sqlparser.Sum, *sqlparser.Avg,
+		*sqlparser.BitAnd, *sqlparser.BitOr, *sqlparser.BitXor:
+		return true
+	case *sqlparser.Literal:
+		return e.Type == sqlparser.IntVal || e.Type == sqlparser.DecimalVal || e.Type == sqlparser.FloatVal
+	case *sqlparser.BinaryExpr:
+		return true // arithmetic and bit operators give numbers
+	}
+	return false
+}
+
+// weightTemplate is the weight of a value X as its collation compares it:
+// binary strings and NO PAD collations as they are, PAD SPACE ones
+// without trailing spaces.
+const weightTemplate = "weight_string(if(collation(X) = 'binary' or collation(X) like '%nopad%' or collation(X) like '%0900%', X, trim(trailing ' ' from X)))"
+
+func weightExpr(e sqlparser.Expr) (sqlparser.Expr, error) {
+	x := sqlparser.String(e)
+	w, err := weightParser().ParseExpr(strings.ReplaceAll(weightTemplate, "X", x))
+	if err != nil {
+		return nil, notSupported(fmt.Sprintf("comparing %s across shards (%v)", x, err))
+	}
+	return w, nil
+}
+
+var weightParser = sync.OnceValue(func() *sqlparser.Parser { return sqlparser.NewTestParser() })
