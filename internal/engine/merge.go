@@ -83,7 +83,17 @@ type MergeSpec struct {
 	DistinctRows bool
 	// Budget bounds the memory the merge holds for rows it cannot stream
 	// (Final without LIMIT): past it the query fails with a clear error.
+	// 0 is DefaultMergeBudget.
 	Budget int64
+	// Collations, when set, holds for each part column (by offset) the
+	// collation its strings compare under, 0 for the one its definition
+	// names. A column definition carries the collation of the
+	// connection's result character set (utf8mb4_general_ci for a
+	// utf8mb4_unicode_ci column read with SET NAMES utf8mb4), not the
+	// column's: the planner sets here the collation of every string
+	// column the merge compares (keys, MIN/MAX, DISTINCT) whose own
+	// collation differs.
+	Collations []uint16
 }
 
 // SortKey is one ORDER BY key: a column of the part rows and its
