@@ -30,9 +30,11 @@ const (
 // cannot order the column as the server does; it is reported only when
 // the column is compared.
 type colCmp struct {
-	kind cmpKind
-	coll colldata.Collation
-	err  error
+	kind   cmpKind
+	coll   colldata.Collation
+	space  []byte // the weight of ' ' under coll
+	wa, wb []byte // weight strings, reused
+	err    error
 }
 
 // checkedCollations maps collation ids to the collations the merge
@@ -92,7 +94,7 @@ func stringCmp(col *mysql.ColumnDef, collation uint16) colCmp {
 		return colCmp{err: fmt.Errorf("the column `%s` with collation %s, read as %s", col.Name,
 			collationName(collation), collationName(col.Charset))}
 	}
-	return colCmp{kind: cmpCollated, coll: coll}
+	return colCmp{kind: cmpCollated, coll: coll, space: coll.WeightString(nil, []byte(" "), 0)}
 }
 
 // sameText: a utf8mb3 column's strings arrive in utf8mb4 as the same bytes.
@@ -133,9 +135,35 @@ func (c *colCmp) compare(a, b sqltypes.Value) int {
 	case cmpTime:
 		return compareTimeText(ra, rb)
 	case cmpCollated:
-		return c.coll.Collate(ra, rb, false)
+		c.wa = c.coll.WeightString(c.wa[:0], ra, 0)
+		c.wb = c.coll.WeightString(c.wb[:0], rb, 0)
+		return comparePadded(c.wa, c.wb, c.space)
 	}
 	return bytes.Compare(ra, rb)
+}
+
+// comparePadded orders two weight strings of a PAD SPACE collation: the
+// shorter compares as if padded with spaces, so 'a' = 'a ' and, as the
+// server has it, 'a\t' < 'a'. (Vitess's Collate compares NO PAD.)
+func comparePadded(a, b, space []byte) int {
+	n := min(len(a), len(b))
+	if c := bytes.Compare(a[:n], b[:n]); c != 0 {
+		return c
+	}
+	sign := 1
+	rest := a[n:]
+	if len(b) > n {
+		sign, rest = -1, b[n:]
+	}
+	for i, w := range rest {
+		if s := space[i%len(space)]; w != s {
+			if w < s {
+				return -sign
+			}
+			return sign
+		}
+	}
+	return 0
 }
 
 // decimalParts splits a decimal number's text into its sign, integer

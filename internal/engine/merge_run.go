@@ -136,8 +136,11 @@ func (r *mergeRun) prepareCombine() error {
 		}
 		r.types[i], r.formats[i] = t, columnFormat(c)
 	}
-	r.accums = make([]accum, len(s.Aggregates))
-	for i, a := range s.Aggregates {
+	r.accums = make([]accum, 0, len(s.Aggregates))
+	for _, a := range s.Aggregates {
+		if a.Kind == AggAny {
+			continue // the group's first row's value is in place
+		}
 		if a.Col < 0 || a.Col >= len(r.cols) {
 			return fmt.Errorf("merge: aggregate of column %d of a row of %d", a.Col, len(r.cols))
 		}
@@ -155,7 +158,7 @@ func (r *mergeRun) prepareCombine() error {
 		if err != nil {
 			return err
 		}
-		r.accums[i] = acc
+		r.accums = append(r.accums, acc)
 	}
 	if s.DistinctRows {
 		for i := 0; i < r.visible; i++ {
