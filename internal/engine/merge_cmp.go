@@ -19,11 +19,11 @@ import (
 type cmpKind uint8
 
 const (
-	cmpNumber  cmpKind = iota + 1 // integers, DECIMAL, YEAR: exact, by their decimal text
-	cmpFloat                      // FLOAT, DOUBLE
-	cmpBytes                      // binary strings, BIT, DATE, DATETIME, TIMESTAMP (fixed-width text per column)
-	cmpTime                       // TIME: signed, hours of varying width
-	cmpCollated                   // strings under a collation
+	cmpNumber   cmpKind = iota + 1 // integers, DECIMAL, YEAR: exact, by their decimal text
+	cmpFloat                       // FLOAT, DOUBLE
+	cmpBytes                       // binary strings, BIT, DATE, DATETIME, TIMESTAMP (fixed-width text per column)
+	cmpTime                        // TIME: signed, hours of varying width
+	cmpCollated                    // strings under a collation
 )
 
 // colCmp compares values of one part column. err is set when the merge
