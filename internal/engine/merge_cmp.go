@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"vitess.io/vitess/go/hack"
 	"vitess.io/vitess/go/mysql/collations"
@@ -38,12 +39,18 @@ type colCmp struct {
 }
 
 // checkedCollations maps collation ids to the collations the merge
-// compares strings under: those checked to order strings as MariaDB does.
-// The ids are MySQL's, which MariaDB shares for these.
+// compares strings under: those checked to order strings as MariaDB does,
+// by the ids MySQL and MariaDB share for them
+// (TestMergeCollationIDsMatchServer). MariaDB numbers its croatian_ci
+// collations apart (576, 608); MySQL's ids for them (213, 245) are
+// MariaDB's croatian_mysql561_ci, left out.
 var checkedCollations = func() map[uint16]colldata.Collation {
 	m := make(map[uint16]colldata.Collation)
 	env := collations.MySQL8()
 	for _, name := range sharding.CheckedCollations() {
+		if strings.Contains(name, "_croatian_") {
+			continue
+		}
 		id := env.LookupByName(name)
 		if coll := colldata.Lookup(id); coll != nil {
 			m[uint16(id)] = coll
