@@ -32,10 +32,18 @@ type accum struct {
 // numFormat is how a column's numbers are written: as the server writes
 // that column's type.
 type numFormat struct {
-	float    bool  // FLOAT/DOUBLE: MariaDB's double text, or fixed decimals
+	kind     numKind
 	decimals int32 // DECIMAL's scale; a double's fixed decimals (31: none)
-	integer  bool  // integer types
 }
+
+type numKind uint8
+
+const (
+	numOther   numKind = iota // not a number: values pass as they are
+	numInteger                // integer types
+	numDecimal                // DECIMAL
+	numFloat                  // FLOAT, DOUBLE: MariaDB's double text, or fixed decimals
+)
 
 // notFixedDecimals is a double's decimals when it has no fixed scale.
 const notFixedDecimals = 31
@@ -43,11 +51,13 @@ const notFixedDecimals = 31
 func columnFormat(col *mysql.ColumnDef) numFormat {
 	switch col.Type {
 	case mysql.TypeFloat, mysql.TypeDouble:
-		return numFormat{float: true, decimals: int32(col.Decimals)}
+		return numFormat{kind: numFloat, decimals: int32(col.Decimals)}
 	case mysql.TypeDecimal, mysql.TypeNewDecimal:
-		return numFormat{decimals: min(int32(col.Decimals), 38)}
+		return numFormat{kind: numDecimal, decimals: min(int32(col.Decimals), 38)}
+	case mysql.TypeTiny, mysql.TypeShort, mysql.TypeLong, mysql.TypeLongLong, 0x09, mysql.TypeYear:
+		return numFormat{kind: numInteger}
 	}
-	return numFormat{integer: true}
+	return numFormat{kind: numOther}
 }
 
 func (a *accum) reset() {
@@ -120,7 +130,7 @@ func (a *accum) addSum(v sqltypes.Value) error {
 		return nil
 	}
 	a.seen = true
-	if a.format.float {
+	if a.format.kind == numFloat {
 		f, err := strconv.ParseFloat(hack.String(v.Raw()), 64)
 		if err != nil {
 			return aggValueError(a.Kind, v, err)
@@ -144,7 +154,7 @@ func (a *accum) value() sqltypes.Value {
 		if !a.seen {
 			return sqltypes.NULL
 		}
-		if a.format.float {
+		if a.format.kind == numFloat {
 			b = appendDouble(b, a.fsum, a.format.decimals)
 		} else {
 			b = a.sum.appendTo(b)

@@ -151,9 +151,6 @@ func (r *mergeRun) prepareCombine() error {
 			acc.cmp, err = r.cmp(a.Col)
 		case AggCountDistinct, AggSumDistinct:
 			acc.cmp, err = r.cmp(a.Arg)
-			if a.Kind == AggSumDistinct && err == nil {
-				acc.format = r.formats[a.Col]
-			}
 		}
 		if err != nil {
 			return err
@@ -386,13 +383,13 @@ func (r *mergeRun) formatComputed(res evalengine.EvalResult, col int, buf []byte
 	}
 	f := r.formats[col]
 	switch {
-	case f.float:
+	case f.kind == numFloat:
 		x, err := v.ToFloat64()
 		if err != nil {
 			return v, buf
 		}
 		buf = appendDouble(buf[:0], x, f.decimals)
-	case !f.integer:
+	case f.kind == numDecimal || f.kind == numInteger && !v.IsIntegral():
 		d, err := decimal.NewFromMySQL(v.Raw())
 		if err != nil {
 			x, ferr := v.ToFloat64()

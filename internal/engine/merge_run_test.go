@@ -378,6 +378,12 @@ func TestMergeComputedHavingFinal(t *testing.T) {
 				Computed:   []ComputedColumn{{Col: 1, Expr: expr(t, "c1 * 2")}, {Col: 2, Expr: expr(t, "c3 - c4")}}},
 			inputs: [][]string{in("1|1|0|1.25|2.00"), in("1|2|0|0.50|NULL")},
 			want:   []string{"1|6|-0.25"}},
+		{name: "an integer column rounds a computed decimal half away from zero",
+			cols: []mysql.ColumnDef{cInt, cCount},
+			spec: MergeSpec{Groups: -1, Hidden: 1, Aggregates: []Aggregate{{Kind: AggCount, Col: 1}},
+				Computed: []ComputedColumn{{Col: 0, Expr: expr(t, "c1 / 2")}}},
+			inputs: [][]string{in("0|2"), in("0|3")},
+			want:   []string{"3"}},
 		{name: "double average",
 			cols: []mysql.ColumnDef{cDouble, cDouble, cCount},
 			spec: MergeSpec{Groups: -1, Hidden: 2, Aggregates: []Aggregate{{Kind: AggSum, Col: 1}, {Kind: AggCount, Col: 2}},
@@ -397,7 +403,7 @@ func TestMergeBudget(t *testing.T) {
 		inputs: [][]string{rows}}
 	_, err := runMergeCase(t, c)
 	var se *mysql.SQLError
-	if !errors.As(err, &se) || se.Code != ERSortMemory || se.State != "HY001" || !strings.Contains(se.Message, "merge_memory") {
+	if !errors.As(err, &se) || se.Code != mysql.EROutOfSortMemory || se.State != "HY001" || !strings.Contains(se.Message, "merge_memory") {
 		t.Fatalf("err = %v, want 1038 (HY001) naming merge_memory", err)
 	}
 	// Under a LIMIT only Offset+Count rows are held: the same budget holds.

@@ -12,9 +12,6 @@ import (
 // sort itself when MergeSpec.Budget is 0.
 const DefaultMergeBudget = 64 << 20
 
-// ERSortMemory is MySQL's "Out of sort memory" (HY001).
-const ERSortMemory uint16 = 1038
-
 // finalSorter sorts the combined rows by MergeSpec.Final: all of them in
 // memory, or with a LIMIT only the best Offset+Count (a bounded heap
 // whose root is the worst row kept). Ties keep their arrival order.
@@ -85,7 +82,7 @@ func (s *finalSorter) add(row []sqltypes.Value) error {
 func (s *finalSorter) charge(row []sqltypes.Value) error {
 	s.held += rowSize(row)
 	if s.held > s.budget {
-		return mysql.NewError(ERSortMemory, "HY001",
+		return mysql.NewError(mysql.EROutOfSortMemory, "HY001",
 			"Out of sort memory: ordering this query's rows across shards needs more than %d bytes; raise shardgate's merge_memory setting or add a LIMIT", s.budget)
 	}
 	return nil
