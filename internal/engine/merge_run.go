@@ -141,8 +141,8 @@ func (r *mergeRun) prepareCombine() error {
 		if a.Kind == AggAny {
 			continue // the group's first row's value is in place
 		}
-		if a.Col < 0 || a.Col >= len(r.cols) {
-			return fmt.Errorf("merge: aggregate of column %d of a row of %d", a.Col, len(r.cols))
+		if a.Col < 0 || a.Col >= len(r.cols) || a.Kind < AggCount || a.Kind > AggAny {
+			return fmt.Errorf("merge: aggregate %d of column %d of a row of %d", a.Kind, a.Col, len(r.cols))
 		}
 		acc := accum{Aggregate: a, typ: r.types[a.Col], format: r.formats[a.Col]}
 		var err error
@@ -162,6 +162,11 @@ func (r *mergeRun) prepareCombine() error {
 			if _, err := r.cmp(i); err != nil {
 				return err
 			}
+		}
+	}
+	for _, c := range s.Computed {
+		if c.Col < 0 || c.Col >= len(r.cols) {
+			return fmt.Errorf("merge: computed column %d of a row of %d", c.Col, len(r.cols))
 		}
 	}
 	r.computed = make([][]byte, len(s.Computed))

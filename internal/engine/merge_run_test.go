@@ -455,3 +455,21 @@ func TestAppendDouble(t *testing.T) {
 		t.Errorf("fixed: %q", got)
 	}
 }
+
+// TestMergeRejectsBadSpecs: a spec naming columns the rows do not have
+// is a planner's bug, reported as an error, never a panic.
+func TestMergeRejectsBadSpecs(t *testing.T) {
+	cols := []mysql.ColumnDef{cInt, cInt}
+	rows := [][]string{in("1|2")}
+	checkMergeCases(t, []mergeCase{
+		{name: "sort key", cols: cols, spec: MergeSpec{Order: []SortKey{{Col: 2}}}, inputs: rows, err: "merge: column 2 of a row of 2"},
+		{name: "final key", cols: cols, spec: MergeSpec{Final: []SortKey{{Col: -1}}}, inputs: rows, err: "merge: column -1"},
+		{name: "group keys", cols: cols, spec: MergeSpec{Order: []SortKey{{Col: 0}}, Groups: 2}, inputs: rows, err: "2 group keys but 1 sort keys"},
+		{name: "aggregate", cols: cols, spec: MergeSpec{Groups: -1, Aggregates: []Aggregate{{Kind: AggSum, Col: 5}}}, inputs: rows, err: "aggregate 2 of column 5"},
+		{name: "aggregate kind", cols: cols, spec: MergeSpec{Groups: -1, Aggregates: []Aggregate{{Col: 0}}}, inputs: rows, err: "aggregate 0 of column 0"},
+		{name: "distinct argument", cols: cols, spec: MergeSpec{Groups: -1, Aggregates: []Aggregate{{Kind: AggCountDistinct, Col: 0, Arg: 9}}}, inputs: rows, err: "column 9"},
+		{name: "computed", cols: cols, spec: MergeSpec{Groups: -1, Computed: []ComputedColumn{{Col: 3, Expr: expr(t, "c0")}}}, inputs: rows, err: "computed column 3"},
+		{name: "hidden", cols: cols, spec: MergeSpec{Hidden: 3}, inputs: rows, err: "3 hidden columns in a row of 2"},
+		{name: "row width", cols: cols, spec: MergeSpec{}, inputs: [][]string{in("1")}, err: "part 0 sent a row of 1 columns, want 2"},
+	})
+}
