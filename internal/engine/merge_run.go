@@ -183,7 +183,9 @@ func (r *mergeRun) prepareCombine() error {
 	return nil
 }
 
-// mergeVtenv is the Vitess environment expressions evaluate in.
+// mergeVtenv is the Vitess environment expressions evaluate in: evaluation
+// uses only its collation environment, which NewTestEnv builds for Vitess's
+// default MySQL version without needing options that can fail.
 var mergeVtenv = sync.OnceValue(func() *vtenv.Environment { return vtenv.NewTestEnv() })
 
 func (r *mergeRun) run() error {
