@@ -91,7 +91,18 @@ type MergeSpec struct {
 	Weights []int
 	// Budget bounds the memory the merge holds for rows it cannot stream
 	// (Final without LIMIT): past it the query fails with a clear error.
+	// 0 is DefaultMergeBudget.
 	Budget int64
+	// Collations holds for each part column (by offset) the collation
+	// its strings compare under, 0 for the one its definition names. A
+	// column definition carries the default collation of the connection's
+	// result character set (utf8mb4_general_ci for a utf8mb4_unicode_ci
+	// column read after SET NAMES utf8mb4), not the column's: the planner
+	// sets here the collation of every string column the merge compares
+	// (sort and group keys, MIN/MAX, DISTINCT). The merge compares the
+	// text as it arrives, in the result character set: a collation of
+	// another character set (a latin1 column read as utf8mb4) is refused.
+	Collations []uint16
 }
 
 // SortKey is one ORDER BY key: a column of the part rows and its
