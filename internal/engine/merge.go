@@ -77,14 +77,13 @@ type MergeSpec struct {
 	// BY an aggregate): the combined rows are sorted again, within the
 	// memory budget (a bounded heap of Offset+Count rows under a LIMIT).
 	Final []SortKey
-	// DistinctRows removes duplicate visible rows (SELECT DISTINCT):
-	// Order then starts with every visible column, so duplicates arrive
-	// next to each other.
-	DistinctRows bool
 	// Weights[c], when Weights is set and it is not -1, is the column
-	// holding the collation weight of column c's value (the planner adds
-	// one for every key, MIN/MAX and DISTINCT argument that may be a
-	// string): strings compare by their weights' bytes. A column
+	// holding the weight string of column c's value (WEIGHT_STRING, which
+	// the planner adds for every key, MIN/MAX and DISTINCT argument that
+	// may be a string), and the column after it the weight of a space
+	// under the same collation (empty for binary strings and NO PAD
+	// collations): strings compare by their weights' bytes, the shorter
+	// padded with the space's, as PAD SPACE compares. A column
 	// definition names the connection's character set, not the column's
 	// collation, so a string column without a weight compares exactly
 	// only when it is binary (charset 63).
@@ -93,16 +92,6 @@ type MergeSpec struct {
 	// (Final without LIMIT): past it the query fails with a clear error.
 	// 0 is DefaultMergeBudget.
 	Budget int64
-	// Collations holds for each part column (by offset) the collation
-	// its strings compare under, 0 for the one its definition names. A
-	// column definition carries the default collation of the connection's
-	// result character set (utf8mb4_general_ci for a utf8mb4_unicode_ci
-	// column read after SET NAMES utf8mb4), not the column's: the planner
-	// sets here the collation of every string column the merge compares
-	// (sort and group keys, MIN/MAX, DISTINCT). The merge compares the
-	// text as it arrives, in the result character set: a collation of
-	// another character set (a latin1 column read as utf8mb4) is refused.
-	Collations []uint16
 }
 
 // SortKey is one ORDER BY key: a column of the part rows and its

@@ -16,6 +16,7 @@ import (
 type accum struct {
 	Aggregate
 	cmp    *colCmp // MIN/MAX: Col's; DISTINCT kinds: Arg's
+	by     int     // the column cmp compares: Col or Arg, or its weight's
 	typ    sqltypes.Type
 	format numFormat
 
@@ -25,7 +26,8 @@ type accum struct {
 	seen   bool // a non-NULL value was combined
 	bits   uint64
 	best   ownedValue // MIN/MAX
-	prev   ownedValue // DISTINCT kinds: the last value of Arg counted
+	bestBy ownedValue // MIN/MAX: best's column by (its weight)
+	prev   ownedValue // DISTINCT kinds: the last value of by counted
 	result []byte
 }
 
@@ -64,6 +66,7 @@ func (a *accum) reset() {
 	a.count, a.fsum, a.seen = 0, 0, false
 	a.sum.reset(a.format.decimals)
 	a.best.null = true
+	a.bestBy.null = true
 	a.prev.null = true
 	a.bits = 0
 	if a.Kind == AggBitAnd {
@@ -89,10 +92,12 @@ func (a *accum) add(row []sqltypes.Value) error {
 		}
 		if a.best.null {
 			a.best.set(v)
+			a.bestBy.set(row[a.by])
 			return nil
 		}
-		if c := a.cmp.compare(v, a.best.value()); c < 0 && a.Kind == AggMin || c > 0 && a.Kind == AggMax {
+		if c := a.cmp.compare(row[a.by], a.bestBy.value()); c < 0 && a.Kind == AggMin || c > 0 && a.Kind == AggMax {
 			a.best.set(v)
+			a.bestBy.set(row[a.by])
 		}
 	case AggBitAnd, AggBitOr, AggBitXor:
 		if v.IsNull() {
@@ -111,11 +116,11 @@ func (a *accum) add(row []sqltypes.Value) error {
 			a.bits ^= n
 		}
 	case AggCountDistinct, AggSumDistinct:
-		x := row[a.Arg]
-		if x.IsNull() || !a.prev.null && a.cmp.compare(x, a.prev.value()) == 0 {
+		x, by := row[a.Arg], row[a.by]
+		if x.IsNull() || !a.prev.null && a.cmp.compare(by, a.prev.value()) == 0 {
 			return nil
 		}
-		a.prev.set(x)
+		a.prev.set(by)
 		if a.Kind == AggCountDistinct {
 			a.count++
 			return nil

@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"vitess.io/vitess/go/hack"
 	"vitess.io/vitess/go/mysql/collations"
-	"vitess.io/vitess/go/mysql/collations/colldata"
 	"vitess.io/vitess/go/sqltypes"
 
 	"github.com/shardgate/shardgate/internal/mysql"
-	"github.com/shardgate/shardgate/internal/sharding"
 )
 
 // How a merge compares the values of one column: as the server orders
@@ -20,48 +17,48 @@ import (
 type cmpKind uint8
 
 const (
-	cmpNumber   cmpKind = iota + 1 // integers, DECIMAL, YEAR: exact, by their decimal text
-	cmpFloat                       // FLOAT, DOUBLE
-	cmpBytes                       // binary strings, BIT, DATE, DATETIME, TIMESTAMP (fixed-width text per column)
-	cmpTime                        // TIME: signed, hours of varying width
-	cmpCollated                    // strings under a collation
+	cmpNumber cmpKind = iota + 1 // integers, DECIMAL, YEAR: exact, by their decimal text
+	cmpFloat                     // FLOAT, DOUBLE
+	cmpBytes                     // binary strings, BIT, DATE, DATETIME, TIMESTAMP (fixed-width text per column)
+	cmpTime                      // TIME: signed, hours of varying width
+	cmpWeight                    // strings, by the weights the shards computed (bytewise)
 )
 
 // colCmp compares values of one part column. err is set when the merge
 // cannot order the column as the server does; it is reported only when
 // the column is compared.
 type colCmp struct {
-	kind   cmpKind
-	coll   colldata.Collation
-	space  []byte // the weight of ' ' under coll
-	wa, wb []byte // weight strings, reused
-	err    error
+	kind cmpKind
+	// weight is the column of the weights a string column compares by
+	// (MergeSpec.Weights), or -1: compare the column's own values; space
+	// is the weight of a space under the column's collation, learnt from
+	// the first row (spaceKnown).
+	weight     int
+	space      []byte
+	spaceKnown bool
+	err        error
 }
 
-// checkedCollations maps collation ids to the collations the merge
-// compares strings under: those checked to order strings as MariaDB does,
-// by the ids MySQL and MariaDB share for them
-// (TestMergeCollationIDsMatchServer). MariaDB numbers its croatian_ci
-// collations apart (576, 608); MySQL's ids for them (213, 245) are
-// MariaDB's croatian_mysql561_ci, left out.
-var checkedCollations = func() map[uint16]colldata.Collation {
-	m := make(map[uint16]colldata.Collation)
-	env := collations.MySQL8()
-	for _, name := range sharding.CheckedCollations() {
-		if strings.Contains(name, "_croatian_") {
-			continue
-		}
-		id := env.LookupByName(name)
-		if coll := colldata.Lookup(id); coll != nil {
-			m[uint16(id)] = coll
-		}
+// at is the column whose values c compares for column col: its weight's,
+// or its own.
+func (c *colCmp) at(col int) int {
+	if c.weight >= 0 {
+		return c.weight
 	}
-	return m
-}()
+	return col
+}
 
-// newColCmp decides how to compare column i: its definition's type and
-// flags, and its collation (the planner's, collation, when not 0).
-func newColCmp(col *mysql.ColumnDef, collation uint16) colCmp {
+// newColCmp decides how to compare a column: by its definition's type
+// and flags; a string by its weight (column weight, -1 for none).
+func newColCmp(col *mysql.ColumnDef, weight int) colCmp {
+	c := newTypeCmp(col, weight)
+	if c.kind != cmpWeight {
+		c.weight = -1
+	}
+	return c
+}
+
+func newTypeCmp(col *mysql.ColumnDef, weight int) colCmp {
 	if col.Flags&(mysql.FlagEnum|mysql.FlagSet) != 0 {
 		return colCmp{err: fmt.Errorf("the ENUM or SET column `%s`, which sorts by its members' positions", col.Name)}
 	}
@@ -78,48 +75,38 @@ func newColCmp(col *mysql.ColumnDef, collation uint16) colCmp {
 		return colCmp{kind: cmpTime}
 	case mysql.TypeVarchar, mysql.TypeVarString, mysql.TypeString, mysql.TypeTinyBlob,
 		mysql.TypeMediumBlob, mysql.TypeLongBlob, mysql.TypeBlob, mysql.TypeJSON:
-		return stringCmp(col, collation)
+		return stringCmp(col, weight)
 	}
 	return colCmp{err: fmt.Errorf("the column `%s` of type %d", col.Name, col.Type)}
 }
 
-// stringCmp compares a string column: bytewise when binary, else under
-// its collation, which must be one the merge knows to order as MariaDB
-// does, over the character set the column's text arrives in.
-func stringCmp(col *mysql.ColumnDef, collation uint16) colCmp {
-	if collation == 0 {
-		collation = col.Charset
-	}
-	if collation == uint16(collations.CollationBinaryID) {
+// stringCmp compares a string column: by its weights (a column of the
+// shards' WEIGHT_STRING, compared bytewise), or bytewise when it is
+// binary. A column definition names the connection's character set, not
+// the column's collation, so other strings cannot be compared here.
+func stringCmp(col *mysql.ColumnDef, weight int) colCmp {
+	switch {
+	case weight >= 0:
+		return colCmp{kind: cmpWeight, weight: weight}
+	case col.Charset == uint16(collations.CollationBinaryID):
 		return colCmp{kind: cmpBytes}
 	}
-	coll, ok := checkedCollations[collation]
-	if !ok {
-		return colCmp{err: fmt.Errorf("the column `%s` with collation %s", col.Name, collationName(collation))}
-	}
-	if received, ok := checkedCollations[col.Charset]; !ok || !sameText(received.Charset().Name(), coll.Charset().Name()) {
-		return colCmp{err: fmt.Errorf("the column `%s` with collation %s, read as %s", col.Name,
-			collationName(collation), collationName(col.Charset))}
-	}
-	return colCmp{kind: cmpCollated, coll: coll, space: coll.WeightString(nil, []byte(" "), 0)}
-}
-
-// sameText: a utf8mb3 column's strings arrive in utf8mb4 as the same bytes.
-func sameText(received, compared string) bool {
-	return received == compared || received == "utf8mb4" && compared == "utf8mb3"
-}
-
-func collationName(id uint16) string {
-	if name := collations.MySQL8().LookupName(collations.ID(id)); name != "" {
-		return name
-	}
-	return "id " + strconv.Itoa(int(id))
+	return colCmp{err: fmt.Errorf("the string `%s` computed from several shards' values (its collation is not known)", col.Name)}
 }
 
 // notComparable is the refusal for a column the merge cannot order.
 func notComparable(err error) *mysql.SQLError {
 	return mysql.NewError(mysql.ERNotSupportedYet, "42000",
 		"This version of shardgate doesn't yet support 'ORDER BY, GROUP BY, DISTINCT or MIN/MAX across shards on %v'", err)
+}
+
+// learnSpace reads the weight of a space from a row (the column after
+// the weights): the same in every row of a statement.
+func (c *colCmp) learnSpace(row []sqltypes.Value) {
+	if c.kind == cmpWeight && !c.spaceKnown && !row[c.weight].IsNull() {
+		c.space = append(c.space[:0], row[c.weight+1].Raw()...)
+		c.spaceKnown = true
+	}
 }
 
 // compare orders a and b as the server does, NULL first.
@@ -141,10 +128,11 @@ func (c *colCmp) compare(a, b sqltypes.Value) int {
 		return compareFloatText(ra, rb)
 	case cmpTime:
 		return compareTimeText(ra, rb)
-	case cmpCollated:
-		c.wa = c.coll.WeightString(c.wa[:0], ra, 0)
-		c.wb = c.coll.WeightString(c.wb[:0], rb, 0)
-		return comparePadded(c.wa, c.wb, c.space)
+	case cmpWeight:
+		if len(c.space) == 0 {
+			return bytes.Compare(ra, rb) // NO PAD
+		}
+		return comparePadded(ra, rb, c.space)
 	}
 	return bytes.Compare(ra, rb)
 }

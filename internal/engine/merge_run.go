@@ -38,8 +38,11 @@ type mergeRun struct {
 	out     mergeOutput
 	visible int
 	cmps    []colCmp // by part column
-	order   []keyCmp
-	groups  []keyCmp // the group keys: a prefix of order
+	// weighted are the columns that compare by weights: each learns the
+	// weight of a space from the first row.
+	weighted []int
+	order    []keyCmp
+	groups   []keyCmp // the group keys: a prefix of order
 
 	rows [][]sqltypes.Value // each input's current row
 	heap []int              // inputs with a current row, smallest first
@@ -53,8 +56,6 @@ type mergeRun struct {
 	types    []sqltypes.Type
 	formats  []numFormat
 	env      *evalengine.ExpressionEnv
-	lastRow  ownedRow // DISTINCT: the last visible row let through
-	hasLast  bool
 	sorter   *finalSorter
 
 	skip, left uint64 // LIMIT: rows still to skip, to send
@@ -69,11 +70,13 @@ func newMergeRun(m *Merge, cols []mysql.ColumnDef, in []mergeInput, out mergeOut
 	}
 	r.cmps = make([]colCmp, len(cols))
 	for i := range cols {
-		var coll uint16
-		if i < len(s.Collations) {
-			coll = s.Collations[i]
+		r.cmps[i] = newColCmp(&cols[i], r.weight(i))
+		if w := r.cmps[i].weight; w >= 0 {
+			if w+1 >= len(cols) {
+				return nil, fmt.Errorf("merge: column %d's weight in column %d of a row of %d", i, w, len(cols))
+			}
+			r.weighted = append(r.weighted, i)
 		}
-		r.cmps[i] = newColCmp(&cols[i], coll)
 	}
 	var err error
 	if r.order, err = r.keys(s.Order); err != nil {
@@ -93,7 +96,16 @@ func newMergeRun(m *Merge, cols []mysql.ColumnDef, in []mergeInput, out mergeOut
 	return r, nil
 }
 
-// keys resolves sort keys, refusing a column the merge cannot order.
+// weight is the column holding column i's collation weight, or -1.
+func (r *mergeRun) weight(i int) int {
+	if i < len(r.spec.Weights) {
+		return r.spec.Weights[i]
+	}
+	return -1
+}
+
+// keys resolves sort keys, refusing a column the merge cannot order: a
+// string column compares by its weight's column.
 func (r *mergeRun) keys(ks []SortKey) ([]keyCmp, error) {
 	out := make([]keyCmp, len(ks))
 	for i, k := range ks {
@@ -101,7 +113,7 @@ func (r *mergeRun) keys(ks []SortKey) ([]keyCmp, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = keyCmp{col: k.Col, desc: k.Desc, cmp: c}
+		out[i] = keyCmp{col: c.at(k.Col), desc: k.Desc, cmp: c}
 	}
 	return out, nil
 }
@@ -122,7 +134,7 @@ func (r *mergeRun) cmp(i int) (*colCmp, error) {
 func (r *mergeRun) prepareCombine() error {
 	s := r.spec
 	r.pass = s.Groups == 0 && len(s.Aggregates) == 0 && len(s.Computed) == 0 && s.Having == nil &&
-		len(s.Final) == 0 && !s.DistinctRows
+		len(s.Final) == 0
 	if r.pass {
 		return nil
 	}
@@ -144,25 +156,24 @@ func (r *mergeRun) prepareCombine() error {
 		if a.Col < 0 || a.Col >= len(r.cols) || a.Kind < AggCount || a.Kind > AggAny {
 			return fmt.Errorf("merge: aggregate %d of column %d of a row of %d", a.Kind, a.Col, len(r.cols))
 		}
-		acc := accum{Aggregate: a, typ: r.types[a.Col], format: r.formats[a.Col]}
+		acc := accum{Aggregate: a, typ: r.types[a.Col], format: r.formats[a.Col], by: -1}
 		var err error
 		switch a.Kind {
 		case AggMin, AggMax:
 			acc.cmp, err = r.cmp(a.Col)
+			if err == nil {
+				acc.by = acc.cmp.at(a.Col)
+			}
 		case AggCountDistinct, AggSumDistinct:
 			acc.cmp, err = r.cmp(a.Arg)
+			if err == nil {
+				acc.by = acc.cmp.at(a.Arg)
+			}
 		}
 		if err != nil {
 			return err
 		}
 		r.accums = append(r.accums, acc)
-	}
-	if s.DistinctRows {
-		for i := 0; i < r.visible; i++ {
-			if _, err := r.cmp(i); err != nil {
-				return err
-			}
-		}
 	}
 	for _, c := range s.Computed {
 		if c.Col < 0 || c.Col >= len(r.cols) {
@@ -227,6 +238,9 @@ func (r *mergeRun) next(i int) (bool, error) {
 	}
 	if len(row) != len(r.cols) {
 		return false, fmt.Errorf("merge: part %d sent a row of %d columns, want %d", i, len(row), len(r.cols))
+	}
+	for _, c := range r.weighted {
+		r.cmps[c].learnSpace(row)
 	}
 	r.rows[i] = row
 	return true, nil
@@ -299,7 +313,11 @@ func (r *mergeRun) finishGroup() (done bool, err error) {
 	r.hasGroup = false
 	vals := r.combined.vals
 	for i := range r.accums {
-		vals[r.accums[i].Col] = r.accums[i].value()
+		a := &r.accums[i]
+		vals[a.Col] = a.value()
+		if a.Kind == AggMin || a.Kind == AggMax && a.by != a.Col {
+			vals[a.by] = a.bestBy.value() // the winner's weight, for a final order by it
+		}
 	}
 	if r.env != nil {
 		r.env.Row = vals
@@ -320,26 +338,10 @@ func (r *mergeRun) finishGroup() (done bool, err error) {
 			return false, nil
 		}
 	}
-	if r.spec.DistinctRows {
-		if r.hasLast && r.sameVisible(r.lastRow.vals, vals) {
-			return false, nil
-		}
-		r.lastRow.set(vals[:r.visible])
-		r.hasLast = true
-	}
 	if r.sorter != nil {
 		return false, r.sorter.add(vals)
 	}
 	return r.emit(vals[:r.visible])
-}
-
-func (r *mergeRun) sameVisible(a, b []sqltypes.Value) bool {
-	for i := 0; i < r.visible; i++ {
-		if r.cmps[i].compare(a[i], b[i]) != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // emit sends a composed row, after LIMIT's offset.

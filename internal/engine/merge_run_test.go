@@ -257,7 +257,7 @@ func TestMergeLimit(t *testing.T) {
 		{name: "count past the end", cols: cols, spec: spec, inputs: inputs, limit: []uint64{5, 10}, want: []string{"6", "7"}},
 		{name: "offset past the end", cols: cols, spec: spec, inputs: inputs, limit: []uint64{7, 10}, want: nil},
 		{name: "LIMIT 0", cols: cols, spec: spec, inputs: inputs, limit: []uint64{0, 0}, want: nil},
-		{name: "limit on composed rows", cols: cols, spec: MergeSpec{Order: spec.Order, DistinctRows: true},
+		{name: "limit on composed rows", cols: cols, spec: MergeSpec{Order: spec.Order, Groups: 1},
 			inputs: [][]string{in("1", "2", "2"), in("1", "3")}, limit: []uint64{1, 1}, want: []string{"2"}},
 	})
 }

@@ -351,6 +351,12 @@ func (b *mergeBuilder) column(e sqlparser.Expr) int {
 	return b.hiddenColumn(e)
 }
 
+// addHidden adds a hidden column holding e, even when one does.
+func (b *mergeBuilder) addHidden(e sqlparser.Expr) int {
+	b.hidden = append(b.hidden, e)
+	return b.visible + len(b.hidden) - 1
+}
+
 // hiddenColumn returns a hidden column holding e, added if need be.
 func (b *mergeBuilder) hiddenColumn(e sqlparser.Expr) int {
 	for j, h := range b.hidden {
@@ -1027,14 +1033,14 @@ func unionWeights(u *sqlparser.Union, spec *engine.MergeSpec, n int) error {
 	if len(cols) == 0 {
 		return nil
 	}
-	spec.Weights = make([]int, n+len(cols))
+	spec.Weights = make([]int, n+2*len(cols))
 	for i := range spec.Weights {
 		spec.Weights[i] = -1
 	}
 	for j, c := range cols {
-		spec.Weights[c] = n + j
+		spec.Weights[c] = n + 2*j
 	}
-	spec.Hidden = len(cols)
+	spec.Hidden = 2 * len(cols)
 	var err error
 	eachSelect(u, func(s *sqlparser.Select) {
 		for _, c := range cols {
@@ -1043,12 +1049,12 @@ func unionWeights(u *sqlparser.Union, spec *engine.MergeSpec, n int) error {
 				err = notSupported("SELECT * in a UNION with ORDER BY or DISTINCT across shards; list the columns")
 				return
 			}
-			w, werr := weightExpr(ae.Expr)
+			w, space, werr := weightExprs(ae.Expr)
 			if werr != nil {
 				err = werr
 				return
 			}
-			s.SelectExprs.Exprs = append(s.SelectExprs.Exprs, &sqlparser.AliasedExpr{Expr: w})
+			s.SelectExprs.Exprs = append(s.SelectExprs.Exprs, &sqlparser.AliasedExpr{Expr: w}, &sqlparser.AliasedExpr{Expr: space})
 		}
 	})
 	return err
@@ -1196,11 +1202,12 @@ func (b *mergeBuilder) addWeights() error {
 		if e == nil || notString(e) {
 			continue
 		}
-		w, err := weightExpr(e)
+		w, space, err := weightExprs(e)
 		if err != nil {
 			return err
 		}
-		weights[c] = b.hiddenColumn(w)
+		weights[c] = b.addHidden(w)
+		b.addHidden(space)
 	}
 	if len(weights) == 0 {
 		return nil
@@ -1241,18 +1248,26 @@ func notString(e sqlparser.Expr) bool {
 	return false
 }
 
-// weightTemplate is the weight of a value X as its collation compares it:
-// binary strings and NO PAD collations as they are, PAD SPACE ones
-// without trailing spaces.
-const weightTemplate = "weight_string(if(collation(X) = 'binary' or collation(X) like '%nopad%' or collation(X) like '%0900%', X, trim(trailing ' ' from X)))"
+// weightTemplate is a value X's weight string, and spaceTemplate the
+// weight of a space under X's collation: the shorter of two weights
+// compares as if padded with it, as PAD SPACE collations compare ('a' =
+// 'a ', 'a\t' < 'a'). Binary strings and NO PAD collations have none.
+const (
+	weightTemplate = "weight_string(X)"
+	spaceTemplate  = "if(collation(X) = 'binary' or collation(X) like '%nopad%' or collation(X) like '%0900%', '', weight_string(concat(left(X, 0), ' ')))"
+)
 
-func weightExpr(e sqlparser.Expr) (sqlparser.Expr, error) {
+// weightExprs are the weight and space columns of a value e (see
+// MergeSpec.Weights).
+func weightExprs(e sqlparser.Expr) (weight, space sqlparser.Expr, err error) {
 	x := sqlparser.String(e)
-	w, err := weightParser().ParseExpr(strings.ReplaceAll(weightTemplate, "X", x))
-	if err != nil {
-		return nil, notSupported(fmt.Sprintf("comparing %s across shards (%v)", x, err))
+	if weight, err = weightParser().ParseExpr(strings.ReplaceAll(weightTemplate, "X", x)); err == nil {
+		space, err = weightParser().ParseExpr(strings.ReplaceAll(spaceTemplate, "X", x))
 	}
-	return w, nil
+	if err != nil {
+		return nil, nil, notSupported(fmt.Sprintf("comparing %s across shards (%v)", x, err))
+	}
+	return weight, space, nil
 }
 
 var weightParser = sync.OnceValue(func() *sqlparser.Parser { return sqlparser.NewTestParser() })
