@@ -87,6 +87,13 @@ func (s *RowStream) read() ([]byte, error) {
 	return p, nil
 }
 
+// Reset prepares s for a new answer from backend, keeping its buffers.
+func (s *RowStream) Reset(backend *Conn, backendCaps uint32, client *Conn, binary bool) {
+	s.Backend, s.BackendCaps, s.Client, s.Binary = backend, backendCaps, client, binary
+	s.Info.reset()
+	s.done = false
+}
+
 // Start reads the header of the backend's answer: the column count, the
 // column definitions and (for a backend without DEPRECATE_EOF) the EOF
 // after them. The server's ERR is Info.Err, with a nil error (the
@@ -340,4 +347,61 @@ func (s *RowStream) decodeBinary(p []byte) error {
 		}
 	}
 	return nil
+}
+
+// Drain reads and drops the rest of the result set, without flushing the
+// client (which may be gone): all of it, or (all false) only what the
+// backend has already sent, so that a part the merge stops reading
+// costs no wait. done reports the end was reached (Info then holds the
+// terminator's status, or the ERR a KILL QUERY caused); a failure to read
+// is a backend *RelayError.
+func (s *RowStream) Drain(all bool) (done bool, err error) {
+	more := false
+	for !s.done {
+		if !all && s.Backend.Buffered() == 0 {
+			return false, nil
+		}
+		p, m, err := s.Backend.ReadFrame()
+		if err != nil {
+			return false, backendErr(err)
+		}
+		last := more
+		more = m
+		if last || m || len(p) == 0 {
+			continue // a frame of a row larger than one frame
+		}
+		switch p[0] {
+		case HeaderErr:
+			s.Info.Err, s.done = ParseErr(p), true
+		case HeaderEOF:
+			s.done = true
+			if err := s.terminator(p); err != nil {
+				return false, err
+			}
+		default:
+			s.Info.Rows++
+		}
+	}
+	return true, nil
+}
+
+// ColumnsDiffer returns the first column (0-based) whose definition in b
+// makes a client decode its values otherwise than a's (type, character
+// set, signedness), or -1 when every column agrees. Definitions that
+// cannot be read differ.
+func ColumnsDiffer(a, b [][]byte) int {
+	for i := range a {
+		if i >= len(b) {
+			return i
+		}
+		sa, okA := colDefSig(a[i])
+		sb, okB := colDefSig(b[i])
+		if !okA || !okB || sa != sb {
+			return i
+		}
+	}
+	if len(b) > len(a) {
+		return len(a)
+	}
+	return -1
 }
