@@ -74,7 +74,7 @@ type Session struct {
 	// The connections of a statement in parts (engine.Cursor.Acquire)
 	// not done yet: a merge runs one on every shard at once.
 	partsRunning []*backend.Conn
-	killed  atomic.Bool
+	killed       atomic.Bool
 
 	// The statement being run: its plan (filled in place, see plan), the
 	// command it runs (Run), the cluster it runs on and, within it, where
