@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -21,16 +22,18 @@ import (
 // cluster (a database of a server), the client a net.Conn the test
 // chooses. Done releases to the pool; Failed and Drop discard.
 type mergeCursor struct {
-	t        *testing.T
-	pools    map[*backend.Cluster]*backend.Pool
-	client   *mysql.Conn
-	caps     uint32
-	done     int
-	failed   []string // the errors Failed answered, annotated
-	dropped  int
-	refused  []*mysql.SQLError
-	annotate func(*mysql.SQLError) *mysql.SQLError
-	mu       sync.Mutex
+	t       *testing.T
+	pools   map[*backend.Cluster]*backend.Pool
+	client  *mysql.Conn
+	caps    uint32
+	done    int
+	failed  []string // the errors Failed answered, annotated
+	dropped int
+	// interrupted counts the parts done after a KILL QUERY stopped them.
+	interrupted int
+	refused     []*mysql.SQLError
+	annotate    func(*mysql.SQLError) *mysql.SQLError
+	mu          sync.Mutex
 }
 
 type shardDB struct {
@@ -95,9 +98,12 @@ func (f *mergeCursor) Fail(e *mysql.SQLError) bool {
 	_ = f.client.WriteErr(e)
 	return f.client.Flush() == nil
 }
-func (f *mergeCursor) Done(c *backend.Conn, _ *mysql.ResponseInfo) {
+func (f *mergeCursor) Done(c *backend.Conn, info *mysql.ResponseInfo) {
 	f.mu.Lock()
 	f.done++
+	if info != nil && info.Err != nil && info.Err.Code == 1317 {
+		f.interrupted++
+	}
 	f.mu.Unlock()
 	c.Pool().Release(c)
 }
@@ -251,5 +257,252 @@ func TestMergeOrdersAcrossShards(t *testing.T) {
 	}
 	if f.dropped != 0 || len(f.failed) != 0 {
 		t.Fatalf("dropped %d failed %v", f.dropped, f.failed)
+	}
+}
+
+// bigShards adds table big (rows of 200 bytes, n per shard, far more than
+// socket buffers hold) to every shard.
+func bigShards(t *testing.T, shards map[*backend.Cluster]shardDB, n int) {
+	k := 0
+	for _, s := range shards {
+		k++ // ids 3n+k: every shard its own
+		s.srv.Exec(t, "CREATE TABLE "+s.db+".big (id INT PRIMARY KEY, pad VARCHAR(200))",
+			fmt.Sprintf("INSERT INTO %s.big SELECT seq * 3 + %d, REPEAT('p', 200) FROM %s.seq_0_to_%d", s.db, k, s.db, n-1))
+	}
+}
+
+// running counts the statements on srv whose text starts with prefix,
+// giving a statement that was just interrupted a second to end.
+func running(t *testing.T, srv *testenv.Server, prefix string) string {
+	var n string
+	for i := 0; i < 20; i++ {
+		n = srv.Scalar(t, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '"+prefix+"%'")
+		if n == "0" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return n
+}
+
+// TestMergeLimitStopsTheOtherParts: once LIMIT's rows are out, the parts
+// still sending are stopped (KILL QUERY, what they sent drained): their
+// connections go back to the pool usable, and no shard keeps working.
+func TestMergeLimitStopsTheOtherParts(t *testing.T) {
+	a, b, c, shards, _ := mergeShards(t)
+	bigShards(t, shards, 60000)
+	out := &bytes.Buffer{}
+	f := newMergeCursor(t, shards, &bufConn{w: out}, clientCaps)
+	sql := "SELECT id, pad FROM big ORDER BY id"
+	m := &Merge{Parts: []Part{{Cluster: a, Query: query(sql)}, {Cluster: b, Query: query(sql)}, {Cluster: c, Query: query(sql)}},
+		Spec: &MergeSpec{Order: []SortKey{{Col: 0}}}, HasLimit: true, Offset: 2, Count: 3}
+	_, rows := rowsOf(t, execMerge(t, f, out, m, nil))
+	if len(rows) != 3 || !bytes.HasPrefix(rows[0], []byte("\x013")) || !bytes.HasPrefix(rows[2], []byte("\x015")) {
+		t.Fatalf("rows %.12q, want ids 3, 4, 5", rows)
+	}
+	if f.done != 3 || f.dropped != 0 || f.inUse() != 0 {
+		t.Fatalf("done %d dropped %d in use %d: every part must be done with and its connection back in the pool", f.done, f.dropped, f.inUse())
+	}
+	if f.interrupted == 0 {
+		t.Fatalf("no part was interrupted: parts with megabytes left must be stopped, not read to their end")
+	}
+	for _, s := range shards {
+		if n := running(t, s.srv, "SELECT id, pad FROM big"); n != "0" {
+			t.Fatalf("%s still runs %s part(s) after the merge ended", s.db, n)
+		}
+	}
+	for cl := range shards {
+		conn, _ := f.Acquire(cl, false)
+		if err := conn.Exec("DO 1"); err != nil {
+			t.Fatalf("a stopped part's connection is not usable: %v", err)
+		}
+		f.Done(conn, nil)
+	}
+}
+
+// TestMergeShardErrorMidResult: a shard's ERR among its rows ends the
+// client's result with that error after the rows sent; every connection
+// goes back to the pool.
+func TestMergeShardErrorMidResult(t *testing.T) {
+	a, b, c, shards, _ := mergeShards(t)
+	out := &bytes.Buffer{}
+	f := newMergeCursor(t, shards, &bufConn{w: out}, clientCaps)
+	ok := "SELECT id, 0 FROM t ORDER BY id"
+	bad := "SELECT id, IF(id > 40, (SELECT 1 UNION SELECT 2), 0) FROM t ORDER BY id"
+	m := &Merge{Parts: []Part{{Cluster: a, Query: query(ok)}, {Cluster: b, Query: query(bad)}, {Cluster: c, Query: query(ok)}},
+		Spec: &MergeSpec{Order: []SortKey{{Col: 0}}}}
+	ps := execMerge(t, f, out, m, nil)
+	last := ps[len(ps)-1]
+	if last[0] != mysql.HeaderErr || mysql.ParseErr(last).Code != 1242 {
+		t.Fatalf("result ends with %q, want shard b's ERR 1242", last)
+	}
+	if len(ps) < 10 {
+		t.Fatalf("%d packets: the rows before the error must have been sent", len(ps))
+	}
+	if f.done != 3 || f.dropped != 0 || f.inUse() != 0 {
+		t.Fatalf("done %d dropped %d in use %d", f.done, f.dropped, f.inUse())
+	}
+}
+
+// TestMergeShardConnectionFails: a shard whose connection dies mid-merge
+// ends the client's result with an error naming it; the other parts are
+// stopped and done with.
+func TestMergeShardConnectionFails(t *testing.T) {
+	a, b, c, shards, _ := mergeShards(t)
+	out := &bytes.Buffer{}
+	f := newMergeCursor(t, shards, &bufConn{w: out}, clientCaps)
+	ok := "SELECT id FROM t ORDER BY id"
+	slow := "SELECT id FROM t WHERE SLEEP(IF(id > 30, 10, 0)) = 0 ORDER BY id"
+	m := &Merge{Parts: []Part{{Cluster: a, Query: query(ok)}, {Cluster: b, Query: query(slow)}, {Cluster: c, Query: query(ok)}},
+		Spec: &MergeSpec{Order: []SortKey{{Col: 0}}}}
+	other := shards[b].srv
+	go func() {
+		for i := 0; i < 100; i++ {
+			time.Sleep(50 * time.Millisecond)
+			id, err := other.ScalarE("SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT id FROM t WHERE SLEEP%'")
+			if err == nil && id != "" && id != "NULL" {
+				other.Exec(t, "KILL CONNECTION "+id)
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	m.Execute(f, nil)
+	if time.Since(start) > 8*time.Second {
+		t.Fatalf("the merge waited for the dead shard")
+	}
+	ps := execPackets(out)
+	last := ps[len(ps)-1]
+	if last[0] != mysql.HeaderErr || !strings.Contains(string(last), "shard sb failed") {
+		t.Fatalf("result ends with %q, want an error naming shard sb", last)
+	}
+	if len(f.failed) != 1 || f.done != 2 || f.inUse() != 0 {
+		t.Fatalf("failed %v done %d in use %d", f.failed, f.done, f.inUse())
+	}
+}
+
+// execPackets splits what the client got into packets.
+func execPackets(out *bytes.Buffer) [][]byte {
+	var ps [][]byte
+	b := out.Bytes()
+	for len(b) >= 4 {
+		n := int(b[0]) | int(b[1])<<8 | int(b[2])<<16
+		ps = append(ps, b[4:4+n])
+		b = b[4+n:]
+	}
+	return ps
+}
+
+// TestMergeColumnsDiffer: parts whose columns would decode differently
+// are refused before any row, naming the shard; nothing is discarded.
+func TestMergeColumnsDiffer(t *testing.T) {
+	a, b, _, shards, _ := mergeShards(t)
+	out := &bytes.Buffer{}
+	f := newMergeCursor(t, shards, &bufConn{w: out}, clientCaps)
+	m := &Merge{Parts: []Part{{Cluster: a, Query: query("SELECT id FROM t ORDER BY id")}, {Cluster: b, Query: query("SELECT name FROM t ORDER BY name")}},
+		Spec: &MergeSpec{Order: []SortKey{{Col: 0}}}}
+	m.Execute(f, nil)
+	if len(f.refused) != 1 || !strings.Contains(f.refused[0].Message, "shard sb") {
+		t.Fatalf("refused %v, want the differing columns named", f.refused)
+	}
+	if f.done != 2 || f.inUse() != 0 {
+		t.Fatalf("done %d in use %d", f.done, f.inUse())
+	}
+}
+
+// TestMergeProbeGivesPlainColumns: with Probe, the client gets the probe's
+// column definitions (a plain SELECT's, naming the table), not the
+// UNION ALL's the first part answers after it.
+func TestMergeProbeGivesPlainColumns(t *testing.T) {
+	a, b, _, shards, _ := mergeShards(t)
+	out := &bytes.Buffer{}
+	f := newMergeCursor(t, shards, &bufConn{w: out}, clientCaps)
+	union := "(SELECT id, name FROM t WHERE id < 30) UNION ALL (SELECT id, name FROM t WHERE id >= 30) ORDER BY id"
+	m := &Merge{Parts: []Part{{Cluster: a, Query: query("SELECT id, name FROM t LIMIT 0; " + union)}, {Cluster: b, Query: query(union)}},
+		Spec: &MergeSpec{Order: []SortKey{{Col: 0}}}, Probe: true}
+	ps := execMerge(t, f, out, m, nil)
+	n, rows := rowsOf(t, ps)
+	if n != 2 || len(rows) == 0 {
+		t.Fatalf("%d columns %d rows", n, len(rows))
+	}
+	d, _ := mysql.ParseColumnDef(ps[1])
+	if string(d.OrgTable) != "t" || string(d.Schema) != "merge_a" {
+		t.Fatalf("column definition names table %q of %q, want the probe's t of merge_a", d.OrgTable, d.Schema)
+	}
+	if f.done != 2 || f.inUse() != 0 {
+		t.Fatalf("done %d in use %d", f.done, f.inUse())
+	}
+}
+
+// TestMergeBackpressure: a client that stops reading stops the merge:
+// the proxy holds no more than its buffers, and the rows arrive whole
+// once the client reads again.
+func TestMergeBackpressure(t *testing.T) {
+	a, b, c, shards, _ := mergeShards(t)
+	bigShards(t, shards, 30000) // 18 MB of rows in all
+	client, peer := net.Pipe()
+	defer client.Close()
+	f := newMergeCursor(t, shards, client, clientCaps)
+	sql := "SELECT id, pad FROM big ORDER BY id"
+	m := &Merge{Parts: []Part{{Cluster: a, Query: query(sql)}, {Cluster: b, Query: query(sql)}, {Cluster: c, Query: query(sql)}},
+		Spec: &MergeSpec{Order: []SortKey{{Col: 0}}}}
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	done := make(chan bool, 1)
+	go func() { done <- m.Execute(f, nil) }()
+	// Read a little, then stop: the merge must wait, not buffer.
+	if _, err := io.ReadFull(peer, make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if grown := int64(heap()) - int64(before); grown > 4<<20 {
+		t.Fatalf("heap grew by %d bytes while the client did not read", grown)
+	}
+	select {
+	case <-done:
+		t.Fatal("the merge finished although the client did not read")
+	default:
+	}
+	n, err := io.Copy(io.Discard, &untilEnd{r: peer, done: done})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 17<<20 {
+		t.Fatalf("the client got %d bytes, want all 18 MB of rows", n+1<<20)
+	}
+	if f.done != 3 || f.inUse() != 0 {
+		t.Fatalf("done %d in use %d", f.done, f.inUse())
+	}
+}
+
+// untilEnd reads r until the merge's Execute returned and nothing more
+// comes.
+type untilEnd struct {
+	r    net.Conn
+	done chan bool
+	ok   bool
+}
+
+func (u *untilEnd) Read(p []byte) (int, error) {
+	for {
+		_ = u.r.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		n, err := u.r.Read(p)
+		if n > 0 {
+			return n, nil
+		}
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			select {
+			case u.ok = <-u.done:
+				return 0, io.EOF
+			default:
+				continue
+			}
+		}
+		return 0, err
 	}
 }
