@@ -77,6 +77,9 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 		return c.Fail(mysql.NewError(mysql.ERNotSupportedYet, "42000",
 			"This version of shardgate doesn't yet support 'a cursor (COM_STMT_EXECUTE with a cursor type) over several shards'; execute it without a cursor"))
 	}
+	if len(m.Parts) == 0 {
+		return c.Fail(mysql.NewError(mysql.ERUnknownError, mysql.StateGeneral, "shardgate: a multi-shard merge without parts"))
+	}
 	m.open, m.w = m.open[:0], mysql.ResultWriter{}
 	var r *mysql.Relay
 	// Every part's command goes out before any answer is read: the
@@ -335,6 +338,7 @@ func (m *Merge) stop(mp *mergePart) error {
 	if mp.rows.Done() {
 		return nil
 	}
+	mp.rows.Client = nil // the client's answer is not this read's concern
 	if mp.rows.Info.Results == 0 {
 		// The header was never read: read it first, so that what follows
 		// is rows.
