@@ -506,3 +506,38 @@ func (u *untilEnd) Read(p []byte) (int, error) {
 		return 0, err
 	}
 }
+
+// TestMergeClientGone: a client that disconnects mid-merge ends it: every
+// shard's query is interrupted and its connection discarded (its answer
+// is unread), none left checked out.
+func TestMergeClientGone(t *testing.T) {
+	a, b, c, shards, _ := mergeShards(t)
+	bigShards(t, shards, 30000)
+	client, peer := net.Pipe()
+	f := newMergeCursor(t, shards, client, clientCaps)
+	sql := "SELECT id, pad FROM big ORDER BY id"
+	m := &Merge{Parts: []Part{{Cluster: a, Query: query(sql)}, {Cluster: b, Query: query(sql)}, {Cluster: c, Query: query(sql)}},
+		Spec: &MergeSpec{Order: []SortKey{{Col: 0}}}}
+	done := make(chan bool, 1)
+	go func() { done <- m.Execute(f, nil) }()
+	if _, err := io.ReadFull(peer, make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	peer.Close()
+	select {
+	case goOn := <-done:
+		if goOn {
+			t.Fatal("Execute went on after the client left")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the merge did not notice the client left")
+	}
+	if len(f.failed) != 3 || f.done != 0 || f.inUse() != 0 {
+		t.Fatalf("failed %d done %d in use %d, want every part's connection discarded", len(f.failed), f.done, f.inUse())
+	}
+	for _, s := range shards {
+		if n := running(t, s.srv, sql); n != "0" {
+			t.Fatalf("%s still runs %s part(s) after the client left", s.db, n)
+		}
+	}
+}
