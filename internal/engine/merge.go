@@ -36,6 +36,8 @@ type Merge struct {
 	// first part's. Neither: the first part's, renamed by the relay.
 	Probe   bool
 	Columns [][]byte
+
+	mergeState // an execution's I/O state (merge_io.go)
 }
 
 // MergeSpec is the plan-time half of a Merge, shared by every execution
