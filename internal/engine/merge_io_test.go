@@ -208,21 +208,24 @@ func TestMergeOrdersAcrossShards(t *testing.T) {
 	f := newMergeCursor(t, shards, &bufConn{w: out}, clientCaps)
 	g := newMergeCursor(t, map[*backend.Cluster]shardDB{a: gold}, &bufConn{w: out}, clientCaps)
 	for _, tc := range []struct {
-		name   string
-		sql    string // the parts' statement, sorted as the merge keeps it
-		order  []SortKey
-		hidden int
-		gold   string // one server's statement, when the parts' has hidden columns
+		name    string
+		sql     string // the parts' statement, sorted as the merge keeps it
+		order   []SortKey
+		hidden  int
+		gold    string // one server's statement, when the parts' has hidden columns
+		weights []int
 	}{
-		{"int", "SELECT id, name, v FROM t ORDER BY id", []SortKey{{Col: 0}}, 0, ""},
-		{"collation ties and case", "SELECT name, id FROM t ORDER BY name, id", []SortKey{{Col: 0}, {Col: 1}}, 0, ""},
-		{"NULLs first", "SELECT v, id, d, ts FROM t ORDER BY v, id", []SortKey{{Col: 0}, {Col: 1}}, 0, ""},
-		{"DESC", "SELECT v, name, id FROM t ORDER BY v DESC, name DESC, id DESC", []SortKey{{Col: 0, Desc: true}, {Col: 1, Desc: true}, {Col: 2, Desc: true}}, 0, ""},
-		{"hidden sort columns", "SELECT name, pad, d, id FROM t ORDER BY d, id", []SortKey{{Col: 2}, {Col: 3}}, 2, "SELECT name, pad FROM t ORDER BY d, id"},
-		{"datetime and double", "SELECT ts, d, id FROM t ORDER BY ts DESC, id", []SortKey{{Col: 0, Desc: true}, {Col: 2}}, 0, ""},
+		{"int", "SELECT id, name, v FROM t ORDER BY id", []SortKey{{Col: 0}}, 0, "", nil},
+		// Strings compare by the weights the shards compute (planner's addWeights).
+		{"collation ties and case", "SELECT name, id, " + weighs("name") + " FROM t ORDER BY name, id", []SortKey{{Col: 0}, {Col: 1}}, 2, "SELECT name, id FROM t ORDER BY name, id", weights(4, 0, 2)},
+		{"NULLs first", "SELECT v, id, d, ts FROM t ORDER BY v, id", []SortKey{{Col: 0}, {Col: 1}}, 0, "", nil},
+		{"DESC", "SELECT v, name, id, " + weighs("name") + " FROM t ORDER BY v DESC, name DESC, id DESC", []SortKey{{Col: 0, Desc: true}, {Col: 1, Desc: true}, {Col: 2, Desc: true}}, 2,
+			"SELECT v, name, id FROM t ORDER BY v DESC, name DESC, id DESC", weights(5, 1, 3)},
+		{"hidden sort columns", "SELECT name, pad, d, id FROM t ORDER BY d, id", []SortKey{{Col: 2}, {Col: 3}}, 2, "SELECT name, pad FROM t ORDER BY d, id", nil},
+		{"datetime and double", "SELECT ts, d, id FROM t ORDER BY ts DESC, id", []SortKey{{Col: 0, Desc: true}, {Col: 2}}, 0, "", nil},
 	} {
 		for _, prepared := range []bool{false, true} {
-			spec := &MergeSpec{Order: tc.order, Hidden: tc.hidden}
+			spec := &MergeSpec{Order: tc.order, Hidden: tc.hidden, Weights: tc.weights}
 			part := func(cl *backend.Cluster) Part {
 				return Part{Cluster: cl, Query: query(tc.sql), Stmt: []byte(tc.sql)}
 			}
@@ -234,12 +237,12 @@ func TestMergeOrdersAcrossShards(t *testing.T) {
 			got := execMerge(t, f, out, m, q)
 			one := &Merge{Parts: []Part{part(a)}, Spec: spec}
 			if tc.gold != "" {
-				one = &Merge{Parts: []Part{{Cluster: a, Query: query(tc.gold), Stmt: []byte(tc.gold)}}, Spec: &MergeSpec{Order: tc.order}}
+				one = &Merge{Parts: []Part{{Cluster: a, Query: query(tc.gold), Stmt: []byte(tc.gold)}}, Spec: &MergeSpec{}} // one part: as it comes
 			}
 			want := execMerge(t, g, out, one, q)
 			gn, grows := rowsOf(t, got)
 			wn, wrows := rowsOf(t, want)
-			if visible := len(strings.Split(strings.Split(tc.sql, " FROM")[0], ",")) - tc.hidden; gn != wn || gn != visible {
+			if visible := len(strings.Split(strings.Split(tc.gold+tc.sql, " FROM")[0], ",")); gn != wn || gn != visible {
 				t.Fatalf("%s prepared %v: %d columns, one server %d", tc.name, prepared, gn, wn)
 			}
 			if len(grows) != 60 || len(wrows) != 60 {
@@ -290,7 +293,7 @@ func running(t *testing.T, srv *testenv.Server, prefix string) string {
 // connections go back to the pool usable, and no shard keeps working.
 func TestMergeLimitStopsTheOtherParts(t *testing.T) {
 	a, b, c, shards, _ := mergeShards(t)
-	bigShards(t, shards, 60000)
+	bigShards(t, shards, 200000)
 	out := &bytes.Buffer{}
 	f := newMergeCursor(t, shards, &bufConn{w: out}, clientCaps)
 	sql := "SELECT id, pad FROM big ORDER BY id"

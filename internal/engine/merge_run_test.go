@@ -146,8 +146,58 @@ type mergeCase struct {
 	err    string // the error's text, when run fails
 }
 
+// fakeWeights gives every non-binary string column of a case without
+// Weights the weight and space columns the planner adds (addWeights),
+// as a shard computes them under a PAD SPACE, case-insensitive
+// collation: the value upper-cased, and " ".
+func fakeWeights(c mergeCase) mergeCase {
+	if c.spec.Weights != nil {
+		return c
+	}
+	var strs []int
+	for i, col := range c.cols {
+		if col.Charset != 63 && (col.Type == mysql.TypeVarString || col.Type == mysql.TypeString) && col.Flags&mysql.FlagEnum == 0 {
+			strs = append(strs, i)
+		}
+	}
+	if len(strs) == 0 {
+		return c
+	}
+	n := len(c.cols)
+	c.cols = append([]mysql.ColumnDef(nil), c.cols...)
+	c.spec.Weights = make([]int, n+2*len(strs))
+	for i := range c.spec.Weights {
+		c.spec.Weights[i] = -1
+	}
+	for j, i := range strs {
+		c.spec.Weights[i] = n + 2*j
+		c.cols = append(c.cols, cBin, cBin)
+	}
+	c.spec.Hidden += 2 * len(strs)
+	inputs := make([][]string, len(c.inputs))
+	for k, rows := range c.inputs {
+		for _, r := range rows {
+			f := strings.Split(r, "|")
+			for _, i := range strs {
+				if f[i] == "NULL" {
+					f = append(f, "NULL", " ")
+				} else {
+					f = append(f, fakeCI.Replace(strings.ToUpper(f[i])), " ")
+				}
+			}
+			inputs[k] = append(inputs[k], strings.Join(f, "|"))
+		}
+	}
+	c.inputs = inputs
+	return c
+}
+
+// fakeCI folds the accents the tests use, as utf8mb4_general_ci does.
+var fakeCI = strings.NewReplacer("É", "E")
+
 func runMergeCase(t *testing.T, c mergeCase) ([]string, error) {
 	t.Helper()
+	c = fakeWeights(c)
 	ins := make([]mergeInput, len(c.inputs))
 	fakes := make([]*fakeInput, len(c.inputs))
 	for i, rows := range c.inputs {
@@ -338,7 +388,7 @@ func TestMergeGroups(t *testing.T) {
 			want:   nil},
 		{name: "DISTINCT rows under _ci",
 			cols:   []mysql.ColumnDef{cCI, cInt},
-			spec:   MergeSpec{Order: []SortKey{{Col: 0}, {Col: 1}}, DistinctRows: true},
+			spec:   MergeSpec{Order: []SortKey{{Col: 0}, {Col: 1}}, Groups: 2},
 			inputs: [][]string{in("a|1", "a|2", "b|1"), in("A|1", "a |2", "c|1")},
 			want:   []string{"a|1", "a|2", "b|1", "c|1"}},
 	})
@@ -399,7 +449,7 @@ func TestMergeBudget(t *testing.T) {
 		rows = append(rows, fmt.Sprintf("%d|%d", i, i%7))
 	}
 	c := mergeCase{name: "budget", cols: []mysql.ColumnDef{cInt, cInt},
-		spec:   MergeSpec{Order: []SortKey{{Col: 0}}, Final: []SortKey{{Col: 1}}, DistinctRows: true, Budget: 4096},
+		spec:   MergeSpec{Order: []SortKey{{Col: 0}}, Groups: 1, Final: []SortKey{{Col: 1}}, Budget: 4096},
 		inputs: [][]string{rows}}
 	_, err := runMergeCase(t, c)
 	var se *mysql.SQLError
@@ -415,23 +465,26 @@ func TestMergeBudget(t *testing.T) {
 }
 
 func TestMergeRefusesWhatItCannotOrder(t *testing.T) {
-	uca1400 := colDef("u", mysql.TypeVarString, 2304, 0, 0)
+	none := []int{-1, -1}
 	checkMergeCases(t, []mergeCase{
 		{name: "ENUM", cols: []mysql.ColumnDef{cEnum}, spec: MergeSpec{Order: []SortKey{{Col: 0}}},
 			inputs: [][]string{in("b", "a")}, err: "ERROR 1235 (42000): This version of shardgate doesn't yet support 'ORDER BY, GROUP BY, DISTINCT or MIN/MAX across shards on the ENUM or SET column `e`"},
-		{name: "unknown collation", cols: []mysql.ColumnDef{uca1400}, spec: MergeSpec{Order: []SortKey{{Col: 0}}},
-			inputs: [][]string{in("b", "a")}, err: "column `u` with collation id 2304"},
-		{name: "latin1 column read as utf8mb4", cols: []mysql.ColumnDef{cCI}, spec: MergeSpec{Order: []SortKey{{Col: 0}}, Collations: []uint16{8}},
-			inputs: [][]string{in("b", "a")}, err: "with collation latin1_swedish_ci, read as utf8mb4_general_ci"},
+		{name: "a string without weights", cols: []mysql.ColumnDef{cCI}, spec: MergeSpec{Order: []SortKey{{Col: 0}}, Weights: none[:1]},
+			inputs: [][]string{in("b", "a")}, err: "the string `c` computed from several shards' values"},
 		{name: "MIN of an ENUM", cols: []mysql.ColumnDef{cEnum}, spec: MergeSpec{Groups: -1, Aggregates: []Aggregate{{Kind: AggMin, Col: 0}}},
 			inputs: [][]string{in("b")}, err: "1235"},
-		{name: "final order", cols: []mysql.ColumnDef{cInt, uca1400}, spec: MergeSpec{Order: []SortKey{{Col: 0}}, Final: []SortKey{{Col: 1}}},
+		{name: "final order by a computed string", cols: []mysql.ColumnDef{cInt, cCI}, spec: MergeSpec{Order: []SortKey{{Col: 0}}, Final: []SortKey{{Col: 1}}, Weights: none},
 			inputs: [][]string{in("1|b")}, err: "1235"},
 	})
-	// The planner's collation for a column read as utf8mb4_general_ci.
+	// A case-sensitive collation (utf8mb4_bin): the weights are the
+	// characters' own, and NO PAD ones have no space weight.
 	checkMergeCases(t, []mergeCase{
-		{name: "utf8mb4_bin through Collations", cols: []mysql.ColumnDef{cCI}, spec: MergeSpec{Order: []SortKey{{Col: 0}}, Collations: []uint16{46}},
-			inputs: [][]string{in("B", "a"), in("A", "b")}, want: []string{"A", "B", "a", "b"}},
+		{name: "utf8mb4_bin by its weights", cols: []mysql.ColumnDef{cCI, cBin, cBin}, spec: MergeSpec{Order: []SortKey{{Col: 0}}, Hidden: 2, Weights: []int{1, -1, -1}},
+			inputs: [][]string{in("B|B| ", "a|a| "), in("A|A| ", "b|b| ")}, want: []string{"A", "B", "a", "b"}},
+		{name: "PAD SPACE: a tab sorts before the padding", cols: []mysql.ColumnDef{cCI, cBin, cBin}, spec: MergeSpec{Order: []SortKey{{Col: 0}}, Hidden: 2, Weights: []int{1, -1, -1}},
+			inputs: [][]string{in("a|a| "), in("a\t|a\t| ", "a |a | ")}, want: []string{"a\t", "a", "a "}},
+		{name: "NO PAD: trailing spaces count", cols: []mysql.ColumnDef{cCI, cBin, cBin}, spec: MergeSpec{Order: []SortKey{{Col: 0}}, Groups: 1, Hidden: 2, Weights: []int{1, -1, -1}},
+			inputs: [][]string{in("a|a|", "a |a |")}, want: []string{"a", "a "}},
 	})
 }
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"vitess.io/vitess/go/mysql/collations"
 	"vitess.io/vitess/go/sqltypes"
 
 	"github.com/shardgate/shardgate/internal/difftest"
@@ -120,7 +119,7 @@ func resultText(r *difftest.Result) []string {
 
 // mergeShards runs shard (a statement with %d for the shard number) on
 // each of the shards 0..n-1 and merges the answers.
-func mergeShards(t *testing.T, c *difftest.Client, shard string, n int, m *Merge) []string {
+func mergeSplit(t *testing.T, c *difftest.Client, shard string, n int, m *Merge) []string {
 	t.Helper()
 	ins := make([]*resultInput, n)
 	inputs := make([]mergeInput, n)
@@ -221,26 +220,25 @@ func TestMergeMatchesServer(t *testing.T) {
 		limit            []uint64
 	}{
 		{name: "ORDER BY string, decimal DESC, integer",
-			shard: "SELECT id, s, d, i FROM t" + where + " ORDER BY s, d DESC, i, id",
+			shard: "SELECT id, s, d, i, " + weighs("s") + " FROM t" + where + " ORDER BY s, d DESC, i, id",
 			ref:   "SELECT id, s, d, i FROM t ORDER BY s, d DESC, i, id",
-			spec:  MergeSpec{Order: []SortKey{{Col: 1}, {Col: 2, Desc: true}, {Col: 3}, {Col: 0}}}},
+			spec:  MergeSpec{Order: []SortKey{{Col: 1}, {Col: 2, Desc: true}, {Col: 3}, {Col: 0}}, Hidden: 2, Weights: weights(6, 1, 4)}},
 		{name: "ORDER BY double DESC, unsigned",
 			shard: "SELECT id, f, u FROM t" + where + " ORDER BY f DESC, u, id",
 			ref:   "SELECT id, f, u FROM t ORDER BY f DESC, u, id",
 			spec:  MergeSpec{Order: []SortKey{{Col: 1, Desc: true}, {Col: 2}, {Col: 0}}}},
 		{name: "ORDER BY utf8mb4_unicode_ci, TIME, DATETIME",
-			shard: "SELECT id, su, tm, dt FROM t" + where + " ORDER BY su, tm DESC, dt, id",
+			shard: "SELECT id, su, tm, dt, " + weighs("su") + " FROM t" + where + " ORDER BY su, tm DESC, dt, id",
 			ref:   "SELECT id, su, tm, dt FROM t ORDER BY su, tm DESC, dt, id",
-			spec: MergeSpec{Order: []SortKey{{Col: 1}, {Col: 2, Desc: true}, {Col: 3}, {Col: 0}},
-				Collations: []uint16{0, uint16(collations.MySQL8().LookupByName("utf8mb4_unicode_ci"))}}},
+			spec:  MergeSpec{Order: []SortKey{{Col: 1}, {Col: 2, Desc: true}, {Col: 3}, {Col: 0}}, Hidden: 2, Weights: weights(6, 1, 4)}},
 		{name: "ORDER BY with LIMIT and OFFSET",
 			shard: "SELECT id, i FROM t" + where + " ORDER BY i DESC, id LIMIT 27",
 			ref:   "SELECT id, i FROM t ORDER BY i DESC, id LIMIT 7, 20",
 			spec:  MergeSpec{Order: []SortKey{{Col: 1, Desc: true}, {Col: 0}}}, limit: []uint64{7, 20}},
 		{name: "GROUP BY with every aggregate and AVG",
-			shard: "SELECT " + groupCols + ", SUM(d), COUNT(d), SUM(i), COUNT(i), SUM(h), COUNT(h) FROM t" + where + " GROUP BY g ORDER BY g",
+			shard: "SELECT " + groupCols + ", SUM(d), COUNT(d), SUM(i), COUNT(i), SUM(h), COUNT(h), " + weighs("MIN(s1)") + ", " + weighs("MAX(s1)") + " FROM t" + where + " GROUP BY g ORDER BY g",
 			ref:   "SELECT " + groupCols + " FROM t GROUP BY g ORDER BY g",
-			spec: MergeSpec{Order: []SortKey{{Col: 0}}, Groups: 1, Hidden: 6, Aggregates: []Aggregate{
+			spec: MergeSpec{Order: []SortKey{{Col: 0}}, Groups: 1, Hidden: 10, Weights: weights(25, 3, 21, 4, 23), Aggregates: []Aggregate{
 				{Kind: AggCount, Col: 1}, {Kind: AggSum, Col: 2}, {Kind: AggMin, Col: 3}, {Kind: AggMax, Col: 4},
 				{Kind: AggSum, Col: 5}, {Kind: AggBitOr, Col: 6}, {Kind: AggBitAnd, Col: 7}, {Kind: AggBitXor, Col: 8},
 				{Kind: AggSum, Col: 11}, {Kind: AggMin, Col: 13}, {Kind: AggMax, Col: 14},
@@ -248,9 +246,9 @@ func TestMergeMatchesServer(t *testing.T) {
 				{Kind: AggSum, Col: 19}, {Kind: AggCount, Col: 20}},
 				Computed: []ComputedColumn{{Col: 9, Expr: expr(t, "c15 / c16")}, {Col: 10, Expr: expr(t, "c17 / c18")}, {Col: 12, Expr: expr(t, "c19 / c20")}}}},
 		{name: "GROUP BY a _ci string, HAVING, ORDER BY COUNT(*) with LIMIT",
-			shard: "SELECT s1, COUNT(*) FROM t" + where + " GROUP BY s1 ORDER BY s1",
+			shard: "SELECT s1, COUNT(*), " + weighs("s1") + " FROM t" + where + " GROUP BY s1 ORDER BY s1",
 			ref:   "SELECT s1, COUNT(*) FROM t GROUP BY s1 HAVING COUNT(*) > 3 ORDER BY COUNT(*) DESC, s1 LIMIT 2, 10",
-			spec: MergeSpec{Order: []SortKey{{Col: 0}}, Groups: 1, Aggregates: []Aggregate{{Kind: AggCount, Col: 1}},
+			spec: MergeSpec{Order: []SortKey{{Col: 0}}, Groups: 1, Hidden: 2, Weights: weights(4, 0, 2), Aggregates: []Aggregate{{Kind: AggCount, Col: 1}},
 				Having: expr(t, "c1 > 3"), Final: []SortKey{{Col: 1, Desc: true}, {Col: 0}}}, limit: []uint64{2, 10}},
 		{name: "ORDER BY an aggregate, in memory",
 			shard: "SELECT g2, SUM(d) FROM t" + where + " GROUP BY g2 ORDER BY g2",
@@ -265,14 +263,14 @@ func TestMergeMatchesServer(t *testing.T) {
 				{Kind: AggSum, Col: 5}, {Kind: AggMin, Col: 7}, {Kind: AggSum, Col: 8}, {Kind: AggCount, Col: 9}, {Kind: AggSum, Col: 10}, {Kind: AggCount, Col: 11}},
 				Computed: []ComputedColumn{{Col: 2, Expr: expr(t, "c8 / c9")}, {Col: 6, Expr: expr(t, "c10 / c11")}}}},
 		{name: "aggregates over no rows",
-			shard: "SELECT COUNT(*), SUM(d), MAX(s1), BIT_AND(u) FROM t" + where + " AND id < 0",
+			shard: "SELECT COUNT(*), SUM(d), MAX(s1), BIT_AND(u), " + weighs("MAX(s1)") + " FROM t" + where + " AND id < 0",
 			ref:   "SELECT COUNT(*), SUM(d), MAX(s1), BIT_AND(u) FROM t WHERE id < 0",
-			spec: MergeSpec{Groups: -1, Aggregates: []Aggregate{
+			spec: MergeSpec{Groups: -1, Hidden: 2, Weights: weights(6, 2, 4), Aggregates: []Aggregate{
 				{Kind: AggCount, Col: 0}, {Kind: AggSum, Col: 1}, {Kind: AggMax, Col: 2}, {Kind: AggBitAnd, Col: 3}}}},
 		{name: "DISTINCT",
-			shard: "SELECT DISTINCT s1, g FROM t" + where + " ORDER BY s1, g",
+			shard: "SELECT DISTINCT s1, g, " + weighs("s1") + " FROM t" + where + " ORDER BY s1, g",
 			ref:   "SELECT DISTINCT s1, g FROM t ORDER BY s1, g",
-			spec:  MergeSpec{Order: []SortKey{{Col: 0}, {Col: 1}}, DistinctRows: true}},
+			spec:  MergeSpec{Order: []SortKey{{Col: 0}, {Col: 1}}, Groups: 2, Hidden: 2, Weights: weights(4, 0, 2)}},
 		{name: "COUNT(DISTINCT) and SUM(DISTINCT)",
 			shard: "SELECT g, COUNT(DISTINCT g2), SUM(DISTINCT g2), g2 FROM t" + where + " GROUP BY g, g2 ORDER BY g, g2",
 			ref:   "SELECT g, COUNT(DISTINCT g2), SUM(DISTINCT g2) FROM t GROUP BY g ORDER BY g",
@@ -285,7 +283,7 @@ func TestMergeMatchesServer(t *testing.T) {
 			if tc.limit != nil {
 				m.Offset, m.Count, m.HasLimit = tc.limit[0], tc.limit[1], true
 			}
-			got := mergeShards(t, c, tc.shard, 3, m)
+			got := mergeSplit(t, c, tc.shard, 3, m)
 			want := resultText(serverQuery(t, c, tc.ref))
 			if len(want) == 0 {
 				t.Fatalf("the server's answer is empty: the case tests nothing")
@@ -344,18 +342,22 @@ func TestMergeDoubleTextMatchesServer(t *testing.T) {
 	}
 }
 
-// TestMergeCollationIDsMatchServer: the collations the merge compares
-// under have MariaDB's ids in Vitess.
-func TestMergeCollationIDsMatchServer(t *testing.T) {
-	c := dialServer(t, "merge_run")
-	if len(checkedCollations) < 50 {
-		t.Fatalf("only %d collations", len(checkedCollations))
+// weighs is the SQL of the weight and space columns the planner adds for
+// a string the merge compares (planner's weightTemplate, spaceTemplate),
+// for a format string.
+func weighs(x string) string {
+	return strings.ReplaceAll(strings.ReplaceAll("weight_string(X), if(collation(X) = 'binary' or collation(X) like '%nopad%' or collation(X) like '%0900%', '', weight_string(concat(left(X, 0), ' ')))", "X", x), "%", "%%")
+}
+
+// weights is a MergeSpec.Weights for n columns: pairs of a column and
+// the column of its weights.
+func weights(n int, pairs ...int) []int {
+	w := make([]int, n)
+	for i := range w {
+		w[i] = -1
 	}
-	for id := range checkedCollations {
-		name := collations.MySQL8().LookupName(collations.ID(id))
-		res := serverQuery(t, c, "SELECT COLLATION_NAME FROM information_schema.COLLATIONS WHERE ID = "+strconv.Itoa(int(id)))
-		if len(res.Rows) != 1 || res.Rows[0][0].Bytes != name {
-			t.Errorf("id %d: Vitess's %s, MariaDB's %v", id, name, res.Rows)
-		}
+	for i := 0; i < len(pairs); i += 2 {
+		w[pairs[i]] = pairs[i+1]
 	}
+	return w
 }

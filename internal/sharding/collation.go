@@ -108,15 +108,6 @@ var collationIDs = map[uint16]Collation{
 	63: CollationBinary,
 }
 
-// CheckedCollations names the collations whose Vitess implementation is
-// checked to order strings as MariaDB does: vitessNames
-// (TestVitessCollationsMatchServer), and utf8mb4_bin and
-// utf8mb4_general_ci (weighed here by this package's own code, by Vitess
-// in engine.Merge, checked by engine's TestMergeMatchesServer).
-func CheckedCollations() []string {
-	return append([]string{"utf8mb4_bin", "utf8mb4_general_ci"}, vitessNames...)
-}
-
 // CollationByID returns the collation numbered id (as column definitions
 // carry it), when this package implements it.
 func CollationByID(id uint16) (Collation, bool) {
