@@ -27,15 +27,15 @@ type Merge struct {
 	HasLimit      bool
 	// The column definitions a client must get are a plain SELECT's:
 	// a shard holding several sub-tables answers a UNION ALL, whose
-	// definitions lose their table, database and some flags. Then either
-	// Probe is set: the first part's command is two statements, a
-	// LIMIT 0 probe of one sub-table, whose definitions the client gets
-	// (its result set is read and dropped), then the part's UNION ALL;
-	// or Columns holds the definitions to send (a prepared statement's,
-	// from its PREPARE, already named for the client), in place of the
-	// first part's. Neither: the first part's, renamed by the relay.
-	Probe   bool
-	Columns [][]byte
+	// definitions lose their table, database and some flags. Then Probe
+	// is set: the first part's command is two statements, a LIMIT 0
+	// probe of one sub-table, whose definitions the client gets (its
+	// result set is read and dropped), then the part's UNION ALL. For a
+	// prepared statement's execution ProbeStmt is the probe, executed
+	// on the first part's connection before the part (one round trip).
+	Probe       bool
+	ProbeStmt   []byte
+	ProbeParams []int
 
 	mergeState // an execution's I/O state (merge_io.go)
 }

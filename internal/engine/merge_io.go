@@ -50,10 +50,60 @@ func (mp *mergePart) Next() ([]sqltypes.Value, bool, error) {
 type mergeSink Merge
 
 // Row implements mergeOutput.
-func (s *mergeSink) Row(row []sqltypes.Value) error { return s.w.Row(row) }
+func (s *mergeSink) Row(row []sqltypes.Value) error {
+	if err := (*Merge)(s).begin(); err != nil {
+		return err
+	}
+	return s.w.Row(row)
+}
 
 // Pass implements mergeOutput.
-func (s *mergeSink) Pass(i int) error { return s.w.Pass(&s.open[i].rows) }
+func (s *mergeSink) Pass(i int) error {
+	if err := (*Merge)(s).begin(); err != nil {
+		return err
+	}
+	return s.w.Pass(&s.open[i].rows)
+}
+
+// begin sends the client the column definitions, once, when the first
+// row goes out or the answer ends without rows: by then every part has
+// been read up to its first row, and the definitions can be those of a
+// part that read one sub-table and found rows. A server types some
+// columns of a grouped result differently when it has no rows (flags of
+// a temporary table's fields), and a UNION ALL's columns lose their
+// tables: one server holding every row answers as such a part.
+func (m *Merge) begin() error {
+	if m.begun {
+		return nil
+	}
+	m.begun = true
+	return m.w.Begin(m.clientDefs(), m.cols, m.visible, m.status)
+}
+
+// clientDefs chooses the column definitions the client gets: those of
+// the first part that read one sub-table and had rows, else of the first
+// that read one sub-table, else the probe's, else the first part's.
+func (m *Merge) clientDefs() [][]byte {
+	plain := -1
+	for i := range m.open {
+		if m.Parts[i].Union {
+			continue
+		}
+		if m.open[i].rows.Info.Rows > 0 {
+			return m.open[i].rows.Defs
+		}
+		if plain < 0 {
+			plain = i
+		}
+	}
+	switch {
+	case plain >= 0:
+		return m.open[plain].rows.Defs
+	case m.Probe:
+		return m.probe
+	}
+	return m.open[0].rows.Defs
+}
 
 // mergeState is the I/O state of a Merge's execution, kept for the next
 // one's buffers.
@@ -68,6 +118,11 @@ type mergeState struct {
 	// headerFailed: the execution ended before the column definitions
 	// went out; whether the session goes on.
 	headerFailed bool
+	// What begin sends, once (begun).
+	cols    []mysql.ColumnDef
+	visible int
+	status  uint16
+	begun   bool
 }
 
 // Execute implements Primitive.
@@ -93,6 +148,11 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 		}
 		r = c.Relay(conn)
 		m.openPart(i, conn, r.Client, binary)
+		if i == 0 && m.ProbeStmt != nil {
+			if err := m.probeStmt(c, conn, q); err != nil {
+				return m.abandon(c, i, err)
+			}
+		}
 		if err := c.Send(conn, p, q); err != nil {
 			return m.abandon(c, i, err)
 		}
@@ -102,22 +162,34 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 	for i := range m.open {
 		m.inputs = append(m.inputs, &m.open[i])
 	}
-	defs, ok := m.headers(c)
-	if !ok {
+	if !m.headers(c) {
 		return m.headerFailed
 	}
-	cols := m.open[0].rows.Cols
-	visible := len(cols)
+	m.cols, m.begun, m.status = m.open[0].rows.Cols, false, c.Status()
+	m.visible = len(m.cols)
 	if m.Spec != nil {
-		visible -= m.Spec.Hidden
+		m.visible -= m.Spec.Hidden
 	}
-	if m.Columns != nil {
-		defs, m.w.RenameTable = m.Columns, nil
+	return m.end(c, m.run(m.cols, m.inputs, (*mergeSink)(m)))
+}
+
+// probeStmt runs the column probe of a prepared statement's execution
+// (Merge.ProbeStmt) on conn, the first part's, and keeps its column
+// definitions.
+func (m *Merge) probeStmt(c Cursor, conn *backend.Conn, q []byte) error {
+	first := &m.open[0]
+	probe := Part{Cluster: first.p.Cluster, Stmt: m.ProbeStmt, Params: m.ProbeParams}
+	if err := c.Send(conn, &probe, q); err != nil {
+		return err
 	}
-	if err := m.w.Begin(defs, cols, visible, c.Status()); err != nil {
-		return m.end(c, err)
+	if err := first.rows.SkipProbeResult(); err != nil {
+		return err
 	}
-	return m.end(c, m.run(cols, m.inputs, (*mergeSink)(m)))
+	if e := first.rows.Info.Err; e != nil {
+		return e
+	}
+	m.keepProbe(first.rows.Defs)
+	return nil
 }
 
 // openPart records part i, sent on conn, keeping the buffers of the
@@ -134,15 +206,14 @@ func (m *Merge) openPart(i int, conn *backend.Conn, client *mysql.Conn, binary b
 }
 
 // headers reads every part's column definitions (the first part's probe
-// first) and checks they agree. It returns the definitions the client
-// gets; false: the client has been answered (headerFailed says whether
-// the session goes on).
-func (m *Merge) headers(c Cursor) ([][]byte, bool) {
-	if m.Probe {
+// first) and checks they agree; false: the client has been answered
+// (headerFailed says whether the session goes on).
+func (m *Merge) headers(c Cursor) bool {
+	if m.Probe && m.ProbeStmt == nil {
 		first := &m.open[0]
 		if err := first.rows.SkipProbe(); err != nil || first.rows.Info.Err != nil {
 			m.headerFailed = m.abandon(c, 0, m.partErr(0, err))
-			return nil, false
+			return false
 		}
 		m.keepProbe(first.rows.Defs)
 	}
@@ -150,19 +221,16 @@ func (m *Merge) headers(c Cursor) ([][]byte, bool) {
 		mp := &m.open[i]
 		if err := mp.rows.Start(); err != nil || mp.rows.Info.Err != nil {
 			m.headerFailed = m.abandon(c, i, m.partErr(i, err))
-			return nil, false
+			return false
 		}
 		if i > 0 || m.Probe {
 			if e := m.sameColumns(i); e != nil {
 				m.headerFailed = m.abandon(c, -1, e)
-				return nil, false
+				return false
 			}
 		}
 	}
-	if m.Probe {
-		return m.probe, true
-	}
-	return m.open[0].rows.Defs, true
+	return true
 }
 
 // partErr is part i's error: err, or the server's ERR it answered.
@@ -174,7 +242,10 @@ func (m *Merge) partErr(i int, err error) error {
 }
 
 // sameColumns checks part i's column definitions against the first
-// part's (or the probe's): a client decodes every row by one set.
+// part's (or the probe's): a client decodes every row by one set. The
+// hidden columns' types may differ (a UNION's weight of an integer is
+// typed otherwise than one SELECT's): each part's rows are read by its
+// own definitions, and the merge compares them as bytes.
 func (m *Merge) sameColumns(i int) *mysql.SQLError {
 	want, what := m.open[0].rows.Defs, "part 1"
 	if i == 0 {
@@ -184,6 +255,9 @@ func (m *Merge) sameColumns(i int) *mysql.SQLError {
 	if len(got) != len(want) {
 		return mysql.NewError(mysql.ERWrongColumnCount, "21000",
 			"shardgate: part %d of a multi-shard result (shard %s) has %d columns, %s had %d", i+1, m.open[i].p.Cluster.Name, len(got), what, len(want))
+	}
+	if m.Spec != nil {
+		got, want = got[:len(got)-m.Spec.Hidden], want[:len(want)-m.Spec.Hidden]
 	}
 	if col := mysql.ColumnsDiffer(want, got); col >= 0 {
 		return mysql.NewError(mysql.ERUnknownError, mysql.StateGeneral,
@@ -243,6 +317,9 @@ func (m *Merge) end(c Cursor, err error) bool {
 	if broken >= 0 {
 		// Its connection's failure ends the result, naming its shard.
 		return m.failed(c, &m.open[broken], brokenErr) && goOn
+	}
+	if err == nil {
+		err = m.begin() // no row went out: the definitions still must
 	}
 	var werr error
 	switch {

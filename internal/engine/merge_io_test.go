@@ -421,7 +421,7 @@ func TestMergeProbeGivesPlainColumns(t *testing.T) {
 	out := &bytes.Buffer{}
 	f := newMergeCursor(t, shards, &bufConn{w: out}, clientCaps)
 	union := "(SELECT id, name FROM t WHERE id < 30) UNION ALL (SELECT id, name FROM t WHERE id >= 30) ORDER BY id"
-	m := &Merge{Parts: []Part{{Cluster: a, Query: query("SELECT id, name FROM t LIMIT 0; " + union)}, {Cluster: b, Query: query(union)}},
+	m := &Merge{Parts: []Part{{Cluster: a, Query: query("SELECT id, name FROM t LIMIT 0; " + union), Union: true}, {Cluster: b, Query: query(union), Union: true}},
 		Spec: &MergeSpec{Order: []SortKey{{Col: 0}}}, Probe: true}
 	ps := execMerge(t, f, out, m, nil)
 	n, rows := rowsOf(t, ps)

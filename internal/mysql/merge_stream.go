@@ -244,27 +244,40 @@ func (s *RowStream) Done() bool { return s.done }
 // terminator announcing the next result). Its definitions stay in Defs
 // until the next Start.
 func (s *RowStream) SkipProbe() error {
+	return s.skipProbe(true)
+}
+
+// SkipProbeResult reads a column probe sent as a statement of its own
+// (a prepared statement's LIMIT 0 execution), whose result ends the
+// answer: Defs and Cols describe it until the next Start.
+func (s *RowStream) SkipProbeResult() error {
+	return s.skipProbe(false)
+}
+
+func (s *RowStream) skipProbe(more bool) error {
 	if err := s.Start(); err != nil || s.Info.Err != nil {
 		return err
 	}
-	p, err := s.read()
-	if err != nil {
-		return err
-	}
-	switch {
-	case p[0] == HeaderErr:
-		s.Info.Err, s.done = ParseErr(p), true
+	for {
+		p, err := s.read()
+		if err != nil {
+			return err
+		}
+		switch {
+		case p[0] == HeaderErr:
+			s.Info.Err, s.done = ParseErr(p), true
+			return nil
+		case p[0] != HeaderEOF:
+			continue // a row of the probe (LIMIT 1), dropped
+		}
+		if err := s.terminator(p); err != nil {
+			return err
+		}
+		if (s.Info.Status&StatusMoreResultsExists != 0) != more {
+			return backendErr(fmt.Errorf("the column probe of a merge is not followed by the part's rows, or is: %w", ErrMalformed))
+		}
 		return nil
-	case p[0] != HeaderEOF:
-		return backendErr(fmt.Errorf("the column probe of a merge returned rows: %w", ErrMalformed))
 	}
-	if err := s.terminator(p); err != nil {
-		return err
-	}
-	if s.Info.Status&StatusMoreResultsExists == 0 {
-		return backendErr(fmt.Errorf("the column probe of a merge is not followed by the part's rows: %w", ErrMalformed))
-	}
-	return nil
 }
 
 // decodeText types the columns of a text row, aliasing p.

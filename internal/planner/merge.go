@@ -818,7 +818,7 @@ func (b *mergeBuilder) lift(e sqlparser.Expr) (sqlparser.Expr, error) {
 		case sqlparser.AggrFunc:
 			return false
 		case sqlparser.Expr:
-			return containsAggregate(n)
+			return containsAggregate(n) || b.namesAlias(n)
 		}
 		return true
 	}, func(c *sqlparser.CopyOnWriteCursor) {
@@ -837,7 +837,9 @@ func (b *mergeBuilder) lift(e sqlparser.Expr) (sqlparser.Expr, error) {
 				return
 			}
 			col, err = b.aggColumn(expr.(sqlparser.AggrFunc))
-		case containsAggregate(expr):
+		case b.itemByAlias(expr) >= 0:
+			col, err = b.liftValue(expr)
+		case containsAggregate(expr) || b.namesAlias(expr):
 			return // its parts are lifted
 		default:
 			col, err = b.liftValue(expr)

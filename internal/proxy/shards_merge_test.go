@@ -97,7 +97,6 @@ func TestShardedMergeRegressions(t *testing.T) {
 	mine := "WHERE id > 5000"
 
 	t.Run("HAVING after the merge", func(t *testing.T) {
-		t.Skip("issue 14: merge not merged yet") // SKIP ONLY ON BRANCH difftest14: the lead removes it as the merges land
 		// Every city has 8 users, 4 on each shard: a HAVING evaluated on
 		// each shard drops them all.
 		compareStatements(t, d, both(
@@ -110,7 +109,6 @@ func TestShardedMergeRegressions(t *testing.T) {
 	})
 
 	t.Run("COUNT(DISTINCT) across shards", func(t *testing.T) {
-		t.Skip("issue 14: merge not merged yet") // SKIP ONLY ON BRANCH difftest14: the lead removes it as the merges land
 		// 4 distinct names per city under the collation, 4 spellings on
 		// each shard: per-shard counts summed give 8.
 		compareStatements(t, d, both(
@@ -121,7 +119,6 @@ func TestShardedMergeRegressions(t *testing.T) {
 	})
 
 	t.Run("SUM(a) - SUM(b) and other aggregate expressions", func(t *testing.T) {
-		t.Skip("issue 14: merge not merged yet") // SKIP ONLY ON BRANCH difftest14: the lead removes it as the merges land
 		compareStatements(t, d, both(
 			mergeCase{"SELECT SUM(balance) - SUM(city_id), COUNT(*) * 2, MAX(id) - MIN(id), SUM(balance) / COUNT(*) FROM sf_user " + mine, true, nil},
 			mergeCase{"SELECT city_id, SUM(balance) - SUM(id) AS d, COUNT(*) * 2 + 1 FROM sf_user " + mine + " GROUP BY city_id ORDER BY d DESC, city_id", true, nil},
@@ -130,7 +127,6 @@ func TestShardedMergeRegressions(t *testing.T) {
 	})
 
 	t.Run("GROUP BY with LIMIT", func(t *testing.T) {
-		t.Skip("issue 14: merge not merged yet") // SKIP ONLY ON BRANCH difftest14: the lead removes it as the merges land
 		// The LIMIT applies to merged groups, not to each shard's.
 		compareStatements(t, d, both(
 			mergeCase{"SELECT city_id, COUNT(*), SUM(balance) FROM sf_user " + mine + " GROUP BY city_id ORDER BY city_id LIMIT 2", true, nil},
@@ -141,7 +137,6 @@ func TestShardedMergeRegressions(t *testing.T) {
 	})
 
 	t.Run("ORDER BY t.col through aliases", func(t *testing.T) {
-		t.Skip("issue 14: merge not merged yet") // SKIP ONLY ON BRANCH difftest14: the lead removes it as the merges land
 		compareStatements(t, d, both(
 			mergeCase{"SELECT u.id, u.name FROM sf_user u " + strings.Replace(mine, "id", "u.id", 1) + " ORDER BY u.name DESC, u.id", true, nil},
 			mergeCase{"SELECT u.name AS n, u.balance AS b FROM sf_user AS u WHERE u.city_id = 901 ORDER BY u.balance, u.id DESC", true, nil},
@@ -151,7 +146,6 @@ func TestShardedMergeRegressions(t *testing.T) {
 	})
 
 	t.Run("duplicate groups under _ci collations", func(t *testing.T) {
-		t.Skip("issue 14: merge not merged yet") // SKIP ONLY ON BRANCH difftest14: the lead removes it as the merges land
 		// 'alice' on s0 and 'ALICE ' on s1 are one group, one DISTINCT
 		// value, one UNION row: the spelling shown may be either.
 		compareStatements(t, d, both(
@@ -164,7 +158,6 @@ func TestShardedMergeRegressions(t *testing.T) {
 	})
 
 	t.Run("AVG scale", func(t *testing.T) {
-		t.Skip("issue 14: merge not merged yet") // SKIP ONLY ON BRANCH difftest14: the lead removes it as the merges land
 		// AVG of a DECIMAL(12,2) is DECIMAL with 6 decimals, of an INT 4:
 		// the division of merged SUM and COUNT, typed as the server types it.
 		compareStatements(t, d, both(
@@ -175,7 +168,6 @@ func TestShardedMergeRegressions(t *testing.T) {
 	})
 
 	t.Run("aggregates over zero rows", func(t *testing.T) {
-		t.Skip("issue 14: merge not merged yet") // SKIP ONLY ON BRANCH difftest14: the lead removes it as the merges land
 		// One row: COUNT 0, SUM, AVG, MIN, MAX and GROUP_CONCAT NULL,
 		// BIT_AND all ones; with GROUP BY, no row.
 		none := "WHERE city_id = 12345"
@@ -188,7 +180,6 @@ func TestShardedMergeRegressions(t *testing.T) {
 	})
 
 	t.Run("deep LIMIT offset,count", func(t *testing.T) {
-		t.Skip("issue 14: merge not merged yet") // SKIP ONLY ON BRANCH difftest14: the lead removes it as the merges land
 		compareStatements(t, d, both(
 			mergeCase{"SELECT id, name FROM sf_user ORDER BY id LIMIT 100, 10", true, nil},
 			mergeCase{"SELECT user_id, order_no, amount FROM sf_order ORDER BY amount DESC, user_id, order_no LIMIT 300, 5", true, nil},

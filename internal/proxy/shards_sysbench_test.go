@@ -97,11 +97,9 @@ func TestShardedSysbenchMerges(t *testing.T) {
 			readWrite(t, psMode, "--sum_ranges=0", "--order_ranges=0", "--distinct_ranges=0")
 		})
 		t.Run("read-only-ps-"+psMode, func(t *testing.T) {
-			t.Skip("issue 14: merge not merged yet") // SKIP ONLY ON BRANCH difftest14: the lead removes it as the merges land
 			run(t, "oltp_read_only", psMode)
 		})
 		t.Run("read-write-ps-"+psMode, func(t *testing.T) {
-			t.Skip("issue 14: merge not merged yet") // SKIP ONLY ON BRANCH difftest14: the lead removes it as the merges land
 			readWrite(t, psMode)
 		})
 	}
