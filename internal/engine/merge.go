@@ -117,15 +117,26 @@ const (
 	AggCountDistinct                    // COUNT(DISTINCT x): distinct non-NULL values of Arg counted
 	AggSumDistinct                      // SUM(DISTINCT x): distinct non-NULL values of Arg summed
 	AggAny                              // a non-aggregated column outside the group keys: the first row's value
+	AggGroupConcat                      // GROUP_CONCAT: the values of Arg, in the rows' order, joined by Sep
 )
 
 // Aggregate combines column Col of the rows of one group. For the
 // DISTINCT kinds, Arg is the column holding x (a hidden group key of the
 // part rows).
+//
+// GROUP_CONCAT(x ORDER BY o SEPARATOR s): the parts group by the group
+// keys, o and CONCAT(x) (Arg), so the rows of a group arrive in o's
+// order (Order), each with how many rows it stands for (the column
+// Count, COUNT(*)); MaxLen is the column holding the session's
+// group_concat_max_len. Distinct: each value of Arg once.
 type Aggregate struct {
-	Kind AggKind
-	Col  int
-	Arg  int
+	Kind     AggKind
+	Col      int
+	Arg      int
+	Count    int
+	MaxLen   int
+	Sep      string
+	Distinct bool
 }
 
 // ComputedColumn is a visible column whose value the merge computes from

@@ -28,6 +28,15 @@ type accum struct {
 	best   ownedValue // MIN/MAX
 	bestBy ownedValue // MIN/MAX: best's column by (its weight)
 	prev   ownedValue // DISTINCT kinds: the last value of by counted
+	// set holds, for a DISTINCT kind whose argument the group's rows do
+	// not come sorted by (not the first DISTINCT argument), the values of
+	// by counted in the group; held counts their bytes against budget.
+	set          map[string]struct{}
+	held, budget int64
+	// GROUP_CONCAT: the values joined, how many, and the most it may be.
+	concat []byte
+	values int
+	maxLen int64
 	result []byte
 }
 
@@ -68,6 +77,11 @@ func (a *accum) reset() {
 	a.best.null = true
 	a.bestBy.null = true
 	a.prev.null = true
+	if a.set != nil {
+		clear(a.set)
+		a.held = 0
+	}
+	a.concat, a.values = a.concat[:0], 0
 	a.bits = 0
 	if a.Kind == AggBitAnd {
 		a.bits = math.MaxUint64
@@ -115,12 +129,23 @@ func (a *accum) add(row []sqltypes.Value) error {
 		default:
 			a.bits ^= n
 		}
+	case AggGroupConcat:
+		return a.addConcat(row)
 	case AggCountDistinct, AggSumDistinct:
 		x, by := row[a.Arg], row[a.by]
-		if x.IsNull() || !a.prev.null && a.cmp.compare(by, a.prev.value()) == 0 {
+		if x.IsNull() {
 			return nil
 		}
-		a.prev.set(by)
+		if a.set != nil {
+			if seen, err := a.seenInSet(by); seen || err != nil {
+				return err
+			}
+		} else {
+			if !a.prev.null && a.cmp.compare(by, a.prev.value()) == 0 {
+				return nil
+			}
+			a.prev.set(by)
+		}
 		if a.Kind == AggCountDistinct {
 			a.count++
 			return nil
@@ -128,6 +153,57 @@ func (a *accum) add(row []sqltypes.Value) error {
 		return a.addSum(x)
 	}
 	return nil
+}
+
+// addConcat adds a part row's value to a GROUP_CONCAT: as many times as
+// the rows it stands for (once for DISTINCT), NULL skipped.
+func (a *accum) addConcat(row []sqltypes.Value) error {
+	v := row[a.Arg]
+	if v.IsNull() {
+		return nil
+	}
+	times := int64(1)
+	if a.Distinct {
+		if seen, err := a.seenInSet(row[a.by]); seen || err != nil {
+			return err
+		}
+	} else {
+		n, err := strconv.ParseInt(hack.String(row[a.Count].Raw()), 10, 64)
+		if err != nil {
+			return aggValueError(a.Kind, row[a.Count], err)
+		}
+		times = n
+	}
+	if a.maxLen == 0 {
+		a.maxLen, _ = strconv.ParseInt(hack.String(row[a.MaxLen].Raw()), 10, 64)
+	}
+	for ; times > 0; times-- {
+		if a.values > 0 {
+			a.concat = append(a.concat, a.Sep...)
+		}
+		a.concat = append(a.concat, v.Raw()...)
+		a.values++
+		if int64(len(a.concat)) > a.maxLen {
+			return mysql.NewError(mysql.ERNotSupportedYet, "42000",
+				"This version of shardgate doesn't yet support 'a GROUP_CONCAT() longer than group_concat_max_len (%d bytes) across shards; raise group_concat_max_len'", a.maxLen)
+		}
+	}
+	return nil
+}
+
+// seenInSet reports whether v (a value's weight, or its text, which is
+// one per value in a column) was counted in the group, adding it if not.
+func (a *accum) seenInSet(v sqltypes.Value) (bool, error) {
+	key := a.cmp.canonical(v.Raw())
+	if _, ok := a.set[hack.String(key)]; ok {
+		return true, nil
+	}
+	a.held += int64(len(key)) + 48 // the map's entry
+	if a.held > a.budget {
+		return false, outOfMemory(a.budget)
+	}
+	a.set[string(key)] = struct{}{}
+	return false, nil
 }
 
 func (a *accum) addSum(v sqltypes.Value) error {
@@ -166,6 +242,11 @@ func (a *accum) value() sqltypes.Value {
 		}
 	case AggMin, AggMax:
 		return a.best.value()
+	case AggGroupConcat:
+		if a.values == 0 {
+			return sqltypes.NULL
+		}
+		return sqltypes.MakeTrusted(a.typ, a.concat)
 	case AggBitAnd, AggBitOr, AggBitXor:
 		b = strconv.AppendUint(b, a.bits, 10)
 	}

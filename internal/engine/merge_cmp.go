@@ -100,6 +100,20 @@ func notComparable(err error) *mysql.SQLError {
 		"This version of shardgate doesn't yet support 'ORDER BY, GROUP BY, DISTINCT or MIN/MAX across shards on %v'", err)
 }
 
+// canonical is the form of a value that equal values share, for a set
+// of them: a weight without its trailing spaces' weights under a PAD
+// SPACE collation ('a' = 'a '), other values as they are (a column's
+// text is one per value).
+func (c *colCmp) canonical(b []byte) []byte {
+	if c.kind != cmpWeight || len(c.space) == 0 {
+		return b
+	}
+	for len(b) >= len(c.space) && bytes.Equal(b[len(b)-len(c.space):], c.space) {
+		b = b[:len(b)-len(c.space)]
+	}
+	return b
+}
+
 // learnSpace reads the weight of a space from a row (the column after
 // the weights): the same in every row of a statement.
 func (c *colCmp) learnSpace(row []sqltypes.Value) {

@@ -96,6 +96,24 @@ func newMergeRun(m *Merge, cols []mysql.ColumnDef, in []mergeInput, out mergeOut
 	return r, nil
 }
 
+// sortedDistinct is the column a group's rows come sorted by after the
+// group keys: the first DISTINCT aggregate's argument (-1: none).
+func (r *mergeRun) sortedDistinct() int {
+	first := max(r.spec.Groups, 0)
+	if first < len(r.spec.Order) {
+		return r.spec.Order[first].Col
+	}
+	return -1
+}
+
+// budget is the memory the merge may hold for what it cannot stream.
+func (r *mergeRun) budget() int64 {
+	if r.spec.Budget > 0 {
+		return r.spec.Budget
+	}
+	return DefaultMergeBudget
+}
+
 // weight is the column holding column i's collation weight, or -1.
 func (r *mergeRun) weight(i int) int {
 	if i < len(r.spec.Weights) {
@@ -153,7 +171,7 @@ func (r *mergeRun) prepareCombine() error {
 		if a.Kind == AggAny {
 			continue // the group's first row's value is in place
 		}
-		if a.Col < 0 || a.Col >= len(r.cols) || a.Kind < AggCount || a.Kind > AggAny {
+		if a.Col < 0 || a.Col >= len(r.cols) || a.Kind < AggCount || a.Kind > AggGroupConcat {
 			return fmt.Errorf("merge: aggregate %d of column %d of a row of %d", a.Kind, a.Col, len(r.cols))
 		}
 		acc := accum{Aggregate: a, typ: r.types[a.Col], format: r.formats[a.Col], by: -1}
@@ -168,6 +186,20 @@ func (r *mergeRun) prepareCombine() error {
 			acc.cmp, err = r.cmp(a.Arg)
 			if err == nil {
 				acc.by = acc.cmp.at(a.Arg)
+			}
+			if a.Arg != r.sortedDistinct() {
+				acc.set, acc.budget = map[string]struct{}{}, r.budget()
+			}
+		case AggGroupConcat:
+			if a.Arg < 0 || a.Arg >= len(r.cols) || a.Count < 0 || a.Count >= len(r.cols) || a.MaxLen < 0 || a.MaxLen >= len(r.cols) {
+				return fmt.Errorf("merge: GROUP_CONCAT of columns %d, %d, %d of a row of %d", a.Arg, a.Count, a.MaxLen, len(r.cols))
+			}
+			if a.Distinct {
+				acc.cmp, err = r.cmp(a.Arg)
+				if err == nil {
+					acc.by = acc.cmp.at(a.Arg)
+				}
+				acc.set, acc.budget = map[string]struct{}{}, r.budget()
 			}
 		}
 		if err != nil {

@@ -82,10 +82,16 @@ func (s *finalSorter) add(row []sqltypes.Value) error {
 func (s *finalSorter) charge(row []sqltypes.Value) error {
 	s.held += rowSize(row)
 	if s.held > s.budget {
-		return mysql.NewError(mysql.EROutOfSortMemory, "HY001",
-			"Out of sort memory: ordering this query's rows across shards needs more than %d bytes; raise shardgate's merge_memory setting or add a LIMIT", s.budget)
+		return outOfMemory(s.budget)
 	}
 	return nil
+}
+
+// outOfMemory is the error of a merge that would hold more than budget
+// bytes of rows or values it cannot stream.
+func outOfMemory(budget int64) error {
+	return mysql.NewError(mysql.EROutOfSortMemory, "HY001",
+		"Out of sort memory: merging this query's rows across shards needs more than %d bytes; raise shardgate's merge_memory setting or add a LIMIT", budget)
 }
 
 func (s *finalSorter) copy(row []sqltypes.Value) sortRow {

@@ -126,7 +126,7 @@ func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, colum
 		return nil, notSupported("this statement across shards")
 	}
 	b := &mergeBuilder{client: sel, push: sqlparser.CloneRefOfSelect(sel), columns: columns, items: map[*sqlparser.AliasedExpr]int{}}
-	b.spec.Budget = budget
+	b.spec.Budget = budget // 0: engine.DefaultMergeBudget
 	if err := b.build(an); err != nil {
 		return nil, err
 	}
@@ -147,10 +147,6 @@ func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, colum
 	mp.ShardOrder = shardOrder(b.spec.Order)
 	return mp, nil
 }
-
-// DefaultMergeBudget is the memory a merge may hold for rows it cannot
-// stream, unless configured (merge_memory).
-const DefaultMergeBudget = 64 << 20
 
 func shardOrder(keys []engine.SortKey) string {
 	if len(keys) == 0 {
@@ -189,10 +185,16 @@ type mergeBuilder struct {
 	items map[*sqlparser.AliasedExpr]int
 	// aggCols are the columns holding each aggregate (by its text).
 	aggCols map[string]int
-	// distinctArg is the argument of the statement's DISTINCT aggregates,
-	// and distinctCol its column.
-	distinctArg sqlparser.Expr
-	distinctCol int
+	// distinctArgs are the arguments of the statement's DISTINCT
+	// aggregates, each once, and distinctCols their columns.
+	distinctArgs []sqlparser.Expr
+	distinctCols []int
+	// concat is the statement's GROUP_CONCAT (one ordering for all of
+	// them), and its columns: the value, the rows each part row stands
+	// for, group_concat_max_len.
+	concat                         *sqlparser.GroupConcatExpr
+	concatCol, countCol, maxLenCol int
+	separator                      string
 	// liftedValues: an expression over aggregates reads a hidden
 	// column that is no aggregate (a constant, a group key).
 	liftedValues bool
@@ -576,16 +578,20 @@ func (b *mergeBuilder) groupMerge(grouped bool) error {
 	} else {
 		b.spec.Groups = -1
 	}
-	if err := b.findDistinctArg(); err != nil {
+	if err := b.findDistinctArgs(); err != nil {
 		return err
 	}
-	if b.distinctArg != nil {
-		b.distinctCol = b.hiddenColumn(b.distinctArg)
-		b.spec.Order = append(b.spec.Order, engine.SortKey{Col: b.distinctCol})
+	if err := b.planConcat(); err != nil {
+		return err
+	}
+	for _, arg := range b.distinctArgs {
+		col := b.hiddenColumn(arg)
+		b.distinctCols = append(b.distinctCols, col)
+		b.spec.Order = append(b.spec.Order, engine.SortKey{Col: col})
 		if b.push.GroupBy == nil {
 			b.push.GroupBy = &sqlparser.GroupBy{}
 		}
-		b.push.GroupBy.Exprs = append(b.push.GroupBy.Exprs, sqlparser.Clone(b.distinctArg))
+		b.push.GroupBy.Exprs = append(b.push.GroupBy.Exprs, sqlparser.Clone(arg))
 	}
 	for i, se := range b.push.SelectExprs.Exprs[:b.visible] {
 		ae := se.(*sqlparser.AliasedExpr) // stars are written out
@@ -609,12 +615,12 @@ func (b *mergeBuilder) groupMerge(grouped bool) error {
 		}
 	}
 	b.pushOrder()
-	if !grouped && b.distinctArg != nil && b.liftedValues {
+	if !grouped && (b.distinctArgs != nil || b.concat != nil) && b.liftedValues {
 		// Over zero rows the shards send no row (they group by the
 		// DISTINCT argument), and the merge would not know the values.
-		return notSupported("HAVING or expressions of constants with DISTINCT aggregates without GROUP BY, across shards")
+		return notSupported("HAVING or expressions of constants with DISTINCT aggregates or GROUP_CONCAT without GROUP BY, across shards")
 	}
-	if grouped && b.spec.Final == nil && b.spec.Having == nil && b.distinctArg == nil {
+	if grouped && b.spec.Final == nil && b.spec.Having == nil && b.distinctArgs == nil && b.concat == nil {
 		// The first groups of the answer are among every shard's first.
 		b.pushLimit()
 	}
@@ -667,9 +673,10 @@ func (b *mergeBuilder) tableHasColumn(name string) int {
 	return -1
 }
 
-// findDistinctArg finds the argument of the DISTINCT aggregates: one
-// expression for them all, which the shards group by too.
-func (b *mergeBuilder) findDistinctArg() error {
+// findDistinctArgs finds the arguments of the DISTINCT aggregates, which
+// the shards group by too: the rows of a group then come sorted by the
+// first, and hold each distinct combination of them once.
+func (b *mergeBuilder) findDistinctArgs() error {
 	var err error
 	visit := func(n sqlparser.SQLNode) (bool, error) {
 		var arg sqlparser.Expr
@@ -696,10 +703,8 @@ func (b *mergeBuilder) findDistinctArg() error {
 		if arg == nil {
 			return true, nil
 		}
-		if b.distinctArg == nil {
-			b.distinctArg = arg
-		} else if !sqlparser.Equals.Expr(b.distinctArg, arg) {
-			err = notSupported("DISTINCT aggregates of different expressions across shards")
+		if b.distinctIndex(arg) < 0 {
+			b.distinctArgs = append(b.distinctArgs, arg)
 		}
 		return false, nil
 	}
@@ -707,6 +712,112 @@ func (b *mergeBuilder) findDistinctArg() error {
 		_ = sqlparser.Walk(visit, n)
 	}
 	return err
+}
+
+// planConcat plans the statement's GROUP_CONCAT: the shards group by its
+// ORDER BY keys and its value too, so that a group's rows come in the
+// order it joins them, each standing for COUNT(*) rows; the DISTINCT
+// aggregates' arguments, grouped by after them, are then counted by set.
+func (b *mergeBuilder) planConcat() error {
+	var err error
+	for _, n := range []sqlparser.SQLNode{b.client.SelectExprs, b.client.Having, b.client.OrderBy} {
+		_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+			switch f := n.(type) {
+			case *sqlparser.Subquery:
+				return false, nil
+			case *sqlparser.GroupConcatExpr:
+				switch {
+				case b.concat != nil && !sqlparser.Equals.RefOfGroupConcatExpr(b.concat, f):
+					err = notSupported("several different GROUP_CONCAT() across shards")
+				case f.Limit != nil:
+					err = notSupported("GROUP_CONCAT() … LIMIT across shards")
+				case f.Distinct && len(f.OrderBy) > 0 && !orderedByItself(f):
+					err = notSupported("GROUP_CONCAT(DISTINCT …) ordered by other expressions across shards")
+				}
+				b.concat = f
+				return false, nil
+			}
+			return true, nil
+		}, n)
+	}
+	if err != nil || b.concat == nil {
+		return err
+	}
+	if b.push.GroupBy == nil {
+		b.push.GroupBy = &sqlparser.GroupBy{}
+	}
+	for _, o := range b.concat.OrderBy {
+		col := b.hiddenColumn(o.Expr)
+		b.spec.Order = append(b.spec.Order, engine.SortKey{Col: col, Desc: o.Direction == sqlparser.DescOrder})
+		b.push.GroupBy.Exprs = append(b.push.GroupBy.Exprs, sqlparser.Clone(o.Expr))
+	}
+	value := &sqlparser.FuncExpr{Name: sqlparser.NewIdentifierCI("concat")}
+	for _, e := range b.concat.Exprs {
+		value.Exprs = append(value.Exprs, sqlparser.Clone(e))
+	}
+	b.concatCol = b.hiddenColumn(value)
+	b.spec.Order = append(b.spec.Order, engine.SortKey{Col: b.concatCol})
+	b.push.GroupBy.Exprs = append(b.push.GroupBy.Exprs, sqlparser.Clone(sqlparser.Expr(value)))
+	b.countCol = b.addHidden(&sqlparser.CountStar{})
+	maxLen, perr := weightParser().ParseExpr("@@group_concat_max_len")
+	if perr != nil {
+		return fmt.Errorf("planner: %w", perr)
+	}
+	b.maxLenCol = b.addHidden(maxLen)
+	b.separator, err = separator(b.concat)
+	return err
+}
+
+// separator is a GROUP_CONCAT's SEPARATOR's value (Vitess keeps it as a
+// string literal), ',' when it has none.
+func separator(f *sqlparser.GroupConcatExpr) (string, error) {
+	if f.Separator == "" {
+		return ",", nil
+	}
+	e, err := weightParser().ParseExpr(f.Separator)
+	if l, ok := e.(*sqlparser.Literal); err == nil && ok && l.Type == sqlparser.StrVal {
+		return l.Val, nil
+	}
+	return "", notSupported("the GROUP_CONCAT() SEPARATOR " + f.Separator + " across shards")
+}
+
+// orderedByItself: a GROUP_CONCAT(DISTINCT x ORDER BY x) orders by its
+// own expressions, in their order.
+func orderedByItself(f *sqlparser.GroupConcatExpr) bool {
+	if len(f.OrderBy) > len(f.Exprs) {
+		return false
+	}
+	for i, o := range f.OrderBy {
+		if !sqlparser.Equals.Expr(o.Expr, f.Exprs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// distinctIndex is arg's place among the DISTINCT arguments, or -1.
+func (b *mergeBuilder) distinctIndex(arg sqlparser.Expr) int {
+	for i, a := range b.distinctArgs {
+		if sqlparser.Equals.Expr(a, arg) {
+			return i
+		}
+	}
+	return -1
+}
+
+// distinctArgOf is the argument of a DISTINCT aggregate.
+func distinctArgOf(f sqlparser.AggrFunc) sqlparser.Expr {
+	switch f := f.(type) {
+	case *sqlparser.Count:
+		if len(f.Args) == 1 {
+			return f.Args[0]
+		}
+	case *sqlparser.Sum:
+		return f.Arg
+	case *sqlparser.Avg:
+		return f.Arg
+	}
+	return nil
 }
 
 // item plans visible item i: an aggregate combined in its own column, an
@@ -722,7 +833,7 @@ func (b *mergeBuilder) item(i int, e sqlparser.Expr) error {
 			return err
 		}
 		if kind != 0 {
-			b.aggregate(i, kind)
+			b.aggregate(i, kind, f)
 			b.aggCols[sqlparser.String(f)] = i
 			return nil
 		}
@@ -739,10 +850,14 @@ func (b *mergeBuilder) item(i int, e sqlparser.Expr) error {
 	return nil
 }
 
-func (b *mergeBuilder) aggregate(col int, kind engine.AggKind) {
+func (b *mergeBuilder) aggregate(col int, kind engine.AggKind, f sqlparser.AggrFunc) {
 	a := engine.Aggregate{Kind: kind, Col: col}
-	if kind == engine.AggCountDistinct || kind == engine.AggSumDistinct {
-		a.Arg = b.distinctCol
+	switch kind {
+	case engine.AggCountDistinct, engine.AggSumDistinct:
+		a.Arg = b.distinctCols[b.distinctIndex(distinctArgOf(f))]
+	case engine.AggGroupConcat:
+		a.Arg, a.Count, a.MaxLen = b.concatCol, b.countCol, b.maxLenCol
+		a.Sep, a.Distinct = b.separator, b.concat.Distinct
 	}
 	b.spec.Aggregates = append(b.spec.Aggregates, a)
 }
@@ -776,6 +891,8 @@ func aggKind(f sqlparser.AggrFunc) (engine.AggKind, error) {
 		return engine.AggBitXor, nil
 	case *sqlparser.Avg:
 		return 0, nil
+	case *sqlparser.GroupConcatExpr:
+		return engine.AggGroupConcat, nil
 	}
 	return 0, notSupported(strings.ToUpper(f.AggrName()) + "() across shards")
 }
@@ -795,7 +912,7 @@ func (b *mergeBuilder) aggColumn(f sqlparser.AggrFunc) (int, error) {
 		return 0, fmt.Errorf("planner: aggColumn of AVG")
 	}
 	col := b.hiddenColumn(f)
-	b.aggregate(col, kind)
+	b.aggregate(col, kind, f)
 	b.aggCols[key] = col
 	return col, nil
 }
