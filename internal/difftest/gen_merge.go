@@ -523,7 +523,8 @@ func (g *Generator) aggregate(t *mtable, p string) aggregate {
 	case 2:
 		return aggregate{expr: "SUM(" + pick(g.r, nums) + ")", tags: []string{cSum}}
 	case 3:
-		return aggregate{expr: pick(g.r, []string{"MIN", "MAX"}) + "(" + pick(g.r, all) + ")", tags: []string{cMinMax}}
+		c := pick(g.r, all)
+		return aggregate{expr: pick(g.r, []string{"MIN", "MAX"}) + "(" + c + ")", ci: slices.Contains(strs, c), tags: []string{cMinMax}}
 	case 4:
 		if len(strs) > 0 {
 			return aggregate{expr: pick(g.r, []string{"MIN", "MAX"}) + "(" + pick(g.r, strs) + ")", ci: true, tags: []string{cMinMax}}

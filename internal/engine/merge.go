@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sync/atomic"
+
 	"vitess.io/vitess/go/sqltypes"
 	"vitess.io/vitess/go/vt/vtgate/evalengine"
 )
@@ -25,20 +27,49 @@ type Merge struct {
 	// Offset and Count are this execution's LIMIT (HasLimit false: none).
 	Offset, Count uint64
 	HasLimit      bool
-	// The column definitions a client must get are a plain SELECT's:
-	// a shard holding several sub-tables answers a UNION ALL, whose
-	// definitions lose their table, database and some flags. Then Probe
-	// is set: the first part's command is two statements, a LIMIT 0
-	// probe of one sub-table, whose definitions the client gets (its
-	// result set is read and dropped), then the part's UNION ALL. For a
-	// prepared statement's execution ProbeStmt is the probe, executed
-	// on the first part's connection before the part (one round trip).
+	// The column definitions the client gets are those of the client's
+	// own statement on one sub-table: the parts run a rewritten SELECT
+	// (hidden columns, other grouping, a UNION ALL of a shard's
+	// sub-tables), which MariaDB may type with other flags and lengths,
+	// or without their tables. Columns holds them when known (Cache);
+	// else Probe is set: the first part's command is two statements, the
+	// client's statement as written on one sub-table, whose definitions
+	// the client gets (its rows are read and dropped), then the part's
+	// own. For a prepared statement's execution ProbeStmt is the probe,
+	// executed on the first part's connection before the part (one round
+	// trip). A probe that found a row fills Cache for later executions.
+	Columns     [][]byte
+	Cache       *ColumnCache
 	Probe       bool
 	ProbeStmt   []byte
 	ProbeParams []int
 
 	mergeState // an execution's I/O state (merge_io.go)
 }
+
+// ColumnCache keeps the column definitions of a statement shape's
+// merges, learnt by a probe: safe for concurrent use.
+type ColumnCache struct{ defs atomic.Pointer[[][]byte] }
+
+// Load returns the definitions, nil until learnt. Do not modify them.
+func (c *ColumnCache) Load() [][]byte {
+	if p := c.defs.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Store keeps a copy of defs.
+func (c *ColumnCache) Store(defs [][]byte) {
+	cp := make([][]byte, len(defs))
+	for i, d := range defs {
+		cp[i] = append([]byte(nil), d...)
+	}
+	c.defs.Store(&cp)
+}
+
+// Forget drops the definitions (a part's columns disagreed with them).
+func (c *ColumnCache) Forget() { c.defs.Store(nil) }
 
 // MergeSpec is the plan-time half of a Merge, shared by every execution
 // of a statement shape: immutable.
@@ -125,16 +156,20 @@ const (
 // part rows).
 //
 // GROUP_CONCAT(x ORDER BY o SEPARATOR s): the parts group by the group
-// keys, o and CONCAT(x) (Arg), so the rows of a group arrive in o's
-// order (Order), each with how many rows it stands for (the column
-// Count, COUNT(*)); MaxLen is the column holding the session's
-// group_concat_max_len. Distinct: each value of Arg once.
+// keys, o and CONCAT(x) (Arg), each row with how many rows it stands for
+// (the column Count, COUNT(*)); Keys are the columns of o and Arg, the
+// order it joins values in: when Order lists them right after the group
+// keys the rows arrive in it and are joined as they stream, else the
+// group's rows are sorted at its end, within the budget. MaxLen is the
+// column holding the session's group_concat_max_len. Distinct: each
+// value of Arg once.
 type Aggregate struct {
 	Kind     AggKind
 	Col      int
 	Arg      int
 	Count    int
 	MaxLen   int
+	Keys     []SortKey
 	Sep      string
 	Distinct bool
 }

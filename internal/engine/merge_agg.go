@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"slices"
 	"strconv"
 
 	"vitess.io/vitess/go/hack"
@@ -33,11 +34,15 @@ type accum struct {
 	// by counted in the group; held counts their bytes against budget.
 	set          map[string]struct{}
 	held, budget int64
-	// GROUP_CONCAT: the values joined, how many, and the most it may be.
-	concat []byte
-	values int
-	maxLen int64
-	result []byte
+	// GROUP_CONCAT: the values joined, how many, and the most it may be;
+	// one whose order the rows do not arrive in keeps the group's rows
+	// (buffered) and sorts them by its keys at the group's end.
+	concat   []byte
+	values   int
+	maxLen   int64
+	keys     []keyCmp
+	buffered [][]sqltypes.Value
+	result   []byte
 }
 
 // numFormat is how a column's numbers are written: as the server writes
@@ -82,6 +87,7 @@ func (a *accum) reset() {
 		a.held = 0
 	}
 	a.concat, a.values = a.concat[:0], 0
+	a.buffered, a.held = a.buffered[:0], 0
 	a.bits = 0
 	if a.Kind == AggBitAnd {
 		a.bits = math.MaxUint64
@@ -130,6 +136,14 @@ func (a *accum) add(row []sqltypes.Value) error {
 			a.bits ^= n
 		}
 	case AggGroupConcat:
+		if a.keys != nil {
+			a.held += rowSize(row)
+			if a.held > a.budget {
+				return outOfMemory(a.budget)
+			}
+			a.buffered = append(a.buffered, copyRow(row))
+			return nil
+		}
 		return a.addConcat(row)
 	case AggCountDistinct, AggSumDistinct:
 		x, by := row[a.Arg], row[a.by]
@@ -151,6 +165,21 @@ func (a *accum) add(row []sqltypes.Value) error {
 			return nil
 		}
 		return a.addSum(x)
+	}
+	return nil
+}
+
+// finish completes a buffered GROUP_CONCAT: its rows sorted by its keys
+// (stable: ties keep their arrival order), then joined.
+func (a *accum) finish() error {
+	if a.Kind != AggGroupConcat || a.keys == nil {
+		return nil
+	}
+	slices.SortStableFunc(a.buffered, func(x, y []sqltypes.Value) int { return compareRows(a.keys, x, y) })
+	for _, row := range a.buffered {
+		if err := a.addConcat(row); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -80,10 +80,14 @@ func (m *Merge) begin() error {
 	return m.w.Begin(m.clientDefs(), m.cols, m.visible, m.status)
 }
 
-// clientDefs chooses the column definitions the client gets: those of
-// the first part that read one sub-table and had rows, else of the first
-// that read one sub-table, else the probe's, else the first part's.
+// clientDefs chooses the column definitions the client gets: the client
+// statement's (Columns, or probed), else those of the first part that
+// read one sub-table and had rows, else of the first that read one
+// sub-table, else the first part's.
 func (m *Merge) clientDefs() [][]byte {
+	if m.probeOK {
+		return m.clientColumns()
+	}
 	plain := -1
 	for i := range m.open {
 		if m.Parts[i].Union {
@@ -96,11 +100,8 @@ func (m *Merge) clientDefs() [][]byte {
 			plain = i
 		}
 	}
-	switch {
-	case plain >= 0:
+	if plain >= 0 {
 		return m.open[plain].rows.Defs
-	case m.Probe:
-		return m.probe
 	}
 	return m.open[0].rows.Defs
 }
@@ -112,9 +113,13 @@ type mergeState struct {
 	inputs []mergeInput
 	w      mysql.ResultWriter
 	// The probe's column definitions (Merge.Probe), copied out of the
-	// first part's stream before it reads the part's own.
-	probe    [][]byte
-	probeBuf []byte
+	// first part's stream before it reads the part's own; probeRows: it
+	// found a row (its definitions are then worth caching); probeOK: the
+	// parts' columns agree with them.
+	probe     [][]byte
+	probeBuf  []byte
+	probeRows bool
+	probeOK   bool
 	// headerFailed: the execution ended before the column definitions
 	// went out; whether the session goes on.
 	headerFailed bool
@@ -188,7 +193,7 @@ func (m *Merge) probeStmt(c Cursor, conn *backend.Conn, q []byte) error {
 	if e := first.rows.Info.Err; e != nil {
 		return e
 	}
-	m.keepProbe(first.rows.Defs)
+	m.keepProbe(first.rows.Defs, first.rows.Info.Rows > 0)
 	return nil
 }
 
@@ -215,22 +220,43 @@ func (m *Merge) headers(c Cursor) bool {
 			m.headerFailed = m.abandon(c, 0, m.partErr(0, err))
 			return false
 		}
-		m.keepProbe(first.rows.Defs)
+		m.keepProbe(first.rows.Defs, first.rows.Info.Rows > 0)
 	}
+	m.probeOK = m.Probe || m.Columns != nil
 	for i := range m.open {
 		mp := &m.open[i]
 		if err := mp.rows.Start(); err != nil || mp.rows.Info.Err != nil {
 			m.headerFailed = m.abandon(c, i, m.partErr(i, err))
 			return false
 		}
-		if i > 0 || m.Probe {
-			if e := m.sameColumns(i); e != nil {
+		if i > 0 {
+			if e := m.sameColumns(m.open[0].rows.Defs, i, "part 1"); e != nil {
 				m.headerFailed = m.abandon(c, -1, e)
 				return false
 			}
 		}
 	}
+	if m.probeOK && m.sameColumns(m.clientColumns(), 0, "") != nil {
+		// The rewritten SELECT types a column otherwise than the client's:
+		// the parts' definitions describe the rows sent.
+		m.probeOK = false
+		if m.Cache != nil {
+			m.Cache.Forget()
+		}
+	}
+	if m.Probe && m.probeOK && m.probeRows && m.Cache != nil {
+		m.Cache.Store(m.probe)
+	}
 	return true
+}
+
+// clientColumns are the definitions of the client's own statement: known
+// (Columns) or probed.
+func (m *Merge) clientColumns() [][]byte {
+	if m.Columns != nil {
+		return m.Columns
+	}
+	return m.probe
 }
 
 // partErr is part i's error: err, or the server's ERR it answered.
@@ -241,17 +267,22 @@ func (m *Merge) partErr(i int, err error) error {
 	return &partError{part: i, err: err}
 }
 
-// sameColumns checks part i's column definitions against the first
-// part's (or the probe's): a client decodes every row by one set. The
-// hidden columns' types may differ (a UNION's weight of an integer is
-// typed otherwise than one SELECT's): each part's rows are read by its
-// own definitions, and the merge compares them as bytes.
-func (m *Merge) sameColumns(i int) *mysql.SQLError {
-	want, what := m.open[0].rows.Defs, "part 1"
-	if i == 0 {
-		want, what = m.probe, "the column probe"
-	}
+// sameColumns checks part i's visible column definitions against want
+// (what: part 1's): a client decodes every row by one set. The hidden
+// columns' types may differ (a UNION's weight of an integer is typed
+// otherwise than one SELECT's): each part's rows are read by its own
+// definitions, and the merge compares them as bytes.
+func (m *Merge) sameColumns(want [][]byte, i int, what string) *mysql.SQLError {
 	got := m.open[i].rows.Defs
+	if what == "" { // the client's statement's, which has no hidden columns
+		if m.Spec != nil && len(got)-m.Spec.Hidden == len(want) {
+			got = got[:len(want)]
+		}
+		if mysql.ColumnsDiffer(want, got) >= 0 || len(want) != len(got) {
+			return mysql.NewError(mysql.ERUnknownError, mysql.StateGeneral, "columns differ")
+		}
+		return nil
+	}
 	if len(got) != len(want) {
 		return mysql.NewError(mysql.ERWrongColumnCount, "21000",
 			"shardgate: part %d of a multi-shard result (shard %s) has %d columns, %s had %d", i+1, m.open[i].p.Cluster.Name, len(got), what, len(want))
@@ -268,8 +299,9 @@ func (m *Merge) sameColumns(i int) *mysql.SQLError {
 }
 
 // keepProbe copies the probe's definitions out of the stream that will
-// read the part's own.
-func (m *Merge) keepProbe(defs [][]byte) {
+// read the part's own; rows: the probe found a row.
+func (m *Merge) keepProbe(defs [][]byte, rows bool) {
+	m.probeRows = rows
 	m.probeBuf, m.probe = m.probeBuf[:0], m.probe[:0]
 	ends := make([]int, 0, len(defs))
 	for _, d := range defs {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"vitess.io/vitess/go/mysql/collations"
@@ -106,6 +107,13 @@ func (r *mergeRun) sortedDistinct() int {
 	return -1
 }
 
+// arrivesIn reports whether a group's rows arrive sorted by keys: Order
+// lists them right after the group keys.
+func (r *mergeRun) arrivesIn(keys []SortKey) bool {
+	first := max(r.spec.Groups, 0)
+	return first+len(keys) <= len(r.spec.Order) && slices.Equal(r.spec.Order[first:first+len(keys)], keys)
+}
+
 // budget is the memory the merge may hold for what it cannot stream.
 func (r *mergeRun) budget() int64 {
 	if r.spec.Budget > 0 {
@@ -199,7 +207,11 @@ func (r *mergeRun) prepareCombine() error {
 				if err == nil {
 					acc.by = acc.cmp.at(a.Arg)
 				}
-				acc.set, acc.budget = map[string]struct{}{}, r.budget()
+				acc.set = map[string]struct{}{}
+			}
+			acc.budget = r.budget()
+			if err == nil && !r.arrivesIn(a.Keys) {
+				acc.keys, err = r.keys(a.Keys)
 			}
 		}
 		if err != nil {
@@ -346,8 +358,11 @@ func (r *mergeRun) finishGroup() (done bool, err error) {
 	vals := r.combined.vals
 	for i := range r.accums {
 		a := &r.accums[i]
+		if err := a.finish(); err != nil {
+			return false, err
+		}
 		vals[a.Col] = a.value()
-		if a.Kind == AggMin || a.Kind == AggMax && a.by != a.Col {
+		if (a.Kind == AggMin || a.Kind == AggMax) && a.by != a.Col {
 			vals[a.by] = a.bestBy.value() // the winner's weight, for a final order by it
 		}
 	}

@@ -41,7 +41,8 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 		}
 	}
 	shards := s.mergeShards(ks, plan, target)
-	probe := !mp.NoProbe && len(shards[0].subs) > 1
+	cached := mp.Columns.Load()
+	probe := cached == nil
 	b := s.partSQL[:0]
 	s.partEnds = s.partEnds[:0]
 	s.parts = s.parts[:0]
@@ -52,7 +53,7 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 		}
 		if j == 0 && probe && !prepared {
 			s.sub[0] = m.subs[0]
-			b = mp.Tmpl.AppendLimit(b, sql, sh, s.sub[:], probeLimit)
+			b = mp.Probe.Append(b, sql, sh, s.sub[:])
 			b = append(b, ';')
 		}
 		b = s.appendShardSelect(b, mp, sql, sh, m.subs, pushed)
@@ -62,7 +63,7 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 	probeAt := len(b)
 	if probe && prepared {
 		s.sub[0] = shards[0].subs[0]
-		b = mp.Tmpl.AppendLimit(b, sql, sh, s.sub[:], probeLimit)
+		b = mp.Probe.Append(b, sql, sh, s.sub[:])
 	}
 	s.partSQL = b
 	start := 0
@@ -76,16 +77,16 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 		start = end
 	}
 	s.merge = engine.Merge{Parts: s.parts, Spec: mp.Spec, Offset: offset, Count: count, HasLimit: mp.Limit.Has, Probe: probe,
-		ReplicaOK: planner.ReplicaOK(s.parts[0].Cluster, s.user.Policy(), st, s)}
+		Columns: cached, Cache: &mp.Columns, ReplicaOK: planner.ReplicaOK(s.parts[0].Cluster, s.user.Policy(), st, s)}
 	if probe && prepared {
-		s.merge.ProbeStmt, s.merge.ProbeParams = b[probeAt:], s.unionParams(mp, 1)
+		s.merge.ProbeStmt, s.merge.ProbeParams = b[probeAt:], mp.Probe.Params()
 	}
 	return &s.merge
 }
 
 // mergeShards groups target's sub-tables by shard, a shard with a single
 // sub-table first when there is one: its column definitions are a plain
-// SELECT's, and the merge then needs no probe.
+// SELECT's, the client's when a probe cannot give them.
 func (s *Session) mergeShards(ks *planner.Keyspace, plan *planner.Plan, target planner.Target) []mergeShard {
 	shards := s.mergeBy[:0]
 	layout := plan.An.Group.Layout
@@ -114,12 +115,6 @@ func (s *Session) mergeShards(ks *planner.Keyspace, plan *planner.Plan, target p
 	s.mergeBy = shards
 	return shards
 }
-
-// probeLimit is the LIMIT of the column probe (engine.Merge.Probe): 1,
-// for MariaDB types some columns otherwise when it has no row to answer
-// (LIMIT 0, an impossible WHERE): a grouped or sorted result's columns
-// come from a temporary table's fields, with other flags.
-const probeLimit = 1
 
 // appendShardSelect appends the pushed SELECT of one shard's sub-tables:
 // one SELECT, or their UNION ALL ordered as the merge needs.

@@ -268,7 +268,8 @@ func (s *RowStream) skipProbe(more bool) error {
 			s.Info.Err, s.done = ParseErr(p), true
 			return nil
 		case p[0] != HeaderEOF:
-			continue // a row of the probe (LIMIT 1), dropped
+			s.Info.Rows++ // a row of the probe (LIMIT 1), dropped
+			continue
 		}
 		if err := s.terminator(p); err != nil {
 			return err

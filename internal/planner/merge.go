@@ -48,9 +48,11 @@ type MergePlan struct {
 	// or "" when the order does not matter.
 	ShardOrder string
 	Limit      LimitPlan
-	// NoProbe: the shards' column definitions are the client's as they
-	// are (a UNION's), even for a UNION ALL of a shard's sub-tables.
-	NoProbe bool
+	// Probe is the client's own statement for one sub-table: the column
+	// probe (engine.Merge.Probe), whose definitions the client gets,
+	// learnt once per shape into Columns.
+	Probe   *Template
+	Columns engine.ColumnCache
 }
 
 // LimitPlan is where an execution's LIMIT comes from.
@@ -143,9 +145,22 @@ func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, colum
 	if err != nil {
 		return nil, err
 	}
-	mp := &MergePlan{Tmpl: tmpl, Spec: &b.spec, Limit: b.limit}
+	probe, err := probeTemplate(p, sh, rename, sel)
+	if err != nil {
+		return nil, err
+	}
+	mp := &MergePlan{Tmpl: tmpl, Spec: &b.spec, Limit: b.limit, Probe: probe}
 	mp.ShardOrder = shardOrder(b.spec.Order)
 	return mp, nil
+}
+
+// probeTemplate is the column probe of a merge: the client's statement
+// as written, for one sub-table. MariaDB types some columns by its plan
+// (a temporary table's fields lose their key flags, LIMIT 0 or an answer
+// without rows others again), so only the client's own statement,
+// LIMIT included, gives the definitions one server would.
+func probeTemplate(p Parsed, sh *router.Shape, rename Rename, stmt sqlparser.TableStatement) (*Template, error) {
+	return newTemplateWith(p, sh, rename, templateOptions{}, stmt)
 }
 
 func shardOrder(keys []engine.SortKey) string {
@@ -189,12 +204,10 @@ type mergeBuilder struct {
 	// aggregates, each once, and distinctCols their columns.
 	distinctArgs []sqlparser.Expr
 	distinctCols []int
-	// concat is the statement's GROUP_CONCAT (one ordering for all of
-	// them), and its columns: the value, the rows each part row stands
-	// for, group_concat_max_len.
-	concat                         *sqlparser.GroupConcatExpr
-	concatCol, countCol, maxLenCol int
-	separator                      string
+	// concats are the statement's GROUP_CONCATs; countCol holds the
+	// rows each part row stands for, maxLenCol group_concat_max_len.
+	concats             []concatPlan
+	countCol, maxLenCol int
 	// liftedValues: an expression over aggregates reads a hidden
 	// column that is no aggregate (a constant, a group key).
 	liftedValues bool
@@ -615,12 +628,12 @@ func (b *mergeBuilder) groupMerge(grouped bool) error {
 		}
 	}
 	b.pushOrder()
-	if !grouped && (b.distinctArgs != nil || b.concat != nil) && b.liftedValues {
+	if !grouped && (b.distinctArgs != nil || b.concats != nil) && b.liftedValues {
 		// Over zero rows the shards send no row (they group by the
 		// DISTINCT argument), and the merge would not know the values.
 		return notSupported("HAVING or expressions of constants with DISTINCT aggregates or GROUP_CONCAT without GROUP BY, across shards")
 	}
-	if grouped && b.spec.Final == nil && b.spec.Having == nil && b.distinctArgs == nil && b.concat == nil {
+	if grouped && b.spec.Final == nil && b.spec.Having == nil && b.distinctArgs == nil && b.concats == nil {
 		// The first groups of the answer are among every shard's first.
 		b.pushLimit()
 	}
@@ -714,10 +727,12 @@ func (b *mergeBuilder) findDistinctArgs() error {
 	return err
 }
 
-// planConcat plans the statement's GROUP_CONCAT: the shards group by its
-// ORDER BY keys and its value too, so that a group's rows come in the
-// order it joins them, each standing for COUNT(*) rows; the DISTINCT
-// aggregates' arguments, grouped by after them, are then counted by set.
+// planConcat plans the statement's GROUP_CONCATs: the shards group by
+// their ORDER BY keys and values too, each row standing for COUNT(*) of
+// the group's rows; the rows of a group come in the first one's order,
+// which it joins as they stream, the others sort theirs at the group's
+// end (within merge_memory). The DISTINCT aggregates' arguments, grouped
+// by after them, are then counted by set.
 func (b *mergeBuilder) planConcat() error {
 	var err error
 	for _, n := range []sqlparser.SQLNode{b.client.SelectExprs, b.client.Having, b.client.OrderBy} {
@@ -727,45 +742,68 @@ func (b *mergeBuilder) planConcat() error {
 				return false, nil
 			case *sqlparser.GroupConcatExpr:
 				switch {
-				case b.concat != nil && !sqlparser.Equals.RefOfGroupConcatExpr(b.concat, f):
-					err = notSupported("several different GROUP_CONCAT() across shards")
 				case f.Limit != nil:
 					err = notSupported("GROUP_CONCAT() … LIMIT across shards")
 				case f.Distinct && len(f.OrderBy) > 0 && !orderedByItself(f):
 					err = notSupported("GROUP_CONCAT(DISTINCT …) ordered by other expressions across shards")
+				case b.concatIndex(f) < 0:
+					b.concats = append(b.concats, concatPlan{expr: f})
 				}
-				b.concat = f
 				return false, nil
 			}
 			return true, nil
 		}, n)
 	}
-	if err != nil || b.concat == nil {
+	if err != nil || len(b.concats) == 0 {
 		return err
 	}
 	if b.push.GroupBy == nil {
 		b.push.GroupBy = &sqlparser.GroupBy{}
 	}
-	for _, o := range b.concat.OrderBy {
-		col := b.hiddenColumn(o.Expr)
-		b.spec.Order = append(b.spec.Order, engine.SortKey{Col: col, Desc: o.Direction == sqlparser.DescOrder})
-		b.push.GroupBy.Exprs = append(b.push.GroupBy.Exprs, sqlparser.Clone(o.Expr))
+	for k := range b.concats {
+		c := &b.concats[k]
+		for _, o := range c.expr.OrderBy {
+			c.keys = append(c.keys, engine.SortKey{Col: b.hiddenColumn(o.Expr), Desc: o.Direction == sqlparser.DescOrder})
+			b.push.GroupBy.Exprs = append(b.push.GroupBy.Exprs, sqlparser.Clone(o.Expr))
+		}
+		value := &sqlparser.FuncExpr{Name: sqlparser.NewIdentifierCI("concat")}
+		for _, e := range c.expr.Exprs {
+			value.Exprs = append(value.Exprs, sqlparser.Clone(e))
+		}
+		c.value = b.hiddenColumn(value)
+		c.keys = append(c.keys, engine.SortKey{Col: c.value})
+		b.push.GroupBy.Exprs = append(b.push.GroupBy.Exprs, sqlparser.Clone(sqlparser.Expr(value)))
+		if c.sep, err = separator(c.expr); err != nil {
+			return err
+		}
 	}
-	value := &sqlparser.FuncExpr{Name: sqlparser.NewIdentifierCI("concat")}
-	for _, e := range b.concat.Exprs {
-		value.Exprs = append(value.Exprs, sqlparser.Clone(e))
-	}
-	b.concatCol = b.hiddenColumn(value)
-	b.spec.Order = append(b.spec.Order, engine.SortKey{Col: b.concatCol})
-	b.push.GroupBy.Exprs = append(b.push.GroupBy.Exprs, sqlparser.Clone(sqlparser.Expr(value)))
+	b.spec.Order = append(b.spec.Order, b.concats[0].keys...)
 	b.countCol = b.addHidden(&sqlparser.CountStar{})
 	maxLen, perr := weightParser().ParseExpr("@@group_concat_max_len")
 	if perr != nil {
 		return fmt.Errorf("planner: %w", perr)
 	}
 	b.maxLenCol = b.addHidden(maxLen)
-	b.separator, err = separator(b.concat)
-	return err
+	return nil
+}
+
+// concatIndex is f's place among the statement's GROUP_CONCATs, or -1.
+func (b *mergeBuilder) concatIndex(f *sqlparser.GroupConcatExpr) int {
+	for i, c := range b.concats {
+		if sqlparser.Equals.RefOfGroupConcatExpr(c.expr, f) {
+			return i
+		}
+	}
+	return -1
+}
+
+// concatPlan is one GROUP_CONCAT of a merge: the columns of its ORDER BY
+// keys and of its value (last of keys), and its separator.
+type concatPlan struct {
+	expr  *sqlparser.GroupConcatExpr
+	keys  []engine.SortKey
+	value int
+	sep   string
 }
 
 // separator is a GROUP_CONCAT's SEPARATOR's value (Vitess keeps it as a
@@ -856,8 +894,9 @@ func (b *mergeBuilder) aggregate(col int, kind engine.AggKind, f sqlparser.AggrF
 	case engine.AggCountDistinct, engine.AggSumDistinct:
 		a.Arg = b.distinctCols[b.distinctIndex(distinctArgOf(f))]
 	case engine.AggGroupConcat:
-		a.Arg, a.Count, a.MaxLen = b.concatCol, b.countCol, b.maxLenCol
-		a.Sep, a.Distinct = b.separator, b.concat.Distinct
+		c := &b.concats[b.concatIndex(f.(*sqlparser.GroupConcatExpr))]
+		a.Arg, a.Count, a.MaxLen, a.Keys = c.value, b.countCol, b.maxLenCol, c.keys
+		a.Sep, a.Distinct = c.sep, c.expr.Distinct
 	}
 	b.spec.Aggregates = append(b.spec.Aggregates, a)
 }
@@ -1085,7 +1124,6 @@ func translate(e sqlparser.Expr) (evalengine.Expr, error) {
 // sub-table runs it whole; UNION ALL merges the rows by the ORDER BY,
 // UNION (DISTINCT) removes the duplicates of rows from several
 // sub-tables (the shards sort by every column) and then orders them.
-// The shards' answers are a UNION's, as one server's: no probe is needed.
 func newUnionMerge(p Parsed, u *sqlparser.Union, sh *router.Shape, rename Rename) (*MergePlan, error) {
 	distinct, err := unionDistinct(u)
 	if err != nil {
@@ -1137,7 +1175,11 @@ func newUnionMerge(p Parsed, u *sqlparser.Union, sh *router.Shape, rename Rename
 	if err != nil {
 		return nil, err
 	}
-	return &MergePlan{Tmpl: tmpl, Spec: spec, Limit: b.limit, ShardOrder: shardOrder(spec.Order), NoProbe: true}, nil
+	probe, err := probeTemplate(p, sh, rename, u)
+	if err != nil {
+		return nil, err
+	}
+	return &MergePlan{Tmpl: tmpl, Spec: spec, Limit: b.limit, ShardOrder: shardOrder(spec.Order), Probe: probe}, nil
 }
 
 // unionWeights adds to every SELECT of the pushed UNION the weights of
@@ -1306,6 +1348,10 @@ func (b *mergeBuilder) addWeights() error {
 			cols = append(cols, a.Col)
 		case engine.AggCountDistinct, engine.AggSumDistinct:
 			cols = append(cols, a.Arg)
+		case engine.AggGroupConcat:
+			for _, k := range a.Keys {
+				cols = append(cols, k.Col)
+			}
 		}
 	}
 	computed := map[int]bool{}
