@@ -616,7 +616,9 @@ func (g *Generator) mergeGroup() Statement {
 			spelled = append(spelled, k.expr)
 		}
 	}
-	var aliases []string
+	// aliases name aggregates; orderable those a merge can order by (not
+	// a GROUP_CONCAT, whose collation the proxy does not know).
+	var aliases, orderable []string
 	for j := range 1 + g.r.IntN(4) {
 		a := g.aggregate(t, nm.prefix)
 		m.tag(a.tags...)
@@ -628,6 +630,9 @@ func (g *Generator) mergeGroup() Statement {
 			alias := fmt.Sprintf("a%d", j+1)
 			m.add(" AS " + alias)
 			aliases = append(aliases, alias)
+			if !slices.Contains(a.tags, cGroupConcat) {
+				orderable = append(orderable, alias)
+			}
 		}
 	}
 	m.add(" FROM " + nm.from)
@@ -657,10 +662,13 @@ func (g *Generator) mergeGroup() Statement {
 		m.order = true
 		m.tag(cOrderBy, cTopN)
 		m.add(" ORDER BY ")
-		if len(aliases) > 0 && g.r.IntN(2) == 0 {
-			m.add(pick(g.r, aliases))
+		if len(orderable) > 0 && g.r.IntN(2) == 0 {
+			m.add(pick(g.r, orderable))
 		} else {
 			a := g.aggregate(t, nm.prefix)
+			for slices.Contains(a.tags, cGroupConcat) {
+				a = g.aggregate(t, nm.prefix)
+			}
 			m.tag(a.tags...)
 			m.add(a.expr)
 		}

@@ -540,10 +540,19 @@ func everyColumn(keys []engine.SortKey, n int) []engine.SortKey {
 }
 
 // finalOrder sorts the groups by the client's ORDER BY when it is not the
-// order they are merged in.
+// order they are merged in. A GROUP_CONCAT the merge joined has no
+// weight from a shard, and its collation is not known here: ordering by
+// one is refused.
 func (b *mergeBuilder) finalOrder() error {
 	var final []engine.SortKey
 	for _, o := range b.client.OrderBy {
+		e := o.Expr
+		if i := b.itemByAlias(e); i >= 0 {
+			e = b.columnExpr(i)
+		}
+		if containsConcat(e) {
+			return notSupported("ORDER BY GROUP_CONCAT() across shards")
+		}
 		k, err := b.groupedOrderKey(o)
 		if err != nil {
 			return err
@@ -1082,6 +1091,21 @@ func (b *mergeBuilder) groupedOrderKey(o *sqlparser.Order) (engine.SortKey, erro
 	k.Col = b.hiddenColumn(o.Expr)
 	b.spec.Computed = append(b.spec.Computed, engine.ComputedColumn{Col: k.Col, Expr: expr})
 	return k, nil
+}
+
+// containsConcat reports a GROUP_CONCAT in e outside its subqueries.
+func containsConcat(e sqlparser.Expr) bool {
+	found := false
+	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+		switch n.(type) {
+		case *sqlparser.Subquery:
+			return false, nil
+		case *sqlparser.GroupConcatExpr:
+			found = true
+		}
+		return !found, nil
+	}, e)
+	return found
 }
 
 func isAggregate(e sqlparser.Expr) bool {

@@ -110,6 +110,8 @@ func TestMergePlans(t *testing.T) {
 			"refused: This version of shardgate doesn't yet support 'STD() across shards'"},
 		{"select order_no, group_concat(amount order by amount limit 2) from sf_order group by order_no",
 			"refused: This version of shardgate doesn't yet support 'GROUP_CONCAT() … LIMIT across shards'"},
+		{"select order_no, count(*) from sf_order group by order_no order by group_concat(amount) limit 2",
+			"refused: This version of shardgate doesn't yet support 'ORDER BY GROUP_CONCAT() across shards'"},
 		{"select order_no from sf_order group by order_no with rollup",
 			"refused: This version of shardgate doesn't yet support 'GROUP BY … WITH ROLLUP across shards'"},
 	} {
