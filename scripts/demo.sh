@@ -362,7 +362,8 @@ TRY_QUERIES=(
 	"SELECT name, price FROM products WHERE id = 3"
 	"UPDATE customers SET country = 'SE' WHERE id = 14"
 	"/* shardgate:shard=s1 */ SELECT id, name FROM customers_0004"
-	"SELECT id, name FROM customers ORDER BY id"
+	"SELECT id, name FROM customers ORDER BY id DESC LIMIT 3"
+	"SELECT country, COUNT(*) AS customers FROM customers GROUP BY country ORDER BY customers DESC, country LIMIT 3"
 )
 TRY_NOTES=(
 	"one key: one sub-table on one shard"
@@ -372,7 +373,8 @@ TRY_NOTES=(
 	"a reference table: any one shard"
 	"a write routed by its key"
 	"a hint sends a statement to one shard as written"
-	"a merge across shards: refused (error 1235) until shardgate merges"
+	"a merge across shards: sorted and limited as one server would"
+	"grouped and counted across shards, then the top 3"
 )
 
 print_queries() {
