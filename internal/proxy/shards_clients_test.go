@@ -145,27 +145,8 @@ func TestShardedSysbench(t *testing.T) {
 			e.checkSbtest(t)
 		})
 	}
-	// oltp_read_only's range queries over 100 ids read every sub-table:
-	// the plain one streams, SUM, ORDER BY and DISTINCT ORDER BY need a
-	// merge across sub-tables, refused until shardgate merges.
-	t.Run("read-only-plain-ranges", func(t *testing.T) {
-		run(t, "oltp_read_only", "auto", 4, "--sum_ranges=0", "--order_ranges=0", "--distinct_ranges=0")
-	})
-	t.Run("read-only-merges-refused", func(t *testing.T) {
-		for _, tc := range [][2]string{
-			{"--sum_ranges=1", "'aggregate functions across several sub-tables of sbtest"},
-			{"--order_ranges=1", "'ORDER BY across several sub-tables of sbtest"},
-			{"--distinct_ranges=1", "'ORDER BY, DISTINCT across several sub-tables of sbtest"},
-		} {
-			opt, construct := tc[0], tc[1]
-			args := sbShardedArgs(px, db, "oltp_read_only", "--threads=1", "--time=3", "--report-interval=0", "--mysql-ignore-errors=none",
-				"--point_selects=0", "--simple_ranges=0", "--sum_ranges=0", "--order_ranges=0", "--distinct_ranges=0", opt, "run")
-			r := clientsExec(t, time.Minute, nil, bin, args...)
-			if r.exitCode == 0 || !strings.Contains(r.stdout, "error 1235 (This version of shardgate doesn't yet support "+construct) {
-				t.Errorf("oltp_read_only %s: want sysbench stopped by error 1235 naming %s:\n%s", opt, construct, r)
-			}
-		}
-	})
+	// oltp_read_only and oltp_read_write with their merges across shards:
+	// TestShardedSysbenchMerges (shards_sysbench_test.go).
 	// The stock transaction, where the schema allows a transaction to
 	// write on several shards (cross_shard_writes: allow).
 	for _, psMode := range []string{"disable", "auto"} {
