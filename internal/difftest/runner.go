@@ -85,6 +85,9 @@ type Report struct {
 	Refusals   int
 	// Pending counts the refusals matching Options.Pending by message.
 	Pending map[string]int
+	// RefusedFor counts the refusals of merge statements (those with
+	// Constructs) by what they name: what the merges leave out.
+	RefusedFor map[string]int
 	// ErrorCodes counts the reference's errors by code: duplicate keys
 	// (1062) are expected; a syntax error (1064) is a generator bug.
 	ErrorCodes map[uint16]int
@@ -185,7 +188,23 @@ func (r *Report) Summary() string {
 		fmt.Fprintf(&b, "  pending (not built yet) %5d× %s\n", r.Pending[m], m)
 	}
 	b.WriteString(r.ConstructSummary())
+	whats := make([]string, 0, len(r.RefusedFor))
+	for w := range r.RefusedFor {
+		whats = append(whats, w)
+	}
+	slices.SortFunc(whats, func(a, b string) int { return r.RefusedFor[b] - r.RefusedFor[a] })
+	for _, w := range whats {
+		fmt.Fprintf(&b, "  merge statements refused %5d× %s\n", r.RefusedFor[w], w)
+	}
 	return b.String()
+}
+
+// refusalWhat is what a 1235 refusal names ('…'), its table names kept.
+func refusalWhat(msg string) string {
+	if i := strings.Index(msg, "support '"); i >= 0 {
+		msg = strings.TrimSuffix(msg[i+len("support '"):], "'")
+	}
+	return msg
 }
 
 // ConstructSummary is the per-construct table: what the merges answer.
@@ -385,6 +404,12 @@ func (r *runner) statement(i int, st Statement) error {
 	refused := func() {
 		kc.Refused++
 		r.rep.Refusals++
+		if len(st.Constructs) > 0 && got.Err != nil {
+			if r.rep.RefusedFor == nil {
+				r.rep.RefusedFor = map[string]int{}
+			}
+			r.rep.RefusedFor[refusalWhat(got.Err.Message)]++
+		}
 		for _, cc := range ccs {
 			cc.Refused++
 		}

@@ -346,7 +346,7 @@ func TestMergeDoubleTextMatchesServer(t *testing.T) {
 // a string the merge compares (planner's weightTemplate, spaceTemplate),
 // for a format string.
 func weighs(x string) string {
-	return strings.ReplaceAll(strings.ReplaceAll("weight_string(X), if(collation(X) = 'binary' or collation(X) like '%nopad%' or collation(X) like '%0900%', '', weight_string(concat(left(X, 0), ' ')))", "X", x), "%", "%%")
+	return strings.ReplaceAll(strings.ReplaceAll("weight_string(if(collation(X) = 'binary' or collation(X) like '%nopad%' or collation(X) like '%0900%', X, trim(trailing ' ' from X))), if(collation(X) = 'binary' or collation(X) like '%nopad%' or collation(X) like '%0900%', '', weight_string(concat(left(X, 0), ' ')))", "X", x), "%", "%%")
 }
 
 // weights is a MergeSpec.Weights for n columns: pairs of a column and

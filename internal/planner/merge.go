@@ -359,11 +359,28 @@ const mergeLimitArg = "sgmergelimit"
 // item equal to it, else a hidden column added for it.
 func (b *mergeBuilder) column(e sqlparser.Expr) int {
 	for i, se := range b.push.SelectExprs.Exprs[:b.visible] {
-		if ae, ok := se.(*sqlparser.AliasedExpr); ok && sqlparser.Equals.Expr(ae.Expr, e) {
+		if ae, ok := se.(*sqlparser.AliasedExpr); ok && b.sameExpr(ae.Expr, e) {
 			return i
 		}
 	}
 	return b.hiddenColumn(e)
+}
+
+// sameExpr reports expressions that are the same, a column named with or
+// without its table's qualifier alike when the FROM reads one table.
+func (b *mergeBuilder) sameExpr(x, y sqlparser.Expr) bool {
+	if sqlparser.Equals.Expr(x, y) {
+		return true
+	}
+	cx, ok1 := x.(*sqlparser.ColName)
+	cy, ok2 := y.(*sqlparser.ColName)
+	if !ok1 || !ok2 || !cx.Name.Equal(cy.Name) || len(b.client.From) != 1 {
+		return false
+	}
+	if _, one := b.client.From[0].(*sqlparser.AliasedTableExpr); !one {
+		return false
+	}
+	return cx.Qualifier.IsEmpty() || cy.Qualifier.IsEmpty() || cx.Qualifier.Name.String() == cy.Qualifier.Name.String()
 }
 
 // addHidden adds a hidden column holding e, even when one does.
@@ -662,8 +679,11 @@ func (b *mergeBuilder) groupKeyColumn(g sqlparser.Expr) (int, error) {
 			return i, nil
 		}
 		name := g.(*sqlparser.ColName).Name.String()
-		if b.tableHasColumn(name) != 0 {
-			return 0, notSupported("GROUP BY " + name + ", both a column and an alias, across shards")
+		switch b.tableHasColumn(name) {
+		case 1: // GROUP BY names the table's column first
+			return b.column(g), nil
+		case 0:
+			return 0, notSupported("GROUP BY " + name + ", an alias and maybe a column, across shards")
 		}
 		return i, nil
 	}
@@ -1440,10 +1460,15 @@ func notString(e sqlparser.Expr) bool {
 // weightTemplate is a value X's weight string, and spaceTemplate the
 // weight of a space under X's collation: the shorter of two weights
 // compares as if padded with it, as PAD SPACE collations compare ('a' =
-// 'a ', 'a\t' < 'a'). Binary strings and NO PAD collations have none.
+// 'a ', 'a\t' < 'a'). The weight leaves out trailing spaces under a PAD
+// SPACE collation, so that values the collation holds equal have equal
+// weights (a SELECT DISTINCT with it keeps its rows, a set of weights
+// counts each value once). Binary strings and NO PAD collations have no
+// space weight and keep their spaces.
 const (
-	weightTemplate = "weight_string(X)"
-	spaceTemplate  = "if(collation(X) = 'binary' or collation(X) like '%nopad%' or collation(X) like '%0900%', '', weight_string(concat(left(X, 0), ' ')))"
+	noPad          = "collation(X) = 'binary' or collation(X) like '%nopad%' or collation(X) like '%0900%'"
+	weightTemplate = "weight_string(if(" + noPad + ", X, trim(trailing ' ' from X)))"
+	spaceTemplate  = "if(" + noPad + ", '', weight_string(concat(left(X, 0), ' ')))"
 )
 
 // weightExprs are the weight and space columns of a value e (see
