@@ -89,6 +89,11 @@ type Cursor interface {
 	// parts (DDL) says which parts had been applied when one failed, for
 	// failures the session answers itself (Acquire, Failed).
 	AnnotateErrors(f func(*mysql.SQLError) *mysql.SQLError)
+	// KeepCursor gives the session the rows of the cursor the client's
+	// COM_STMT_EXECUTE opened over several shards, held by the proxy:
+	// it serves them to COM_STMT_FETCH until the statement is reset,
+	// closed or executed again.
+	KeepCursor(h *mysql.RowHold)
 }
 
 // Primitive is one step of a plan.

@@ -53,6 +53,8 @@ func (f *fakeCursor) Run(cl *backend.Cluster, replicaOK bool, q []byte) bool {
 	return f.ok
 }
 
+func (f *fakeCursor) KeepCursor(*mysql.RowHold) {}
+
 func TestRouteSendsTheClientCommandUnlessRewritten(t *testing.T) {
 	cl := &backend.Cluster{Name: "s0"}
 	client := []byte("\x03SELECT 1")

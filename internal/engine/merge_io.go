@@ -54,7 +54,15 @@ func (s *mergeSink) Row(row []sqltypes.Value) error {
 	if err := (*Merge)(s).begin(); err != nil {
 		return err
 	}
-	return s.w.Row(row)
+	return s.held(s.w.Row(row))
+}
+
+// held turns a full RowHold into the merge's memory error.
+func (s *mergeSink) held(err error) error {
+	if errors.Is(err, mysql.ErrHoldFull) {
+		return outOfMemory(s.hold.Limit)
+	}
+	return err
 }
 
 // Pass implements mergeOutput.
@@ -62,7 +70,7 @@ func (s *mergeSink) Pass(i int) error {
 	if err := (*Merge)(s).begin(); err != nil {
 		return err
 	}
-	return s.w.Pass(&s.open[i].rows)
+	return s.held(s.w.Pass(&s.open[i].rows))
 }
 
 // begin sends the client the column definitions, once, when the first
@@ -77,6 +85,11 @@ func (m *Merge) begin() error {
 		return nil
 	}
 	m.begun = true
+	if m.w.Hold != nil {
+		// A cursor's columns go out with the answer (openCursor), once
+		// its rows are held: an error until then is the whole answer.
+		return m.w.Columns(m.cols, m.visible)
+	}
 	return m.w.Begin(m.clientDefs(), m.cols, m.visible, m.status)
 }
 
@@ -128,14 +141,26 @@ type mergeState struct {
 	visible int
 	status  uint16
 	begun   bool
+	// hold keeps a cursor's rows (ResultWriter.Hold).
+	hold mysql.RowHold
+}
+
+// budget is the memory the execution may hold: a cursor's rows.
+func (m *Merge) budget() int64 {
+	if m.Spec != nil && m.Spec.Budget > 0 {
+		return m.Spec.Budget
+	}
+	return DefaultMergeBudget
 }
 
 // Execute implements Primitive.
 func (m *Merge) Execute(c Cursor, q []byte) bool {
 	binary := len(q) > 0 && q[0] == mysql.ComStmtExecute
-	if binary && len(q) > 5 && q[5] != mysql.CursorTypeNoCursor {
-		return c.Fail(mysql.NewError(mysql.ERNotSupportedYet, "42000",
-			"This version of shardgate doesn't yet support 'a cursor (COM_STMT_EXECUTE with a cursor type) over several shards'; execute it without a cursor"))
+	cursor := binary && len(q) > 5 && q[5] != mysql.CursorTypeNoCursor
+	if cursor {
+		// The parts run without one: their rows stream to the merge,
+		// which holds the answer's for the client's cursor.
+		q[5] = mysql.CursorTypeNoCursor
 	}
 	if len(m.Parts) == 0 {
 		return c.Fail(mysql.NewError(mysql.ERUnknownError, mysql.StateGeneral, "shardgate: a multi-shard merge without parts"))
@@ -163,6 +188,12 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 		}
 	}
 	m.w = mysql.ResultWriter{Client: r.Client, ClientCaps: r.ClientCaps, RenameTable: r.RenameTable, Binary: binary}
+	if cursor {
+		// A cursor's rows are held and served to COM_STMT_FETCH, as the
+		// server materializes a cursor's rows too.
+		m.hold.Reset(m.budget())
+		m.w.Hold = &m.hold
+	}
 	m.inputs = m.inputs[:0]
 	for i := range m.open {
 		m.inputs = append(m.inputs, &m.open[i])
@@ -355,12 +386,34 @@ func (m *Merge) end(c Cursor, err error) bool {
 	}
 	var werr error
 	switch {
+	case err == nil && m.w.Hold != nil:
+		werr = m.openCursor(c, warnings)
 	case err == nil:
 		werr = m.w.End(warnings, c.Status())
 	default:
 		werr = m.w.Fail(m.answerErr(err))
 	}
 	return werr == nil && goOn
+}
+
+// openCursor answers a COM_STMT_EXECUTE that asked for a cursor, once its
+// rows are held: the column definitions and the terminator saying a
+// cursor is open; the session serves the rows to COM_STMT_FETCH.
+func (m *Merge) openCursor(c Cursor, warnings uint16) error {
+	status := c.Status() | mysql.StatusCursorExists
+	m.w.Hold = nil
+	if err := m.w.Begin(m.clientDefs(), m.cols, m.visible, status); err != nil {
+		return err
+	}
+	if m.w.ClientCaps&mysql.ClientDeprecateEOF != 0 {
+		if err := m.w.Client.WriteTerminator(warnings, status, m.w.ClientCaps); err != nil {
+			return err
+		}
+	}
+	held := m.hold // the session owns these rows now
+	m.hold = mysql.RowHold{}
+	c.KeepCursor(&held)
+	return m.w.Client.Flush()
 }
 
 // answerErr is the error that ends the client's result: a part's ERR or

@@ -70,6 +70,8 @@ func (f *partsCursor) Drop(c *backend.Conn, err error) bool {
 	_ = c.Close()
 	return true
 }
+
+func (f *partsCursor) KeepCursor(*mysql.RowHold)          {}
 func (f *partsCursor) Status() uint16                     { return mysql.StatusAutocommit }
 func (f *partsCursor) Answer(ok *mysql.OKPacket) bool     { f.answer = ok; return true }
 func (f *partsCursor) AnswerResult(*mysql.ResultSet) bool { f.t.Fatal("AnswerResult"); return false }

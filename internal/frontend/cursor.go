@@ -254,3 +254,11 @@ func (s *Session) endHeld(h heldConn, q []byte) error {
 	h.conn.Pool().Release(h.conn)
 	return err
 }
+
+// KeepCursor implements engine.Cursor: the rows of the cursor the
+// statement being executed opened over several shards.
+func (s *Session) KeepCursor(h *mysql.RowHold) {
+	if ps := s.exec.ps; ps != nil && ps.sh != nil {
+		ps.sh.held = h
+	}
+}

@@ -41,10 +41,28 @@ type shardedStmt struct {
 	longSize int
 	longErr  *mysql.SQLError
 
+	// held are the rows of a cursor open over several shards, which the
+	// proxy serves to COM_STMT_FETCH (engine.Cursor.KeepCursor).
+	held *mysql.RowHold
+
 	// The last cursor opened: its cluster and its backend statement's
 	// text (the client's text when nil).
 	curCl  *backend.Cluster
 	curSQL []byte
+}
+
+// fetchHeld answers COM_STMT_FETCH p from the rows the proxy holds for
+// ps's cursor over several shards.
+func (s *Session) fetchHeld(ps *pstmt, p []byte) bool {
+	n := uint32(0)
+	if len(p) >= 9 {
+		n = binary.LittleEndian.Uint32(p[5:])
+	}
+	more, err := ps.sh.held.FetchTo(s.client, n, s.status(), s.caps)
+	if !more {
+		ps.sh.held = nil
+	}
+	return err == nil
 }
 
 // keyspace is the sharded schema ps was prepared in, or nil.
@@ -156,10 +174,10 @@ func (s *Session) executeSharded(ks *planner.Keyspace, ps *pstmt, st router.Stmt
 	if err != nil {
 		return s.refuseErr(err)
 	}
-	if s.exec.cursor && target.Len() > 1 {
-		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "a cursor (COM_STMT_EXECUTE with a cursor type) over several sub-tables; execute it without a cursor")
-	}
-	if target.Len() > 1 && an.TopMerge != 0 {
+	sh.held = nil // a new execution closes the statement's cursor
+	if target.Len() > 1 && (an.TopMerge != 0 || s.exec.cursor && !an.Write) {
+		// Merged; a cursor's rows are held by the merge and served by
+		// the proxy (a Scatter cannot hold them).
 		return s.planMerge(ks, sh.plan, sh.text, &sh.shape, target, st, &s.xvals, true)
 	}
 	s.renderParts(ks, sh.plan, sh.text, &sh.shape, target, true)

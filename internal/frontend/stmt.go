@@ -318,6 +318,9 @@ func (s *Session) comStmtClose(p []byte) bool {
 		return true // no response for COM_STMT_CLOSE
 	}
 	delete(s.stmts, ps.id)
+	if ps.sh != nil {
+		ps.sh.held = nil
+	}
 	if !s.enterCursor(ps) {
 		return true
 	}
@@ -353,6 +356,7 @@ func (s *Session) comStmtReset(p []byte) bool {
 	}
 	if ps.sh != nil {
 		ps.sh.dropLongData()
+		ps.sh.held = nil
 	}
 	if s.enterCursor(ps) && s.pinned != nil && s.pins&(pinCursor|pinLongData) != 0 {
 		if bst := s.lookupBackendStmt(s.pinned, ps); bst != nil {
@@ -369,6 +373,9 @@ func (s *Session) comStmtFetch(p []byte) bool {
 	ps, e := s.lookupStmt(p, "mysqld_stmt_fetch")
 	if e != nil {
 		return s.writeErr(e)
+	}
+	if ps.sh != nil && ps.sh.held != nil {
+		return s.fetchHeld(ps, p)
 	}
 	if !s.enterCursor(ps) || s.pins&pinCursor == 0 || s.pinned == nil {
 		return s.writeErr(mysql.NewError(erStmtHasNoOpenCursor, mysql.StateGeneral, "The statement (%d) has no open cursor.", ps.id))

@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"errors"
 	"fmt"
 
 	"vitess.io/vitess/go/sqltypes"
@@ -24,8 +25,79 @@ type ResultWriter struct {
 	// reached its output, Err after Fail.
 	Info ResponseInfo
 
+	// Hold, when set, keeps the rows instead of writing them: the rows
+	// of a cursor the proxy serves itself (COM_STMT_FETCH).
+	Hold *RowHold
+
 	cols    []ColumnDef // the part rows' columns: how values are encoded
 	visible int
+	scratch []byte // a held row being built
+}
+
+// RowHold keeps the rows of a result (their packets' payloads) for a
+// cursor the proxy serves: Limit bounds their bytes.
+type RowHold struct {
+	Limit int64
+	buf   []byte
+	ends  []int
+	next  int // the next row FetchTo sends
+}
+
+// ErrHoldFull: a held result would take more than its RowHold's Limit.
+var ErrHoldFull = errors.New("mysql: the rows held for a cursor exceed their limit")
+
+// Reset empties h, keeping its buffers.
+func (h *RowHold) Reset(limit int64) {
+	h.Limit, h.buf, h.ends, h.next = limit, h.buf[:0], h.ends[:0], 0
+}
+
+func (h *RowHold) add(p []byte) error {
+	if int64(len(h.buf)+len(p)+8*len(h.ends)) > h.Limit {
+		return ErrHoldFull
+	}
+	h.buf = append(h.buf, p...)
+	h.ends = append(h.ends, len(h.buf))
+	return nil
+}
+
+// FetchTo writes up to n of the rows not sent yet to c, then the
+// terminator a COM_STMT_FETCH answer ends with (status, with
+// StatusCursorExists, and StatusLastRowSent once every row is out), in
+// the form caps asks for, and flushes. It reports whether rows remain.
+func (h *RowHold) FetchTo(c *Conn, n uint32, status uint16, caps uint32) (bool, error) {
+	for ; n > 0 && h.next < len(h.ends); n-- {
+		start := 0
+		if h.next > 0 {
+			start = h.ends[h.next-1]
+		}
+		if err := c.EndPacket(append(c.BeginPacket(), h.buf[start:h.ends[h.next]]...)); err != nil {
+			return false, clientErr(err)
+		}
+		h.next++
+	}
+	more := h.next < len(h.ends)
+	status |= StatusCursorExists
+	if !more {
+		status |= StatusLastRowSent
+	}
+	if err := c.WriteTerminator(0, status, caps); err != nil {
+		return false, clientErr(err)
+	}
+	if err := c.Flush(); err != nil {
+		return false, clientErr(err)
+	}
+	return more, nil
+}
+
+// Columns sets the part rows' columns and how many are visible, for rows
+// held (Hold) before Begin writes the definitions.
+func (w *ResultWriter) Columns(cols []ColumnDef, visible int) error {
+	if visible <= 0 || len(cols) < visible {
+		return fmt.Errorf("mysql: a merged result of %d visible columns from %d", visible, len(cols))
+	}
+	w.Info.reset()
+	w.cols, w.visible = cols, visible
+	return nil
 }
 
 // Begin writes the column count and the first visible of defs (their
@@ -75,7 +147,7 @@ func (w *ResultWriter) Row(row []sqltypes.Value) error {
 		return fmt.Errorf("mysql: a merged row of %d values for %d columns", len(row), w.visible)
 	}
 	row = row[:w.visible]
-	b := w.Client.BeginPacket()
+	b := w.beginRow()
 	if w.Binary {
 		var err error
 		if b, err = w.appendBinaryRow(b, row); err != nil {
@@ -113,8 +185,20 @@ func (w *ResultWriter) appendBinaryRow(b []byte, row []sqltypes.Value) ([]byte, 
 	return b, nil
 }
 
+// beginRow starts a row's packet: in the client's output, or held.
+func (w *ResultWriter) beginRow() []byte {
+	if w.Hold != nil {
+		return w.scratch[:0]
+	}
+	return w.Client.BeginPacket()
+}
+
 func (w *ResultWriter) endRow(b []byte) error {
 	w.Info.Rows++
+	if w.Hold != nil {
+		w.scratch = b
+		return w.Hold.add(b)
+	}
 	if err := w.Client.EndPacket(b); err != nil {
 		return clientErr(err)
 	}
@@ -130,7 +214,7 @@ func (w *ResultWriter) Pass(s *RowStream) error {
 		return fmt.Errorf("mysql: a part row of %d columns for %d visible ones", n, w.visible)
 	}
 	end := s.ends[w.visible-1]
-	b := w.Client.BeginPacket()
+	b := w.beginRow()
 	switch {
 	case w.visible == n:
 		b = append(b, s.raw...)

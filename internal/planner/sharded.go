@@ -5,6 +5,7 @@ import (
 
 	"vitess.io/vitess/go/vt/sqlparser"
 
+	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/router"
 	"github.com/shardgate/shardgate/internal/sharding"
@@ -92,8 +93,13 @@ func (k *Keyspace) buildParsed(parsed Parsed, sql []byte, sh *router.Shape, db s
 		if err != nil {
 			return &Plan{Err: err}, parsed.Exact
 		}
-		if an.Insert == nil && an.TopMerge != 0 {
+		switch {
+		case an.Insert == nil && an.TopMerge != 0:
 			p.Merge, p.MergeErr = newMergePlan(parsed, an, sh, k.renamer(db), k.tableColumns, k.Schema.MergeMemory)
+		case !an.Write && an.Insert == nil:
+			// A read without a merge construct streams as a Scatter; a
+			// cursor over its sub-tables is a merge that passes rows.
+			p.Merge = &MergePlan{Tmpl: p.Tmpl, Spec: &engine.MergeSpec{Budget: k.Schema.MergeMemory}, Probe: p.Tmpl}
 		}
 	}
 	return p, parsed.Exact

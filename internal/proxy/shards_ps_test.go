@@ -349,8 +349,8 @@ func TestShardedPreparedMatchesOneServer(t *testing.T) {
 }
 
 // A cursor on one sub-table is fetched from its shard's connection while
-// other statements run on the other shard; over several sub-tables it is
-// refused. Long data (COM_STMT_SEND_LONG_DATA) is held by the proxy until
+// other statements run on the other shard; over several sub-tables the
+// proxy holds the merged rows and serves the fetches. Long data (COM_STMT_SEND_LONG_DATA) is held by the proxy until
 // EXECUTE, routes like any parameter and reaches the sub-table.
 func TestShardedPreparedCursorAndLongData(t *testing.T) {
 	const db = "spsc"
@@ -374,45 +374,64 @@ func TestShardedPreparedCursorAndLongData(t *testing.T) {
 	if params != 2 {
 		t.Fatalf("params = %d", params)
 	}
+	// fetchAll fetches statement id's open cursor, n rows at a time, with
+	// a statement on the other shard between fetches.
+	fetchAll := func(id uint32, n uint32) []int {
+		t.Helper()
+		var got []int
+		for done, fetches := false, 0; !done; fetches++ {
+			if v := cl.scalar(t, fmt.Sprintf("SELECT v FROM t WHERE id = %d", other)); v != fmt.Sprint(other*10) {
+				t.Fatalf("read on s0 between fetches: %s", v)
+			}
+			fetch := []byte{mysql.ComStmtFetch, 0, 0, 0, 0, 0, 0, 0, 0}
+			binary.LittleEndian.PutUint32(fetch[1:], id)
+			binary.LittleEndian.PutUint32(fetch[5:], n)
+			cl.writePacket(0, fetch)
+			rows := 0
+			for {
+				pkt, err := cl.c.ReadPacket()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if mysql.IsErr(pkt) {
+					t.Fatalf("fetch: %v", mysql.ParseErr(pkt))
+				}
+				if mysql.IsEOF(pkt) {
+					_, st, _ := mysql.ParseEOF(pkt)
+					done = st&mysql.StatusLastRowSent != 0
+					break
+				}
+				rows++
+				got = append(got, int(int32(binary.LittleEndian.Uint32(pkt[2:]))))
+			}
+			if rows > int(n) || fetches > 40 {
+				t.Fatalf("fetch of %d sent %d rows, after %d fetches: %v", n, rows, fetches, got)
+			}
+		}
+		return got
+	}
 	cl.writePacket(0, executePacket(id, mysql.CursorTypeReadOnly, int64(a), int64(b)))
 	expectCursorOpened(t, cl)
-	var got []int
-	for done := false; !done; {
-		// A statement on the other shard between fetches.
-		if v := cl.scalar(t, fmt.Sprintf("SELECT v FROM t WHERE id = %d", other)); v != fmt.Sprint(other*10) {
-			t.Fatalf("read on s0 between fetches: %s", v)
-		}
-		fetch := []byte{mysql.ComStmtFetch, 0, 0, 0, 0, 1, 0, 0, 0}
-		binary.LittleEndian.PutUint32(fetch[1:], id)
-		cl.writePacket(0, fetch)
-		for {
-			pkt, err := cl.c.ReadPacket()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if mysql.IsErr(pkt) {
-				t.Fatalf("fetch: %v", mysql.ParseErr(pkt))
-			}
-			if mysql.IsEOF(pkt) {
-				_, st, _ := mysql.ParseEOF(pkt)
-				done = st&mysql.StatusLastRowSent != 0
-				break
-			}
-			got = append(got, int(int32(binary.LittleEndian.Uint32(pkt[2:]))))
-		}
-		if len(got) > 2 {
-			t.Fatalf("cursor never ended: %v", got)
-		}
-	}
+	got := fetchAll(id, 1)
 	sort.Ints(got)
 	if want := fmt.Sprint([]int64{a * 10, b * 10}); fmt.Sprint(got) != want {
 		t.Errorf("fetched %v, want %s", got, want)
 	}
 
-	// Over several sub-tables: refused at EXECUTE, before anything runs.
+	// Over several sub-tables: the proxy holds the merged rows and
+	// serves the fetches (as the server materializes a cursor).
 	cl.writePacket(0, executePacket(id, mysql.CursorTypeReadOnly, int64(a), int64(other)))
-	if e := cl.expectErr(t); e.Code != mysql.ERNotSupportedYet || !contains(e.Message, "cursor") {
-		t.Errorf("cursor over two sub-tables: %v, want 1235 naming the cursor", e)
+	expectCursorOpened(t, cl)
+	got = fetchAll(id, 1)
+	sort.Ints(got)
+	if want := fmt.Sprint([]int64{min(a, other) * 10, max(a, other) * 10}); fmt.Sprint(got) != want {
+		t.Errorf("fetched over two sub-tables %v, want %s", got, want)
+	}
+	ord, _ := cl.mustPrepare(t, "SELECT v FROM t WHERE id BETWEEN ? AND ? ORDER BY v DESC")
+	cl.writePacket(0, executePacket(ord, mysql.CursorTypeReadOnly, int64(3), int64(17)))
+	expectCursorOpened(t, cl)
+	if got, want := fmt.Sprint(fetchAll(ord, 4)), "[170 160 150 140 130 120 110 100 90 80 70 60 50 40 30]"; got != want {
+		t.Errorf("a merge's cursor fetched %s, want %s", got, want)
 	}
 	cl.mustSelect1(t)
 
