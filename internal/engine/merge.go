@@ -25,8 +25,11 @@ type Merge struct {
 	ReplicaOK bool
 	Spec      *MergeSpec
 	// Offset and Count are this execution's LIMIT (HasLimit false: none).
+	// Bounded: the parts' statements have LIMIT offset+count, so a part
+	// stopped early is read to its end rather than killed.
 	Offset, Count uint64
 	HasLimit      bool
+	Bounded       bool
 	// The column definitions the client gets are those of the client's
 	// own statement on one sub-table: the parts run a rewritten SELECT
 	// (hidden columns, other grouping, a UNION ALL of a shard's

@@ -511,6 +511,12 @@ func (m *Merge) stop(mp *mergePart) error {
 			return nil
 		}
 	}
+	if m.Bounded {
+		// Its rows are few (the shards' LIMIT): reading them costs less
+		// than a KILL's connection to the server.
+		_, err := mp.rows.Drain(true)
+		return err
+	}
 	if done, err := mp.rows.Drain(false); done || err != nil {
 		return err
 	}

@@ -15,6 +15,11 @@ import (
 // sub-tables read by one statement (a UNION ALL of them, ordered as the
 // merge needs), merged by engine.Merge.
 
+// drainRows bounds the rows per shard (the shards' LIMIT) that a merge
+// stopped by its LIMIT reads to their end; past it the shards' queries
+// are killed (a KILL costs a connection to the server).
+const drainRows = 10000
+
 // mergeShard is one shard's sub-tables in a merge.
 type mergeShard struct {
 	cl   *backend.Cluster
@@ -76,7 +81,7 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 		}
 		start = end
 	}
-	s.merge = engine.Merge{Parts: s.parts, Spec: mp.Spec, Offset: offset, Count: count, HasLimit: mp.Limit.Has, Probe: probe,
+	s.merge = engine.Merge{Parts: s.parts, Spec: mp.Spec, Offset: offset, Count: count, HasLimit: mp.Limit.Has, Bounded: pushed <= drainRows, Probe: probe,
 		Columns: cached, Cache: &mp.Columns, ReplicaOK: planner.ReplicaOK(s.parts[0].Cluster, s.user.Policy(), st, s)}
 	if probe && prepared {
 		s.merge.ProbeStmt, s.merge.ProbeParams = b[probeAt:], mp.Probe.Params()
