@@ -335,8 +335,9 @@ const columnsLegend = `## Columns
   (10 ms ticks), divided by the queries of the run.
 - **server CPU µs/q**: the same for mariadbd.
 - **proxy RSS MiB**: VmRSS of the proxy process after the run.
-- **sharded**: shardgate with the sysbench tables hash-sharded on id (2 shards
-  × 4 sub-tables, both shards on the same mariadbd); only oltp_point_select.
+- **sharded**: shardgate with the sysbench tables hash-sharded on id (4 shards
+  × 2 sub-tables, every shard on the same mariadbd); only oltp_point_select
+  and oltp_read_only (its range reads merged across shards).
 - **errors**: errors sysbench ignored (only 1213 deadlocks are allowed, in
   oltp_read_write), reconnects, failed runs, and runs whose histogram p99
   disagreed with sysbench's own p99 line.
