@@ -299,6 +299,11 @@ func (e *Env) loadMemory(ctx context.Context, cfg MemoryConfig) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted while loading: %w", err)
 	}
+	for i := range subs {
+		if err := e.Server.ExecE("ANALYZE TABLE " + Database + "." + sharding.SubTableName(MemoryTable, i)); err != nil {
+			return fmt.Errorf("analyze %s: %w", sharding.SubTableName(MemoryTable, i), err)
+		}
+	}
 	n, err := e.Server.ScalarE(fmt.Sprintf("SELECT (SELECT COUNT(*) FROM %[1]s.%[2]s_0000) + (SELECT COUNT(*) FROM %[1]s.%[2]s_0001) + (SELECT COUNT(*) FROM %[1]s.%[2]s_0002) + (SELECT COUNT(*) FROM %[1]s.%[2]s_0003)", Database, MemoryTable))
 	if err != nil {
 		return fmt.Errorf("count the loaded rows: %w", err)
