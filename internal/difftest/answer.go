@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"vitess.io/vitess/go/mysql/collations"
+	"vitess.io/vitess/go/mysql/collations/colldata"
+
 	"github.com/shardgate/shardgate/internal/mysql"
 )
 
@@ -95,21 +98,70 @@ const ignoredStatus = mysql.StatusNoIndexUsed | mysql.StatusNoGoodIndexUsed |
 // status flags in ignoredStatus. Refusals are the caller's business (see
 // Options.Refusals): to Diff a refusal is a difference.
 func Diff(ref, got Answer, ordered bool) string {
-	return diff(ref, got, ordered, true)
+	return diff(ref, got, rowCompare{ordered: ordered}, true)
+}
+
+// DiffStatement is Diff comparing rows as st asks: in order when
+// st.Ordered, columns st.Fold under their collation, and, when st has a
+// Superset, got's rows against superset, the reference's answer to it
+// (nil: st failed on the reference, so got must fail too).
+func DiffStatement(ref, got Answer, st *Statement, superset *Answer) string {
+	c := rowCompare{ordered: st.Ordered, fold: st.Fold}
+	if st.Superset != nil && superset != nil {
+		c.superset = true
+		if len(superset.Results) > 0 {
+			c.supersetRows = superset.Results[0].Rows
+		}
+	}
+	return diff(ref, got, c, true)
+}
+
+// rowCompare is how rows are compared.
+type rowCompare struct {
+	ordered bool
+	fold    []int // columns compared by their utf8mb4_general_ci weight
+	// superset: got's rows (of the first result) must be supersetRows'
+	// sub-multiset, as many as the reference's.
+	superset     bool
+	supersetRows []Row
+}
+
+// generalCI is the collation of the generator's strings.
+var generalCI = colldata.Lookup(collations.ID(mysql.CollationUTF8MB4GeneralCI))
+
+// key encodes a row unambiguously (lengths prefix the values), the fold
+// columns as their weight strings under PAD SPACE: equal for values the
+// collation holds equal ('a', 'A ', and every supplementary character).
+func (c *rowCompare) key(r Row) string {
+	var b strings.Builder
+	for i, v := range r {
+		if v.Null {
+			b.WriteString("N;")
+			continue
+		}
+		s := v.Bytes
+		if slices.Contains(c.fold, i) {
+			s = "w" + string(generalCI.WeightString(nil, []byte(strings.TrimRight(s, " ")), 0))
+		}
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	return b.String()
 }
 
 // diff is Diff; without counts, row differences leave out the row counts,
 // so that the difference of a table's contents stays the same while rows
 // are added elsewhere in the table.
-func diff(ref, got Answer, ordered, counts bool) string {
-	d := differ{counts: counts}
+func diff(ref, got Answer, rc rowCompare, counts bool) string {
+	d := differ{counts: counts, rc: rc}
 	d.errors(ref.Err, got.Err)
 	d.prepare(ref.Prepare, got.Prepare)
 	if len(ref.Results) != len(got.Results) {
 		d.addf("results: %d in reference, %d in got", len(ref.Results), len(got.Results))
 	}
 	for i := range min(len(ref.Results), len(got.Results)) {
-		d.result(fmt.Sprintf("result %d: ", i+1), &ref.Results[i], &got.Results[i], ordered)
+		d.result(fmt.Sprintf("result %d: ", i+1), &ref.Results[i], &got.Results[i], i == 0)
 	}
 	d.warnings(ref.Warnings, got.Warnings)
 	return strings.Join(d.lines, "\n")
@@ -118,6 +170,7 @@ func diff(ref, got Answer, ordered, counts bool) string {
 type differ struct {
 	lines  []string
 	counts bool
+	rc     rowCompare
 }
 
 func (d *differ) addf(format string, args ...any) {
@@ -161,7 +214,7 @@ func describePrepare(p *PrepareInfo) string {
 	return fmt.Sprintf("%d parameters, %d columns", p.Params, len(p.Columns))
 }
 
-func (d *differ) result(at string, ref, got *Result, ordered bool) {
+func (d *differ) result(at string, ref, got *Result, first bool) {
 	if (ref.Columns == nil) != (got.Columns == nil) {
 		d.addf("%sreference is %s, got %s", at, describeResult(ref), describeResult(got))
 		return
@@ -170,7 +223,11 @@ func (d *differ) result(at string, ref, got *Result, ordered bool) {
 	if ref.Binary != got.Binary {
 		d.addf("%sreference rows binary=%v, got binary=%v", at, ref.Binary, got.Binary)
 	}
-	d.rows(at, ref, got, ordered)
+	if first && d.rc.superset {
+		d.subset(at, ref, got)
+	} else {
+		d.rows(at, ref, got)
+	}
 	if ref.AffectedRows != got.AffectedRows {
 		d.addf("%saffected rows: reference %d, got %d", at, ref.AffectedRows, got.AffectedRows)
 	}
@@ -239,10 +296,10 @@ func columnDiff(r, g *Column) []string {
 // maxRowsShown bounds the rows a difference lists.
 const maxRowsShown = 5
 
-func (d *differ) rows(at string, ref, got *Result, ordered bool) {
-	if ordered {
+func (d *differ) rows(at string, ref, got *Result) {
+	if d.rc.ordered {
 		for i := range max(len(ref.Rows), len(got.Rows)) {
-			if i < len(ref.Rows) && i < len(got.Rows) && slices.Equal(ref.Rows[i], got.Rows[i]) {
+			if i < len(ref.Rows) && i < len(got.Rows) && d.rc.key(ref.Rows[i]) == d.rc.key(got.Rows[i]) {
 				continue
 			}
 			d.addf("%srows differ (in order) from row %d: reference %d rows, got %d\n  reference: %s\n  got:       %s",
@@ -251,7 +308,7 @@ func (d *differ) rows(at string, ref, got *Result, ordered bool) {
 		}
 		return
 	}
-	onlyRef, onlyGot := multisetDiff(ref.Rows, got.Rows)
+	onlyRef, onlyGot := d.rc.multisetDiff(ref.Rows, got.Rows)
 	if len(onlyRef) == 0 && len(onlyGot) == 0 {
 		return
 	}
@@ -261,6 +318,17 @@ func (d *differ) rows(at string, ref, got *Result, ordered bool) {
 	}
 	d.addf("%srows differ (as a multiset)%s\n  only in reference: %s\n  only in got:       %s",
 		at, counts, formatRows(ref, onlyRef), formatRows(got, onlyGot))
+}
+
+// subset checks a LIMIT without a total order: as many rows as the
+// reference's, each a row of the statement without the LIMIT.
+func (d *differ) subset(at string, ref, got *Result) {
+	if len(ref.Rows) != len(got.Rows) {
+		d.addf("%srows: reference %d, got %d (a LIMIT without a total order)", at, len(ref.Rows), len(got.Rows))
+	}
+	if _, extra := d.rc.multisetDiff(d.rc.supersetRows, got.Rows); len(extra) > 0 {
+		d.addf("%srows not in the answer without LIMIT (%d rows): %s", at, len(d.rc.supersetRows), formatRows(got, extra))
+	}
 }
 
 func rowAt(r *Result, i int) string {
@@ -287,13 +355,13 @@ func formatRows(r *Result, rows []Row) string {
 
 // multisetDiff returns the rows of a missing from b and of b missing from a,
 // counting duplicates.
-func multisetDiff(a, b []Row) (onlyA, onlyB []Row) {
+func (c *rowCompare) multisetDiff(a, b []Row) (onlyA, onlyB []Row) {
 	count := make(map[string]int, len(a))
 	for _, r := range a {
-		count[rowKey(r)]++
+		count[c.key(r)]++
 	}
 	for _, r := range b {
-		k := rowKey(r)
+		k := c.key(r)
 		if count[k] > 0 {
 			count[k]--
 			continue
@@ -301,28 +369,13 @@ func multisetDiff(a, b []Row) (onlyA, onlyB []Row) {
 		onlyB = append(onlyB, r)
 	}
 	for _, r := range a {
-		k := rowKey(r)
+		k := c.key(r)
 		if count[k] > 0 {
 			count[k]--
 			onlyA = append(onlyA, r)
 		}
 	}
 	return onlyA, onlyB
-}
-
-// rowKey encodes a row unambiguously (lengths prefix the values).
-func rowKey(r Row) string {
-	var b strings.Builder
-	for _, v := range r {
-		if v.Null {
-			b.WriteString("N;")
-			continue
-		}
-		b.WriteString(strconv.Itoa(len(v.Bytes)))
-		b.WriteByte(':')
-		b.WriteString(v.Bytes)
-	}
-	return b.String()
 }
 
 func (d *differ) warnings(ref, got []Warning) {

@@ -155,3 +155,28 @@ func TestFormatRowBinary(t *testing.T) {
 		t.Errorf("FormatRow = %s\nwant         %s", got, want)
 	}
 }
+
+// TestFoldKey: the fold columns compare as utf8mb4_general_ci does on
+// MariaDB 10.11 (SELECT 'Ève' = 'eve', '😀' = '😁 ', 'ß' = 'ss' …: 1, 1,
+// 0), the others exactly.
+func TestFoldKey(t *testing.T) {
+	c := rowCompare{fold: []int{0}}
+	row := func(a, b string) Row { return Row{{Bytes: a}, {Bytes: b}} }
+	for _, tc := range []struct {
+		a, b  string
+		equal bool
+	}{
+		{"alice", "ALICE  ", true}, {"Ève", "eve", true}, {"😀", "😁 ", true}, {"ß", "ss", false},
+		{"bob", "bobs", false}, {"", " ", true}, {"a\x00", "a", false},
+	} {
+		if got := c.key(row(tc.a, "x")) == c.key(row(tc.b, "x")); got != tc.equal {
+			t.Errorf("fold %q, %q: equal=%v, want %v", tc.a, tc.b, got, tc.equal)
+		}
+		if c.key(row("x", tc.a)) == c.key(row("x", tc.b)) && tc.a != tc.b {
+			t.Errorf("unfolded column: %q and %q compare equal", tc.a, tc.b)
+		}
+	}
+	if c.key(Row{{Null: true}}) == c.key(Row{{Bytes: ""}}) {
+		t.Error("NULL and '' compare equal")
+	}
+}

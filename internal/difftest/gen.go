@@ -62,8 +62,11 @@ const (
 // keys are odd numbers inside each, existing keys even ones.
 var eventRanges = [4][2]int{{-1 << 31, 0}, {0, 100}, {100, 1000}, {1000, 1 << 31}}
 
+// names are _ci strings with ties: case, trailing spaces (PAD SPACE),
+// accents, and supplementary characters, which utf8mb4_general_ci holds
+// all equal.
 var names = []string{"alice", "Alice", "alice ", "ALICE", "bob", "Bob ", "bob  ", "carol", "Carol",
-	"dave", "Ève", "ève", "zoë", "", "O'Brien", "o'brien ", "ß", "ss"}
+	"dave", "Ève", "ève", "zoë", "", "O'Brien", "o'brien ", "ß", "ss", "😀", "😁 ", "eve"}
 
 var tagWords = []string{"red", "green", "blue", "cyan", "magenta", "yellow", "black", "white", "grey",
 	"orange", "purple", "pink", "brown", "olive", "navy", "teal", "lime", "coral", "gold", "silver"}
@@ -311,7 +314,9 @@ type kind struct {
 	gen    func(*Generator) Statement
 }
 
-// kinds are every kind of statement issue 13 lists.
+// kinds are every kind of statement issue 13 lists, then issue 14's
+// merges (gen_merge.go), weighted so that a run of the default size
+// (TestShardedDifferential) runs each of its constructs hundreds of times.
 var kinds = []kind{
 	{"point", 8, (*Generator).point},
 	{"point_order", 3, (*Generator).pointOrder},
@@ -337,6 +342,15 @@ var kinds = []kind{
 	{"ref_write", 2, (*Generator).refWrite},
 	{"plain_write", 2, (*Generator).plainWrite},
 	{"refused_write", 2, (*Generator).refusedWrite},
+	{"merge_order", 20, (*Generator).mergeOrder},
+	{"merge_limit_any", 5, (*Generator).mergeLimitAny},
+	{"merge_group", 24, (*Generator).mergeGroup},
+	{"merge_aggregate", 10, (*Generator).mergeAggregate},
+	{"merge_distinct", 8, (*Generator).mergeDistinct},
+	{"merge_union", 8, (*Generator).mergeUnion},
+	{"merge_join", 9, (*Generator).mergeJoin},
+	{"merge_subquery", 16, (*Generator).mergeSubquery},
+	{"cross_shard", 2, (*Generator).crossShard},
 }
 
 var totalWeight = func() int {

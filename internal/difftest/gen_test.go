@@ -31,7 +31,9 @@ func TestGeneratorDeterministic(t *testing.T) {
 func TestGeneratorStatements(t *testing.T) {
 	g := NewGenerator(1)
 	seen := map[string]int{}
-	for range 5000 {
+	constructs := map[string]int{}
+	const n = 6000 // TestShardedDifferential's default size
+	for range n {
 		st := g.Next()
 		seen[st.Kind]++
 		if n := placeholders(st.Prepared); n != len(st.Args) {
@@ -49,8 +51,28 @@ func TestGeneratorStatements(t *testing.T) {
 				t.Fatalf("writes %s for %s", w, st.SQL)
 			}
 		}
-		if st.Refusable != strings.HasPrefix(st.Kind, "refused") {
+		merge := strings.HasPrefix(st.Kind, "merge_")
+		if st.Refusable != (strings.HasPrefix(st.Kind, "refused") || merge) {
 			t.Fatalf("kind %s refusable=%v: %s", st.Kind, st.Refusable, st.SQL)
+		}
+		if st.MustRefuse != (st.Kind == "cross_shard") {
+			t.Fatalf("kind %s must refuse=%v: %s", st.Kind, st.MustRefuse, st.SQL)
+		}
+		if merge != (len(st.Constructs) > 0) && st.Kind != "cross_shard" {
+			t.Fatalf("kind %s constructs %v: %s", st.Kind, st.Constructs, st.SQL)
+		}
+		for _, c := range st.Fold {
+			if c < 0 || c >= 8 {
+				t.Fatalf("fold column %d: %s", c, st.SQL)
+			}
+		}
+		if sup := st.Superset; sup != nil {
+			if !strings.Contains(st.SQL, " LIMIT ") || strings.Contains(sup.SQL, " LIMIT ") || len(sup.Args) > len(st.Args) {
+				t.Fatalf("superset %q of %q", sup.SQL, st.SQL)
+			}
+		}
+		for _, c := range st.Constructs {
+			constructs[c]++
 		}
 	}
 	for _, k := range Kinds() {
@@ -58,6 +80,17 @@ func TestGeneratorStatements(t *testing.T) {
 			t.Errorf("kind %s never generated", k)
 		}
 	}
+	// every construct of issue 14, hundreds of times in a default run
+	for _, c := range allConstructs {
+		want := 100
+		if c == cCrossRefused {
+			want = 30 // a handful: what is refused is checked, not computed
+		}
+		if constructs[c] < want {
+			t.Errorf("construct %s: %d statements in %d, want %d or more", c, constructs[c], n, want)
+		}
+	}
+	t.Logf("constructs in %d statements: %v", n, constructs)
 }
 
 // placeholders counts the ? outside string literals.

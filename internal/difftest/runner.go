@@ -52,6 +52,17 @@ type Options struct {
 	Pending []*regexp.Regexp
 	// MaxDifferences stops a run once it has found this many (0: 50).
 	MaxDifferences int
+	// EnforceRefusals: the target is shardgate, which must refuse the
+	// statements marked MustRefuse (joins across shards) with 1235
+	// (42000) and a message matching MustRefusals; they do not run on the
+	// reference. Without it they are compared like any other (a second
+	// server standing in for shardgate answers them).
+	EnforceRefusals bool
+}
+
+// MustRefusals are the messages of a refused join across shards.
+var MustRefusals = []*regexp.Regexp{
+	regexp.MustCompile(`^This version of shardgate doesn't yet support '.*\b(?i:join|subquery)\b.*'$`),
 }
 
 // DefaultRefusals accept shardgate's form of 1235 (MySQL's own wording
@@ -76,8 +87,17 @@ type Report struct {
 	Pending map[string]int
 	// ErrorCodes counts the reference's errors by code: duplicate keys
 	// (1062) are expected; a syntax error (1064) is a generator bug.
-	ErrorCodes  map[uint16]int
+	ErrorCodes map[uint16]int
+	// Constructs counts the statements of each construct of issue 14
+	// (Statement.Constructs).
+	Constructs  map[string]*ConstructCount
 	Differences []Difference
+}
+
+// ConstructCount counts the statements of one construct: run, refused
+// with 1235, and answered differently from the reference.
+type ConstructCount struct {
+	Ran, Refused, Different int
 }
 
 // KindCount counts one kind of statement.
@@ -163,6 +183,26 @@ func (r *Report) Summary() string {
 	slices.Sort(msgs)
 	for _, m := range msgs {
 		fmt.Fprintf(&b, "  pending (not built yet) %5d× %s\n", r.Pending[m], m)
+	}
+	b.WriteString(r.ConstructSummary())
+	return b.String()
+}
+
+// ConstructSummary is the per-construct table: what the merges answer.
+func (r *Report) ConstructSummary() string {
+	if len(r.Constructs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	names := make([]string, 0, len(r.Constructs))
+	for k := range r.Constructs {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	fmt.Fprintf(&b, "  %-22s %6s %8s %7s %9s\n", "construct (issue 14)", "ran", "answered", "refused", "different")
+	for _, k := range names {
+		c := r.Constructs[k]
+		fmt.Fprintf(&b, "  %-22s %6d %8d %7d %9d\n", k, c.Ran, c.Ran-c.Refused, c.Refused, c.Different)
 	}
 	return b.String()
 }
@@ -301,7 +341,8 @@ func newRunner(ref, got Target, seed int64, opts Options) (*runner, error) {
 		return nil, err
 	}
 	return &runner{ref: rc, got: gc, opts: opts, lastContents: map[string]string{},
-		rep: &Report{Seed: seed, Kinds: map[string]*KindCount{}, Pending: map[string]int{}, ErrorCodes: map[uint16]int{}}}, nil
+		rep: &Report{Seed: seed, Kinds: map[string]*KindCount{}, Pending: map[string]int{}, ErrorCodes: map[uint16]int{},
+			Constructs: map[string]*ConstructCount{}}}, nil
 }
 
 func (r *runner) close() {
@@ -327,17 +368,49 @@ func (r *runner) statement(i int, st Statement) error {
 		kc.Text++
 	}
 	r.rep.Statements++
+	var ccs []*ConstructCount
+	for _, c := range st.Constructs {
+		cc := r.rep.Constructs[c]
+		if cc == nil {
+			cc = &ConstructCount{}
+			r.rep.Constructs[c] = cc
+		}
+		cc.Ran++
+		ccs = append(ccs, cc)
+	}
 	got, err := r.got.Run(&st, prepared)
 	if err != nil {
 		return fmt.Errorf("statement #%d %s: %w", i, st.SQL, err)
 	}
-	switch {
-	case r.opts.Refused(&st, &got):
+	refused := func() {
 		kc.Refused++
 		r.rep.Refusals++
+		for _, cc := range ccs {
+			cc.Refused++
+		}
+	}
+	differs := func(d string) {
+		kc.Different++
+		for _, cc := range ccs {
+			cc.Different++
+		}
+		r.add(i, st, prepared, "", d)
+	}
+	switch {
+	case st.MustRefuse && r.opts.EnforceRefusals:
+		if !isRefusal(&got, MustRefusals) {
+			differs("must be refused with 1235 (42000) naming a join across shards; got " + describeAnswer(&got))
+			return r.contents(i, st, prepared, st.Writes)
+		}
+		refused()
+	case r.opts.Refused(&st, &got):
+		refused()
 	case r.opts.pending(&got):
 		kc.Pending++
 		r.rep.Pending[got.Err.Message]++
+		for _, cc := range ccs {
+			cc.Refused++
+		}
 	default:
 		ref, err := r.ref.Run(&st, prepared)
 		if err != nil {
@@ -346,12 +419,33 @@ func (r *runner) statement(i int, st Statement) error {
 		if ref.Err != nil {
 			r.rep.ErrorCodes[ref.Err.Code]++
 		}
-		if d := Diff(ref, got, st.Ordered); d != "" {
-			kc.Different++
-			r.add(i, st, prepared, "", d)
+		var superset *Answer
+		if st.Superset != nil && ref.Err == nil {
+			a, err := r.ref.Run(st.Superset, prepared)
+			if err != nil {
+				return fmt.Errorf("statement #%d without its LIMIT %s: %w", i, st.Superset.SQL, err)
+			}
+			if a.Err != nil {
+				return fmt.Errorf("statement #%d without its LIMIT %s: the reference failed: %v (a generator bug)", i, st.Superset.SQL, a.Err)
+			}
+			superset = &a
+		}
+		if d := DiffStatement(ref, got, &st, superset); d != "" {
+			differs(d)
 		}
 	}
 	return r.contents(i, st, prepared, st.Writes)
+}
+
+// describeAnswer is a short description of an answer for a report.
+func describeAnswer(a *Answer) string {
+	switch {
+	case a.Err != nil:
+		return fmt.Sprintf("error %v", a.Err)
+	case len(a.Results) > 0 && a.Results[0].Columns != nil:
+		return fmt.Sprintf("a result set of %d rows", len(a.Results[0].Rows))
+	}
+	return "an OK"
 }
 
 // Refused reports whether got is an acceptable refusal of st: st is
@@ -390,7 +484,7 @@ func (r *runner) contents(i int, st Statement, prepared bool, tables []string) e
 		if err := errors.Join(err1, err2); err != nil {
 			return fmt.Errorf("contents of %s after statement #%d: %w", t, i, err)
 		}
-		d := diff(ref, got, false, false)
+		d := diff(ref, got, rowCompare{}, false)
 		if d != "" && d != r.lastContents[t] {
 			r.add(i, st, prepared, t, d)
 		}

@@ -25,6 +25,22 @@ type Statement struct {
 	// Writes are the tables the statement may change; the runner compares
 	// their contents after it.
 	Writes []string
+	// Constructs are the constructs of issue 14 (merges across shards) the
+	// statement exercises, counted per construct (Report.Constructs).
+	Constructs []string
+	// Fold are the columns (from 0) compared under utf8mb4_general_ci, as
+	// weight strings: a _ci group key, MIN/MAX or DISTINCT value, whose
+	// spelling ('a' or 'A ') a server may take from any row of the group.
+	Fold []int
+	// Superset is set for a LIMIT without a total order: the same
+	// statement without the LIMIT. The rows got must be a sub-multiset of
+	// the reference's rows for it, as many as the reference's answer with
+	// the LIMIT has; everything else is compared as usual.
+	Superset *Statement
+	// MustRefuse: the target must refuse the statement with 1235 (42000),
+	// shardgate's message (a join across shards); an answer is a
+	// difference (with Options.EnforceRefusals).
+	MustRefuse bool
 }
 
 // lit is a literal of a generated statement: its spelling in the text form

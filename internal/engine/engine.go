@@ -65,6 +65,12 @@ type Cursor interface {
 	// side); sent: the client has part of the answer. It answers the
 	// client and reports whether the session goes on.
 	Failed(c *backend.Conn, err error, sent bool) bool
+	// Drop discards c, a part's connection that failed or whose answer
+	// will not be read, without answering the client (a merge that
+	// answers for every part at once): the session forgets what it held
+	// there. false: the session lost state with it (beyond a transaction,
+	// which becomes aborted) and must end.
+	Drop(c *backend.Conn, err error) bool
 	// Status is the server status the answer ends with.
 	Status() uint16
 	// Answer sends ok as the whole statement's answer and remembers its

@@ -41,6 +41,7 @@ func (f *fakeCursor) SkipWarnings()                                        {}
 func (f *fakeCursor) RenameWarnings(func(string) string)                   {}
 func (f *fakeCursor) Done(*backend.Conn, *mysql.ResponseInfo)              {}
 func (f *fakeCursor) Failed(*backend.Conn, error, bool) bool               { return false }
+func (f *fakeCursor) Drop(*backend.Conn, error) bool                       { return false }
 func (f *fakeCursor) Status() uint16                                       { return 0 }
 func (f *fakeCursor) Answer(*mysql.OKPacket) bool                          { return false }
 func (f *fakeCursor) AnswerResult(*mysql.ResultSet) bool                   { return false }

@@ -27,15 +27,17 @@ type Merge struct {
 	HasLimit      bool
 	// The column definitions a client must get are a plain SELECT's:
 	// a shard holding several sub-tables answers a UNION ALL, whose
-	// definitions lose their table, database and some flags. Then either
-	// Probe is set: the first part's command is two statements, a
-	// LIMIT 0 probe of one sub-table, whose definitions the client gets
-	// (its result set is read and dropped), then the part's UNION ALL;
-	// or Columns holds the definitions to send (a prepared statement's,
-	// from its PREPARE, already named for the client), in place of the
-	// first part's. Neither: the first part's, renamed by the relay.
-	Probe   bool
-	Columns [][]byte
+	// definitions lose their table, database and some flags. Then Probe
+	// is set: the first part's command is two statements, a LIMIT 0
+	// probe of one sub-table, whose definitions the client gets (its
+	// result set is read and dropped), then the part's UNION ALL. For a
+	// prepared statement's execution ProbeStmt is the probe, executed
+	// on the first part's connection before the part (one round trip).
+	Probe       bool
+	ProbeStmt   []byte
+	ProbeParams []int
+
+	mergeState // an execution's I/O state (merge_io.go)
 }
 
 // MergeSpec is the plan-time half of a Merge, shared by every execution
@@ -77,12 +79,20 @@ type MergeSpec struct {
 	// BY an aggregate): the combined rows are sorted again, within the
 	// memory budget (a bounded heap of Offset+Count rows under a LIMIT).
 	Final []SortKey
-	// DistinctRows removes duplicate visible rows (SELECT DISTINCT):
-	// Order then starts with every visible column, so duplicates arrive
-	// next to each other.
-	DistinctRows bool
+	// Weights[c], when Weights is set and it is not -1, is the column
+	// holding the weight string of column c's value (WEIGHT_STRING, which
+	// the planner adds for every key, MIN/MAX and DISTINCT argument that
+	// may be a string), and the column after it the weight of a space
+	// under the same collation (empty for binary strings and NO PAD
+	// collations): strings compare by their weights' bytes, the shorter
+	// padded with the space's, as PAD SPACE compares. A column
+	// definition names the connection's character set, not the column's
+	// collation, so a string column without a weight compares exactly
+	// only when it is binary (charset 63).
+	Weights []int
 	// Budget bounds the memory the merge holds for rows it cannot stream
 	// (Final without LIMIT): past it the query fails with a clear error.
+	// 0 is DefaultMergeBudget.
 	Budget int64
 }
 
@@ -107,15 +117,26 @@ const (
 	AggCountDistinct                    // COUNT(DISTINCT x): distinct non-NULL values of Arg counted
 	AggSumDistinct                      // SUM(DISTINCT x): distinct non-NULL values of Arg summed
 	AggAny                              // a non-aggregated column outside the group keys: the first row's value
+	AggGroupConcat                      // GROUP_CONCAT: the values of Arg, in the rows' order, joined by Sep
 )
 
 // Aggregate combines column Col of the rows of one group. For the
 // DISTINCT kinds, Arg is the column holding x (a hidden group key of the
 // part rows).
+//
+// GROUP_CONCAT(x ORDER BY o SEPARATOR s): the parts group by the group
+// keys, o and CONCAT(x) (Arg), so the rows of a group arrive in o's
+// order (Order), each with how many rows it stands for (the column
+// Count, COUNT(*)); MaxLen is the column holding the session's
+// group_concat_max_len. Distinct: each value of Arg once.
 type Aggregate struct {
-	Kind AggKind
-	Col  int
-	Arg  int
+	Kind     AggKind
+	Col      int
+	Arg      int
+	Count    int
+	MaxLen   int
+	Sep      string
+	Distinct bool
 }
 
 // ComputedColumn is a visible column whose value the merge computes from

@@ -22,6 +22,9 @@ type Part struct {
 	// order, when it takes only some (the rows of a split INSERT); nil:
 	// the statement's own order.
 	Params []int
+	// Union: the part reads several sub-tables as one UNION ALL (a
+	// Merge's part), whose column definitions are a UNION's.
+	Union bool
 }
 
 // Scatter streams the rows a SELECT finds on several sub-tables to the

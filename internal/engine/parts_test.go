@@ -28,6 +28,7 @@ type partsCursor struct {
 	out     *bytes.Buffer
 	done    int
 	failed  []error
+	dropped []error
 	refused []*mysql.SQLError
 	answer  *mysql.OKPacket
 }
@@ -63,6 +64,11 @@ func (f *partsCursor) Done(*backend.Conn, *mysql.ResponseInfo) { f.done++ }
 func (f *partsCursor) Failed(_ *backend.Conn, err error, _ bool) bool {
 	f.failed = append(f.failed, err)
 	return false
+}
+func (f *partsCursor) Drop(c *backend.Conn, err error) bool {
+	f.dropped = append(f.dropped, err)
+	_ = c.Close()
+	return true
 }
 func (f *partsCursor) Status() uint16                     { return mysql.StatusAutocommit }
 func (f *partsCursor) Answer(ok *mysql.OKPacket) bool     { f.answer = ok; return true }

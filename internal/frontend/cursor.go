@@ -14,9 +14,14 @@ import (
 // the whole of a one-cluster statement, is in query.go.
 
 // Acquire implements engine.Cursor.
+// The connection is the current cluster's (s.pinned) until Done, Failed
+// or Drop: a statement that holds one per shard at once (Merge) acquires
+// the next shard's before it is done with this one, and enter then sets
+// it aside with its pin reasons, as it does a pinned one.
 func (s *Session) Acquire(cl *backend.Cluster, replicaOK bool) (*backend.Conn, bool) {
 	s.cmd.parts = true
 	s.enter(cl)
+	s.cmd.n &^= needBegin // the previous part's shard's, not this one's
 	s.joinTransaction(nil)
 	s.pinBefore(s.cmd.st)
 	if e := s.routeQuery(replicaOK); e != nil {
@@ -24,9 +29,25 @@ func (s *Session) Acquire(cl *backend.Cluster, replicaOK bool) (*backend.Conn, b
 	}
 	c, ok := s.borrow(s.cmd.n)
 	if c != nil {
-		s.setRunning(c)
+		s.pinned = c
+		s.partRunning(c, true)
 	}
 	return c, ok
+}
+
+// enterPart makes the cluster of c, a part's connection, the current one
+// again, and unpublishes c for KILL.
+func (s *Session) enterPart(c *backend.Conn) {
+	s.partRunning(c, false)
+	if s.pinned == c {
+		return
+	}
+	for _, h := range s.others {
+		if h.conn == c {
+			s.enter(h.cl)
+			return
+		}
+	}
 }
 
 // Send implements engine.Cursor.
@@ -56,7 +77,7 @@ func (s *Session) Relay(c *backend.Conn) *mysql.Relay {
 
 // Done implements engine.Cursor.
 func (s *Session) Done(c *backend.Conn, info *mysql.ResponseInfo) {
-	s.setRunning(nil)
+	s.enterPart(c)
 	if info.Err == nil && info.Warnings > 0 && !s.cmd.skipWarns || info.Err != nil && s.cmd.renameWarns != nil {
 		s.collectWarnings(c, s.cmd.renameWarns)
 	}
@@ -76,7 +97,7 @@ func (s *Session) RenameWarnings(f func(string) string) { s.cmd.renameWarns = f 
 
 // Failed implements engine.Cursor.
 func (s *Session) Failed(c *backend.Conn, err error, sent bool) bool {
-	s.setRunning(nil)
+	s.enterPart(c)
 	if pf := asPrepareFailed(err); pf != nil {
 		// The part's statement could not be prepared there: that
 		// server's error ends the answer.
@@ -84,6 +105,16 @@ func (s *Session) Failed(c *backend.Conn, err error, sent bool) bool {
 		return s.writeErr(pf.SQLError)
 	}
 	return s.relayFailed(c, err, sent)
+}
+
+// Drop implements engine.Cursor.
+func (s *Session) Drop(c *backend.Conn, err error) bool {
+	s.enterPart(c)
+	if s.dropBackend(c, err) {
+		s.logger().Warn("closing client whose transaction or session state was lost with its backend connection")
+		return false
+	}
+	return true
 }
 
 // Status implements engine.Cursor.

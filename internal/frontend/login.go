@@ -190,11 +190,18 @@ func (s *Session) killQuery() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c := s.running; c != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := c.Pool().KillQuery(ctx, c.ThreadID); err != nil {
-			s.logger().Warn("KILL QUERY on backend failed", "thread_id", c.ThreadID, "err", err)
-		}
+		s.killBackendQuery(c)
+	}
+	for _, c := range s.partsRunning {
+		s.killBackendQuery(c)
+	}
+}
+
+func (s *Session) killBackendQuery(c *backend.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Pool().KillQuery(ctx, c.ThreadID); err != nil {
+		s.logger().Warn("KILL QUERY on backend failed", "thread_id", c.ThreadID, "err", err)
 	}
 }
 

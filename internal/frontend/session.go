@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -70,7 +71,10 @@ type Session struct {
 	mu      sync.Mutex
 	idle    bool          // blocked reading the next command
 	running *backend.Conn // backend connection running a statement now
-	killed  atomic.Bool
+	// The connections of a statement in parts (engine.Cursor.Acquire)
+	// not done yet: a merge runs one on every shard at once.
+	partsRunning []*backend.Conn
+	killed       atomic.Bool
 
 	// The statement being run: its plan (filled in place, see plan), the
 	// command it runs (Run), the cluster it runs on and, within it, where
@@ -516,9 +520,13 @@ func (s *Session) forceClose() {
 	_ = s.client.NetConn().Close()
 	s.mu.Lock()
 	c := s.running
+	parts := slices.Clone(s.partsRunning)
 	s.mu.Unlock()
 	if c != nil {
 		_ = c.NetConn().Close()
+	}
+	for _, p := range parts {
+		_ = p.NetConn().Close()
 	}
 }
 
@@ -780,6 +788,23 @@ func (s *Session) setRunning(c *backend.Conn) {
 	s.mu.Lock()
 	s.running = c
 	s.mu.Unlock()
+}
+
+// partRunning publishes (on) or unpublishes the connection of a part of
+// a statement, for KILL.
+func (s *Session) partRunning(c *backend.Conn, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if on {
+		s.partsRunning = append(s.partsRunning, c)
+		return
+	}
+	for i, r := range s.partsRunning {
+		if r == c {
+			s.partsRunning = append(s.partsRunning[:i], s.partsRunning[i+1:]...)
+			return
+		}
+	}
 }
 
 // release ends the use of c after a statement: it stays pinned if the

@@ -23,10 +23,8 @@ type mergeShard struct {
 
 // planMerge plans the merge of plan's SELECT over target's sub-tables,
 // for a text statement (vals: its literals) or an execution of a prepared
-// one (vals: its literals and parameters; columns: its PREPARE's column
-// definitions, not nil).
-func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte, sh *router.Shape, target planner.Target, st router.Stmt, vals planner.Values, columns [][]byte) engine.Primitive {
-	prepared := columns != nil
+// one (prepared; vals: its literals and parameters).
+func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte, sh *router.Shape, target planner.Target, st router.Stmt, vals planner.Values, prepared bool) engine.Primitive {
 	mp := plan.Merge
 	if mp == nil {
 		return s.refuseErr(plan.MergeErr)
@@ -43,7 +41,7 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 		}
 	}
 	shards := s.mergeShards(ks, plan, target)
-	probe := !prepared && !mp.NoProbe && len(shards[0].subs) > 1
+	probe := !mp.NoProbe && len(shards[0].subs) > 1
 	b := s.partSQL[:0]
 	s.partEnds = s.partEnds[:0]
 	s.parts = s.parts[:0]
@@ -52,14 +50,19 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 		if !prepared {
 			b = append(b, mysql.ComQuery)
 		}
-		if j == 0 && probe {
+		if j == 0 && probe && !prepared {
 			s.sub[0] = m.subs[0]
-			b = mp.Tmpl.AppendLimit(b, sql, sh, s.sub[:], 0)
+			b = mp.Tmpl.AppendLimit(b, sql, sh, s.sub[:], probeLimit)
 			b = append(b, ';')
 		}
 		b = s.appendShardSelect(b, mp, sql, sh, m.subs, pushed)
 		s.partEnds = append(s.partEnds, len(b))
-		s.parts = append(s.parts, engine.Part{Cluster: m.cl})
+		s.parts = append(s.parts, engine.Part{Cluster: m.cl, Union: len(m.subs) > 1})
+	}
+	probeAt := len(b)
+	if probe && prepared {
+		s.sub[0] = shards[0].subs[0]
+		b = mp.Tmpl.AppendLimit(b, sql, sh, s.sub[:], probeLimit)
 	}
 	s.partSQL = b
 	start := 0
@@ -74,8 +77,8 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 	}
 	s.merge = engine.Merge{Parts: s.parts, Spec: mp.Spec, Offset: offset, Count: count, HasLimit: mp.Limit.Has, Probe: probe,
 		ReplicaOK: planner.ReplicaOK(s.parts[0].Cluster, s.user.Policy(), st, s)}
-	if prepared && !mp.NoProbe && len(shards[0].subs) > 1 {
-		s.merge.Columns = columns
+	if probe && prepared {
+		s.merge.ProbeStmt, s.merge.ProbeParams = b[probeAt:], s.unionParams(mp, 1)
 	}
 	return &s.merge
 }
@@ -112,6 +115,12 @@ func (s *Session) mergeShards(ks *planner.Keyspace, plan *planner.Plan, target p
 	return shards
 }
 
+// probeLimit is the LIMIT of the column probe (engine.Merge.Probe): 1,
+// for MariaDB types some columns otherwise when it has no row to answer
+// (LIMIT 0, an impossible WHERE): a grouped or sorted result's columns
+// come from a temporary table's fields, with other flags.
+const probeLimit = 1
+
 // appendShardSelect appends the pushed SELECT of one shard's sub-tables:
 // one SELECT, or their UNION ALL ordered as the merge needs.
 func (s *Session) appendShardSelect(b []byte, mp *planner.MergePlan, sql []byte, sh *router.Shape, subs []int, limit uint64) []byte {
@@ -129,7 +138,9 @@ func (s *Session) appendShardSelect(b []byte, mp *planner.MergePlan, sql []byte,
 		b = append(b, ')')
 	}
 	b = append(b, mp.ShardOrder...)
-	if limit != planner.NoLimit {
+	if limit != planner.NoLimit && mp.Spec.Groups == 0 {
+		// (Grouped rows of several sub-tables may be one group: each
+		// sub-table's SELECT is limited, their UNION ALL is not.)
 		b = append(b, " limit "...)
 		b = strconv.AppendUint(b, limit, 10)
 	}

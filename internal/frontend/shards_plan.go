@@ -151,7 +151,7 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "this select list on a sharded table")
 	}
 	if target.Len() > 1 && plan.An.TopMerge != 0 {
-		return s.planMerge(ks, plan, sql, &s.shape, target, st, &s.vals, nil)
+		return s.planMerge(ks, plan, sql, &s.shape, target, st, &s.vals, false)
 	}
 	s.renderParts(ks, plan, sql, &s.shape, target, false)
 	return s.subTables(ks, plan, st)

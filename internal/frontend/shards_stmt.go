@@ -41,11 +41,6 @@ type shardedStmt struct {
 	longSize int
 	longErr  *mysql.SQLError
 
-	// columns are the column definitions of the PREPARE's answer, kept
-	// when a merge may answer an execution: a shard holding several
-	// sub-tables answers a UNION ALL, whose definitions lose their tables.
-	columns [][]byte
-
 	// The last cursor opened: its cluster and its backend statement's
 	// text (the client's text when nil).
 	curCl  *backend.Cluster
@@ -165,10 +160,7 @@ func (s *Session) executeSharded(ks *planner.Keyspace, ps *pstmt, st router.Stmt
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "a cursor (COM_STMT_EXECUTE with a cursor type) over several sub-tables; execute it without a cursor")
 	}
 	if target.Len() > 1 && an.TopMerge != 0 {
-		if sh.columns == nil {
-			sh.columns = [][]byte{} // a statement without columns: prepared all the same
-		}
-		return s.planMerge(ks, sh.plan, sh.text, &sh.shape, target, st, &s.xvals, sh.columns)
+		return s.planMerge(ks, sh.plan, sh.text, &sh.shape, target, st, &s.xvals, true)
 	}
 	s.renderParts(ks, sh.plan, sh.text, &sh.shape, target, true)
 	s.exec.order = sh.order

@@ -53,9 +53,6 @@ func (s *Session) prepare(p, q []byte, sh *shardedStmt) bool {
 	id := s.nextStmtID + 1
 	r := c.Relay(s.client, s.caps)
 	r.RenameTable = s.renamer
-	if sh != nil && sh.plan != nil && sh.plan.Merge != nil {
-		r.Capture = &sh.columns // a merge's answer gets them (shards_merge.go)
-	}
 	backendID, cols, params, ok, err := r.Prepare(id)
 	if err != nil {
 		return s.relayFailed(c, err, r.Info.Sent)

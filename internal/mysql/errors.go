@@ -51,6 +51,9 @@ const (
 	ERUnknownStmtHandler uint16 = 1243
 	ERMaxPreparedStmt    uint16 = 1461
 	ERNotSupportedYet    uint16 = 1235
+	// EROutOfSortMemory (HY001): a merge across shards past its memory
+	// budget.
+	EROutOfSortMemory uint16 = 1038
 	// ERWrongColumnCount is MySQL's "The used SELECT statements have a
 	// different number of columns" (21000): shards whose parts of one
 	// result set disagree.

@@ -70,9 +70,6 @@ type Relay struct {
 	// place of a shard's sub-tables (coldef.go).
 	RenameTable TableRenamer
 	Info        ResponseInfo
-	// Capture, when set, makes Prepare append a copy of each column
-	// definition of the statement's result to it, as the client gets it.
-	Capture *[][]byte
 
 	pendingEOF bool // a column-definition EOF owed to a non-DEPRECATE_EOF client
 	// holdEnd: the rows being relayed are one part of a result set
@@ -267,17 +264,11 @@ func (r *Relay) forwardColumn(p []byte, more bool) error {
 	if r.RenameTable != nil && !more {
 		if cr, ok := colDefRename(p, r.RenameTable); ok {
 			r.Info.Sent = true
-			if r.Capture != nil {
-				*r.Capture = append(*r.Capture, cr.appendTo(nil, p))
-			}
 			if err := r.Client.EndPacket(cr.appendTo(r.Client.BeginPacket(), p)); err != nil {
 				return clientErr(err)
 			}
 			return nil
 		}
-	}
-	if r.Capture != nil && !more {
-		*r.Capture = append(*r.Capture, append([]byte(nil), p...))
 	}
 	if err := r.forward(p); err != nil {
 		return err
@@ -632,15 +623,10 @@ func (r *Relay) Prepare(clientID uint32) (backendID uint32, columns, params uint
 	if err := r.forward(p); err != nil {
 		return 0, 0, 0, false, err
 	}
-	capture := r.Capture
-	r.Capture = nil
 	if err := r.definitions(params); err != nil {
 		return 0, 0, 0, false, err
 	}
-	r.Capture = capture
-	err = r.definitions(columns)
-	r.Capture = nil
-	if err != nil {
+	if err := r.definitions(columns); err != nil {
 		return 0, 0, 0, false, err
 	}
 	if err := r.Client.Flush(); err != nil {

@@ -18,6 +18,8 @@ const (
 	FlagNotNull  uint16 = 1
 	FlagUnsigned uint16 = 32
 	FlagBinary   uint16 = 128
+	FlagEnum     uint16 = 256
+	FlagSet      uint16 = 2048
 )
 
 // AppendColumnDef appends a protocol 4.1 column definition.

@@ -126,8 +126,11 @@ func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, colum
 		return nil, notSupported("this statement across shards")
 	}
 	b := &mergeBuilder{client: sel, push: sqlparser.CloneRefOfSelect(sel), columns: columns, items: map[*sqlparser.AliasedExpr]int{}}
-	b.spec.Budget = budget
+	b.spec.Budget = budget // 0: engine.DefaultMergeBudget
 	if err := b.build(an); err != nil {
+		return nil, err
+	}
+	if err := b.addWeights(); err != nil {
 		return nil, err
 	}
 	for _, e := range b.hidden {
@@ -144,10 +147,6 @@ func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, colum
 	mp.ShardOrder = shardOrder(b.spec.Order)
 	return mp, nil
 }
-
-// DefaultMergeBudget is the memory a merge may hold for rows it cannot
-// stream, unless configured (merge_memory).
-const DefaultMergeBudget = 64 << 20
 
 func shardOrder(keys []engine.SortKey) string {
 	if len(keys) == 0 {
@@ -186,10 +185,16 @@ type mergeBuilder struct {
 	items map[*sqlparser.AliasedExpr]int
 	// aggCols are the columns holding each aggregate (by its text).
 	aggCols map[string]int
-	// distinctArg is the argument of the statement's DISTINCT aggregates,
-	// and distinctCol its column.
-	distinctArg sqlparser.Expr
-	distinctCol int
+	// distinctArgs are the arguments of the statement's DISTINCT
+	// aggregates, each once, and distinctCols their columns.
+	distinctArgs []sqlparser.Expr
+	distinctCols []int
+	// concat is the statement's GROUP_CONCAT (one ordering for all of
+	// them), and its columns: the value, the rows each part row stands
+	// for, group_concat_max_len.
+	concat                         *sqlparser.GroupConcatExpr
+	concatCol, countCol, maxLenCol int
+	separator                      string
 	// liftedValues: an expression over aggregates reads a hidden
 	// column that is no aggregate (a constant, a group key).
 	liftedValues bool
@@ -346,6 +351,12 @@ func (b *mergeBuilder) column(e sqlparser.Expr) int {
 		}
 	}
 	return b.hiddenColumn(e)
+}
+
+// addHidden adds a hidden column holding e, even when one does.
+func (b *mergeBuilder) addHidden(e sqlparser.Expr) int {
+	b.hidden = append(b.hidden, e)
+	return b.visible + len(b.hidden) - 1
 }
 
 // hiddenColumn returns a hidden column holding e, added if need be.
@@ -567,16 +578,20 @@ func (b *mergeBuilder) groupMerge(grouped bool) error {
 	} else {
 		b.spec.Groups = -1
 	}
-	if err := b.findDistinctArg(); err != nil {
+	if err := b.findDistinctArgs(); err != nil {
 		return err
 	}
-	if b.distinctArg != nil {
-		b.distinctCol = b.hiddenColumn(b.distinctArg)
-		b.spec.Order = append(b.spec.Order, engine.SortKey{Col: b.distinctCol})
+	if err := b.planConcat(); err != nil {
+		return err
+	}
+	for _, arg := range b.distinctArgs {
+		col := b.hiddenColumn(arg)
+		b.distinctCols = append(b.distinctCols, col)
+		b.spec.Order = append(b.spec.Order, engine.SortKey{Col: col})
 		if b.push.GroupBy == nil {
 			b.push.GroupBy = &sqlparser.GroupBy{}
 		}
-		b.push.GroupBy.Exprs = append(b.push.GroupBy.Exprs, sqlparser.Clone(b.distinctArg))
+		b.push.GroupBy.Exprs = append(b.push.GroupBy.Exprs, sqlparser.Clone(arg))
 	}
 	for i, se := range b.push.SelectExprs.Exprs[:b.visible] {
 		ae := se.(*sqlparser.AliasedExpr) // stars are written out
@@ -600,12 +615,12 @@ func (b *mergeBuilder) groupMerge(grouped bool) error {
 		}
 	}
 	b.pushOrder()
-	if !grouped && b.distinctArg != nil && b.liftedValues {
+	if !grouped && (b.distinctArgs != nil || b.concat != nil) && b.liftedValues {
 		// Over zero rows the shards send no row (they group by the
 		// DISTINCT argument), and the merge would not know the values.
-		return notSupported("HAVING or expressions of constants with DISTINCT aggregates without GROUP BY, across shards")
+		return notSupported("HAVING or expressions of constants with DISTINCT aggregates or GROUP_CONCAT without GROUP BY, across shards")
 	}
-	if grouped && b.spec.Final == nil && b.spec.Having == nil && b.distinctArg == nil {
+	if grouped && b.spec.Final == nil && b.spec.Having == nil && b.distinctArgs == nil && b.concat == nil {
 		// The first groups of the answer are among every shard's first.
 		b.pushLimit()
 	}
@@ -658,9 +673,10 @@ func (b *mergeBuilder) tableHasColumn(name string) int {
 	return -1
 }
 
-// findDistinctArg finds the argument of the DISTINCT aggregates: one
-// expression for them all, which the shards group by too.
-func (b *mergeBuilder) findDistinctArg() error {
+// findDistinctArgs finds the arguments of the DISTINCT aggregates, which
+// the shards group by too: the rows of a group then come sorted by the
+// first, and hold each distinct combination of them once.
+func (b *mergeBuilder) findDistinctArgs() error {
 	var err error
 	visit := func(n sqlparser.SQLNode) (bool, error) {
 		var arg sqlparser.Expr
@@ -687,10 +703,8 @@ func (b *mergeBuilder) findDistinctArg() error {
 		if arg == nil {
 			return true, nil
 		}
-		if b.distinctArg == nil {
-			b.distinctArg = arg
-		} else if !sqlparser.Equals.Expr(b.distinctArg, arg) {
-			err = notSupported("DISTINCT aggregates of different expressions across shards")
+		if b.distinctIndex(arg) < 0 {
+			b.distinctArgs = append(b.distinctArgs, arg)
 		}
 		return false, nil
 	}
@@ -698,6 +712,112 @@ func (b *mergeBuilder) findDistinctArg() error {
 		_ = sqlparser.Walk(visit, n)
 	}
 	return err
+}
+
+// planConcat plans the statement's GROUP_CONCAT: the shards group by its
+// ORDER BY keys and its value too, so that a group's rows come in the
+// order it joins them, each standing for COUNT(*) rows; the DISTINCT
+// aggregates' arguments, grouped by after them, are then counted by set.
+func (b *mergeBuilder) planConcat() error {
+	var err error
+	for _, n := range []sqlparser.SQLNode{b.client.SelectExprs, b.client.Having, b.client.OrderBy} {
+		_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+			switch f := n.(type) {
+			case *sqlparser.Subquery:
+				return false, nil
+			case *sqlparser.GroupConcatExpr:
+				switch {
+				case b.concat != nil && !sqlparser.Equals.RefOfGroupConcatExpr(b.concat, f):
+					err = notSupported("several different GROUP_CONCAT() across shards")
+				case f.Limit != nil:
+					err = notSupported("GROUP_CONCAT() … LIMIT across shards")
+				case f.Distinct && len(f.OrderBy) > 0 && !orderedByItself(f):
+					err = notSupported("GROUP_CONCAT(DISTINCT …) ordered by other expressions across shards")
+				}
+				b.concat = f
+				return false, nil
+			}
+			return true, nil
+		}, n)
+	}
+	if err != nil || b.concat == nil {
+		return err
+	}
+	if b.push.GroupBy == nil {
+		b.push.GroupBy = &sqlparser.GroupBy{}
+	}
+	for _, o := range b.concat.OrderBy {
+		col := b.hiddenColumn(o.Expr)
+		b.spec.Order = append(b.spec.Order, engine.SortKey{Col: col, Desc: o.Direction == sqlparser.DescOrder})
+		b.push.GroupBy.Exprs = append(b.push.GroupBy.Exprs, sqlparser.Clone(o.Expr))
+	}
+	value := &sqlparser.FuncExpr{Name: sqlparser.NewIdentifierCI("concat")}
+	for _, e := range b.concat.Exprs {
+		value.Exprs = append(value.Exprs, sqlparser.Clone(e))
+	}
+	b.concatCol = b.hiddenColumn(value)
+	b.spec.Order = append(b.spec.Order, engine.SortKey{Col: b.concatCol})
+	b.push.GroupBy.Exprs = append(b.push.GroupBy.Exprs, sqlparser.Clone(sqlparser.Expr(value)))
+	b.countCol = b.addHidden(&sqlparser.CountStar{})
+	maxLen, perr := weightParser().ParseExpr("@@group_concat_max_len")
+	if perr != nil {
+		return fmt.Errorf("planner: %w", perr)
+	}
+	b.maxLenCol = b.addHidden(maxLen)
+	b.separator, err = separator(b.concat)
+	return err
+}
+
+// separator is a GROUP_CONCAT's SEPARATOR's value (Vitess keeps it as a
+// string literal), ',' when it has none.
+func separator(f *sqlparser.GroupConcatExpr) (string, error) {
+	if f.Separator == "" {
+		return ",", nil
+	}
+	e, err := weightParser().ParseExpr(f.Separator)
+	if l, ok := e.(*sqlparser.Literal); err == nil && ok && l.Type == sqlparser.StrVal {
+		return l.Val, nil
+	}
+	return "", notSupported("the GROUP_CONCAT() SEPARATOR " + f.Separator + " across shards")
+}
+
+// orderedByItself: a GROUP_CONCAT(DISTINCT x ORDER BY x) orders by its
+// own expressions, in their order.
+func orderedByItself(f *sqlparser.GroupConcatExpr) bool {
+	if len(f.OrderBy) > len(f.Exprs) {
+		return false
+	}
+	for i, o := range f.OrderBy {
+		if !sqlparser.Equals.Expr(o.Expr, f.Exprs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// distinctIndex is arg's place among the DISTINCT arguments, or -1.
+func (b *mergeBuilder) distinctIndex(arg sqlparser.Expr) int {
+	for i, a := range b.distinctArgs {
+		if sqlparser.Equals.Expr(a, arg) {
+			return i
+		}
+	}
+	return -1
+}
+
+// distinctArgOf is the argument of a DISTINCT aggregate.
+func distinctArgOf(f sqlparser.AggrFunc) sqlparser.Expr {
+	switch f := f.(type) {
+	case *sqlparser.Count:
+		if len(f.Args) == 1 {
+			return f.Args[0]
+		}
+	case *sqlparser.Sum:
+		return f.Arg
+	case *sqlparser.Avg:
+		return f.Arg
+	}
+	return nil
 }
 
 // item plans visible item i: an aggregate combined in its own column, an
@@ -713,7 +833,7 @@ func (b *mergeBuilder) item(i int, e sqlparser.Expr) error {
 			return err
 		}
 		if kind != 0 {
-			b.aggregate(i, kind)
+			b.aggregate(i, kind, f)
 			b.aggCols[sqlparser.String(f)] = i
 			return nil
 		}
@@ -730,10 +850,14 @@ func (b *mergeBuilder) item(i int, e sqlparser.Expr) error {
 	return nil
 }
 
-func (b *mergeBuilder) aggregate(col int, kind engine.AggKind) {
+func (b *mergeBuilder) aggregate(col int, kind engine.AggKind, f sqlparser.AggrFunc) {
 	a := engine.Aggregate{Kind: kind, Col: col}
-	if kind == engine.AggCountDistinct || kind == engine.AggSumDistinct {
-		a.Arg = b.distinctCol
+	switch kind {
+	case engine.AggCountDistinct, engine.AggSumDistinct:
+		a.Arg = b.distinctCols[b.distinctIndex(distinctArgOf(f))]
+	case engine.AggGroupConcat:
+		a.Arg, a.Count, a.MaxLen = b.concatCol, b.countCol, b.maxLenCol
+		a.Sep, a.Distinct = b.separator, b.concat.Distinct
 	}
 	b.spec.Aggregates = append(b.spec.Aggregates, a)
 }
@@ -767,6 +891,8 @@ func aggKind(f sqlparser.AggrFunc) (engine.AggKind, error) {
 		return engine.AggBitXor, nil
 	case *sqlparser.Avg:
 		return 0, nil
+	case *sqlparser.GroupConcatExpr:
+		return engine.AggGroupConcat, nil
 	}
 	return 0, notSupported(strings.ToUpper(f.AggrName()) + "() across shards")
 }
@@ -786,7 +912,7 @@ func (b *mergeBuilder) aggColumn(f sqlparser.AggrFunc) (int, error) {
 		return 0, fmt.Errorf("planner: aggColumn of AVG")
 	}
 	col := b.hiddenColumn(f)
-	b.aggregate(col, kind)
+	b.aggregate(col, kind, f)
 	b.aggCols[key] = col
 	return col, nil
 }
@@ -809,7 +935,7 @@ func (b *mergeBuilder) lift(e sqlparser.Expr) (sqlparser.Expr, error) {
 		case sqlparser.AggrFunc:
 			return false
 		case sqlparser.Expr:
-			return containsAggregate(n)
+			return containsAggregate(n) || b.namesAlias(n)
 		}
 		return true
 	}, func(c *sqlparser.CopyOnWriteCursor) {
@@ -828,7 +954,9 @@ func (b *mergeBuilder) lift(e sqlparser.Expr) (sqlparser.Expr, error) {
 				return
 			}
 			col, err = b.aggColumn(expr.(sqlparser.AggrFunc))
-		case containsAggregate(expr):
+		case b.itemByAlias(expr) >= 0:
+			col, err = b.liftValue(expr)
+		case containsAggregate(expr) || b.namesAlias(expr):
 			return // its parts are lifted
 		default:
 			col, err = b.liftValue(expr)
@@ -993,14 +1121,73 @@ func newUnionMerge(p Parsed, u *sqlparser.Union, sh *router.Shape, rename Rename
 		spec.Groups = len(spec.Order)
 	}
 	b.pushLimit()
+	if err := unionWeights(push, spec, len(items)); err != nil {
+		return nil, err
+	}
 	push.OrderBy = orderByPositions(spec.Order)
 	lits, params := droppedIn(sh, u.OrderBy, u.Limit)
 	push.Limit = &sqlparser.Limit{Rowcount: sqlparser.NewArgument(mergeLimitArg)}
-	tmpl, err := newTemplateWith(p, sh, rename, templateOptions{limit: push.Limit, dropped: lits, droppedParams: params}, push)
+	named := map[*sqlparser.AliasedExpr]int{}
+	for i, e := range firstSelect(push).SelectExprs.Exprs[:len(items)] {
+		if ae, ok := e.(*sqlparser.AliasedExpr); ok && ae.As.IsEmpty() && needsName(ae.Expr) {
+			named[ae] = i // named by the client's text; the hidden ones are not
+		}
+	}
+	tmpl, err := newTemplateWith(p, sh, rename, templateOptions{items: named, itemCount: len(items), limit: push.Limit, dropped: lits, droppedParams: params}, push)
 	if err != nil {
 		return nil, err
 	}
 	return &MergePlan{Tmpl: tmpl, Spec: spec, Limit: b.limit, ShardOrder: shardOrder(spec.Order), NoProbe: true}, nil
+}
+
+// unionWeights adds to every SELECT of the pushed UNION the weights of
+// its columns the merge compares (see addWeights), as hidden columns
+// after the n visible ones. Each SELECT weighs its own column: the
+// UNION's column has their collation when they share one.
+func unionWeights(u *sqlparser.Union, spec *engine.MergeSpec, n int) error {
+	var cols []int
+	for _, k := range spec.Order {
+		cols = append(cols, k.Col)
+	}
+	if len(cols) == 0 {
+		return nil
+	}
+	spec.Weights = make([]int, n+2*len(cols))
+	for i := range spec.Weights {
+		spec.Weights[i] = -1
+	}
+	for j, c := range cols {
+		spec.Weights[c] = n + 2*j
+	}
+	spec.Hidden = 2 * len(cols)
+	var err error
+	eachSelect(u, func(s *sqlparser.Select) {
+		for _, c := range cols {
+			ae, ok := s.SelectExprs.Exprs[c].(*sqlparser.AliasedExpr)
+			if !ok {
+				err = notSupported("SELECT * in a UNION with ORDER BY or DISTINCT across shards; list the columns")
+				return
+			}
+			w, space, werr := weightExprs(ae.Expr)
+			if werr != nil {
+				err = werr
+				return
+			}
+			s.SelectExprs.Exprs = append(s.SelectExprs.Exprs, &sqlparser.AliasedExpr{Expr: w}, &sqlparser.AliasedExpr{Expr: space})
+		}
+	})
+	return err
+}
+
+// eachSelect calls f with every SELECT of a UNION.
+func eachSelect(ts sqlparser.TableStatement, f func(*sqlparser.Select)) {
+	switch s := ts.(type) {
+	case *sqlparser.Select:
+		f(s)
+	case *sqlparser.Union:
+		eachSelect(s.Left, f)
+		eachSelect(s.Right, f)
+	}
 }
 
 // unionDistinct reports whether a UNION chain removes duplicates from
@@ -1096,3 +1283,110 @@ func droppedIn(sh *router.Shape, nodes ...sqlparser.SQLNode) (lits, params []boo
 	}
 	return lits, params
 }
+
+// addWeights adds, for each column the merge compares (sort and group
+// keys, DISTINCT arguments, MIN and MAX), a hidden column with its
+// collation weight computed by the shard: a column definition names the
+// connection's character set, not the column's collation, so the proxy
+// cannot know how a string compares (a utf8mb4_bin column reads as
+// utf8mb4_general_ci). The weight string of the value, with trailing
+// spaces trimmed for PAD SPACE collations, compares as the collation
+// does, byte by byte, for every collation the server has. Values that
+// are not strings ignore it; columns the merge computes itself have none.
+func (b *mergeBuilder) addWeights() error {
+	var cols []int
+	for _, ks := range [][]engine.SortKey{b.spec.Order, b.spec.Final} {
+		for _, k := range ks {
+			cols = append(cols, k.Col)
+		}
+	}
+	for _, a := range b.spec.Aggregates {
+		switch a.Kind {
+		case engine.AggMin, engine.AggMax:
+			cols = append(cols, a.Col)
+		case engine.AggCountDistinct, engine.AggSumDistinct:
+			cols = append(cols, a.Arg)
+		}
+	}
+	computed := map[int]bool{}
+	for _, c := range b.spec.Computed {
+		computed[c.Col] = true
+	}
+	weights := map[int]int{}
+	for _, c := range cols {
+		if _, done := weights[c]; done || computed[c] {
+			continue
+		}
+		e := b.columnExpr(c)
+		if e == nil || notString(e) {
+			continue
+		}
+		w, space, err := weightExprs(e)
+		if err != nil {
+			return err
+		}
+		weights[c] = b.addHidden(w)
+		b.addHidden(space)
+	}
+	if len(weights) == 0 {
+		return nil
+	}
+	b.spec.Weights = make([]int, b.visible+len(b.hidden))
+	for i := range b.spec.Weights {
+		b.spec.Weights[i] = -1
+	}
+	for c, w := range weights {
+		b.spec.Weights[c] = w
+	}
+	return nil
+}
+
+// columnExpr is the expression of a column of the pushed rows.
+func (b *mergeBuilder) columnExpr(c int) sqlparser.Expr {
+	if c >= b.visible {
+		return b.hidden[c-b.visible]
+	}
+	if ae, ok := b.push.SelectExprs.Exprs[c].(*sqlparser.AliasedExpr); ok {
+		return ae.Expr
+	}
+	return nil
+}
+
+// notString reports expressions whose value is never a string: their
+// comparisons need no weight.
+func notString(e sqlparser.Expr) bool {
+	switch e := e.(type) {
+	case *sqlparser.CountStar, *sqlparser.Count, *sqlparser.Sum, *sqlparser.Avg,
+		*sqlparser.BitAnd, *sqlparser.BitOr, *sqlparser.BitXor:
+		return true
+	case *sqlparser.Literal:
+		return e.Type == sqlparser.IntVal || e.Type == sqlparser.DecimalVal || e.Type == sqlparser.FloatVal
+	case *sqlparser.BinaryExpr:
+		return true // arithmetic and bit operators give numbers
+	}
+	return false
+}
+
+// weightTemplate is a value X's weight string, and spaceTemplate the
+// weight of a space under X's collation: the shorter of two weights
+// compares as if padded with it, as PAD SPACE collations compare ('a' =
+// 'a ', 'a\t' < 'a'). Binary strings and NO PAD collations have none.
+const (
+	weightTemplate = "weight_string(X)"
+	spaceTemplate  = "if(collation(X) = 'binary' or collation(X) like '%nopad%' or collation(X) like '%0900%', '', weight_string(concat(left(X, 0), ' ')))"
+)
+
+// weightExprs are the weight and space columns of a value e (see
+// MergeSpec.Weights).
+func weightExprs(e sqlparser.Expr) (weight, space sqlparser.Expr, err error) {
+	x := sqlparser.String(e)
+	if weight, err = weightParser().ParseExpr(strings.ReplaceAll(weightTemplate, "X", x)); err == nil {
+		space, err = weightParser().ParseExpr(strings.ReplaceAll(spaceTemplate, "X", x))
+	}
+	if err != nil {
+		return nil, nil, notSupported(fmt.Sprintf("comparing %s across shards (%v)", x, err))
+	}
+	return weight, space, nil
+}
+
+var weightParser = sync.OnceValue(func() *sqlparser.Parser { return sqlparser.NewTestParser() })

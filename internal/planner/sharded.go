@@ -93,11 +93,7 @@ func (k *Keyspace) buildParsed(parsed Parsed, sql []byte, sh *router.Shape, db s
 			return &Plan{Err: err}, parsed.Exact
 		}
 		if an.Insert == nil && an.TopMerge != 0 {
-			budget := int64(DefaultMergeBudget)
-			if k.Schema.MergeMemory > 0 {
-				budget = k.Schema.MergeMemory
-			}
-			p.Merge, p.MergeErr = newMergePlan(parsed, an, sh, k.renamer(db), k.tableColumns, budget)
+			p.Merge, p.MergeErr = newMergePlan(parsed, an, sh, k.renamer(db), k.tableColumns, k.Schema.MergeMemory)
 		}
 	}
 	return p, parsed.Exact

@@ -1,0 +1,446 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"vitess.io/vitess/go/sqltypes"
+)
+
+// The I/O half of a Merge: every part runs at once, one connection per
+// shard, and is read as a stream of rows (mysql.RowStream) that the row
+// pipeline (run, merge_run.go) consumes; the answer is written by a
+// mysql.ResultWriter. Memory stays flat: one row per part is buffered,
+// and the client's output is flushed before any read that would wait, so
+// a client that stops reading stops the merge, and TCP stops the shards.
+
+// mergePart is a part being executed: its connection and its rows.
+type mergePart struct {
+	p    *Part
+	conn *backend.Conn
+	rows mysql.RowStream
+	i    int
+}
+
+// partError is the failure of one part's input, returned unchanged by
+// run: the server's ERR (a *mysql.SQLError) or a failure to read (a
+// *mysql.RelayError).
+type partError struct {
+	part int
+	err  error
+}
+
+func (e *partError) Error() string { return e.err.Error() }
+func (e *partError) Unwrap() error { return e.err }
+
+// Next implements mergeInput.
+func (mp *mergePart) Next() ([]sqltypes.Value, bool, error) {
+	row, ok, err := mp.rows.Next()
+	if err != nil {
+		return nil, false, &partError{part: mp.i, err: err}
+	}
+	return row, ok, nil
+}
+
+// mergeSink is the merge as the row pipeline's output.
+type mergeSink Merge
+
+// Row implements mergeOutput.
+func (s *mergeSink) Row(row []sqltypes.Value) error {
+	if err := (*Merge)(s).begin(); err != nil {
+		return err
+	}
+	return s.w.Row(row)
+}
+
+// Pass implements mergeOutput.
+func (s *mergeSink) Pass(i int) error {
+	if err := (*Merge)(s).begin(); err != nil {
+		return err
+	}
+	return s.w.Pass(&s.open[i].rows)
+}
+
+// begin sends the client the column definitions, once, when the first
+// row goes out or the answer ends without rows: by then every part has
+// been read up to its first row, and the definitions can be those of a
+// part that read one sub-table and found rows. A server types some
+// columns of a grouped result differently when it has no rows (flags of
+// a temporary table's fields), and a UNION ALL's columns lose their
+// tables: one server holding every row answers as such a part.
+func (m *Merge) begin() error {
+	if m.begun {
+		return nil
+	}
+	m.begun = true
+	return m.w.Begin(m.clientDefs(), m.cols, m.visible, m.status)
+}
+
+// clientDefs chooses the column definitions the client gets: those of
+// the first part that read one sub-table and had rows, else of the first
+// that read one sub-table, else the probe's, else the first part's.
+func (m *Merge) clientDefs() [][]byte {
+	plain := -1
+	for i := range m.open {
+		if m.Parts[i].Union {
+			continue
+		}
+		if m.open[i].rows.Info.Rows > 0 {
+			return m.open[i].rows.Defs
+		}
+		if plain < 0 {
+			plain = i
+		}
+	}
+	switch {
+	case plain >= 0:
+		return m.open[plain].rows.Defs
+	case m.Probe:
+		return m.probe
+	}
+	return m.open[0].rows.Defs
+}
+
+// mergeState is the I/O state of a Merge's execution, kept for the next
+// one's buffers.
+type mergeState struct {
+	open   []mergePart
+	inputs []mergeInput
+	w      mysql.ResultWriter
+	// The probe's column definitions (Merge.Probe), copied out of the
+	// first part's stream before it reads the part's own.
+	probe    [][]byte
+	probeBuf []byte
+	// headerFailed: the execution ended before the column definitions
+	// went out; whether the session goes on.
+	headerFailed bool
+	// What begin sends, once (begun).
+	cols    []mysql.ColumnDef
+	visible int
+	status  uint16
+	begun   bool
+}
+
+// Execute implements Primitive.
+func (m *Merge) Execute(c Cursor, q []byte) bool {
+	binary := len(q) > 0 && q[0] == mysql.ComStmtExecute
+	if binary && len(q) > 5 && q[5] != mysql.CursorTypeNoCursor {
+		return c.Fail(mysql.NewError(mysql.ERNotSupportedYet, "42000",
+			"This version of shardgate doesn't yet support 'a cursor (COM_STMT_EXECUTE with a cursor type) over several shards'; execute it without a cursor"))
+	}
+	if len(m.Parts) == 0 {
+		return c.Fail(mysql.NewError(mysql.ERUnknownError, mysql.StateGeneral, "shardgate: a multi-shard merge without parts"))
+	}
+	m.open, m.w = m.open[:0], mysql.ResultWriter{}
+	var r *mysql.Relay
+	// Every part's command goes out before any answer is read: the
+	// shards work in parallel.
+	for i := range m.Parts {
+		p := &m.Parts[i]
+		conn, ok := c.Acquire(p.Cluster, m.ReplicaOK)
+		if conn == nil {
+			// The client has the error; the parts sent already stop.
+			return m.abandon(c, -1, nil) && ok
+		}
+		r = c.Relay(conn)
+		m.openPart(i, conn, r.Client, binary)
+		if i == 0 && m.ProbeStmt != nil {
+			if err := m.probeStmt(c, conn, q); err != nil {
+				return m.abandon(c, i, err)
+			}
+		}
+		if err := c.Send(conn, p, q); err != nil {
+			return m.abandon(c, i, err)
+		}
+	}
+	m.w = mysql.ResultWriter{Client: r.Client, ClientCaps: r.ClientCaps, RenameTable: r.RenameTable, Binary: binary}
+	m.inputs = m.inputs[:0]
+	for i := range m.open {
+		m.inputs = append(m.inputs, &m.open[i])
+	}
+	if !m.headers(c) {
+		return m.headerFailed
+	}
+	m.cols, m.begun, m.status = m.open[0].rows.Cols, false, c.Status()
+	m.visible = len(m.cols)
+	if m.Spec != nil {
+		m.visible -= m.Spec.Hidden
+	}
+	return m.end(c, m.run(m.cols, m.inputs, (*mergeSink)(m)))
+}
+
+// probeStmt runs the column probe of a prepared statement's execution
+// (Merge.ProbeStmt) on conn, the first part's, and keeps its column
+// definitions.
+func (m *Merge) probeStmt(c Cursor, conn *backend.Conn, q []byte) error {
+	first := &m.open[0]
+	probe := Part{Cluster: first.p.Cluster, Stmt: m.ProbeStmt, Params: m.ProbeParams}
+	if err := c.Send(conn, &probe, q); err != nil {
+		return err
+	}
+	if err := first.rows.SkipProbeResult(); err != nil {
+		return err
+	}
+	if e := first.rows.Info.Err; e != nil {
+		return e
+	}
+	m.keepProbe(first.rows.Defs)
+	return nil
+}
+
+// openPart records part i, sent on conn, keeping the buffers of the
+// previous execution's part i.
+func (m *Merge) openPart(i int, conn *backend.Conn, client *mysql.Conn, binary bool) {
+	if len(m.open) < cap(m.open) {
+		m.open = m.open[:i+1]
+	} else {
+		m.open = append(m.open, mergePart{})
+	}
+	mp := &m.open[i]
+	mp.p, mp.conn, mp.i = &m.Parts[i], conn, i
+	mp.rows.Reset(conn.Conn, conn.Caps, client, binary)
+}
+
+// headers reads every part's column definitions (the first part's probe
+// first) and checks they agree; false: the client has been answered
+// (headerFailed says whether the session goes on).
+func (m *Merge) headers(c Cursor) bool {
+	if m.Probe && m.ProbeStmt == nil {
+		first := &m.open[0]
+		if err := first.rows.SkipProbe(); err != nil || first.rows.Info.Err != nil {
+			m.headerFailed = m.abandon(c, 0, m.partErr(0, err))
+			return false
+		}
+		m.keepProbe(first.rows.Defs)
+	}
+	for i := range m.open {
+		mp := &m.open[i]
+		if err := mp.rows.Start(); err != nil || mp.rows.Info.Err != nil {
+			m.headerFailed = m.abandon(c, i, m.partErr(i, err))
+			return false
+		}
+		if i > 0 || m.Probe {
+			if e := m.sameColumns(i); e != nil {
+				m.headerFailed = m.abandon(c, -1, e)
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// partErr is part i's error: err, or the server's ERR it answered.
+func (m *Merge) partErr(i int, err error) error {
+	if err == nil {
+		err = m.open[i].rows.Info.Err
+	}
+	return &partError{part: i, err: err}
+}
+
+// sameColumns checks part i's column definitions against the first
+// part's (or the probe's): a client decodes every row by one set. The
+// hidden columns' types may differ (a UNION's weight of an integer is
+// typed otherwise than one SELECT's): each part's rows are read by its
+// own definitions, and the merge compares them as bytes.
+func (m *Merge) sameColumns(i int) *mysql.SQLError {
+	want, what := m.open[0].rows.Defs, "part 1"
+	if i == 0 {
+		want, what = m.probe, "the column probe"
+	}
+	got := m.open[i].rows.Defs
+	if len(got) != len(want) {
+		return mysql.NewError(mysql.ERWrongColumnCount, "21000",
+			"shardgate: part %d of a multi-shard result (shard %s) has %d columns, %s had %d", i+1, m.open[i].p.Cluster.Name, len(got), what, len(want))
+	}
+	if m.Spec != nil {
+		got, want = got[:len(got)-m.Spec.Hidden], want[:len(want)-m.Spec.Hidden]
+	}
+	if col := mysql.ColumnsDiffer(want, got); col >= 0 {
+		return mysql.NewError(mysql.ERUnknownError, mysql.StateGeneral,
+			"shardgate: part %d of a multi-shard result (shard %s): column %d differs in type, character set or signedness from %s (sub-table definitions differ)",
+			i+1, m.open[i].p.Cluster.Name, col+1, what)
+	}
+	return nil
+}
+
+// keepProbe copies the probe's definitions out of the stream that will
+// read the part's own.
+func (m *Merge) keepProbe(defs [][]byte) {
+	m.probeBuf, m.probe = m.probeBuf[:0], m.probe[:0]
+	ends := make([]int, 0, len(defs))
+	for _, d := range defs {
+		m.probeBuf = append(m.probeBuf, d...)
+		ends = append(ends, len(m.probeBuf))
+	}
+	start := 0
+	for _, e := range ends {
+		m.probe = append(m.probe, m.probeBuf[start:e:e])
+		start = e
+	}
+}
+
+// end finishes the execution once run returned (err nil: the answer's
+// rows are out): every part still running is stopped, every connection
+// is done with, and the client gets the terminator, or an ERR that ends
+// the result when anything failed.
+func (m *Merge) end(c Cursor, err error) bool {
+	var re *mysql.RelayError
+	if errors.As(err, &re) && !re.Backend {
+		return m.clientGone(c, err)
+	}
+	broken, brokenErr := -1, error(nil)
+	var pe *partError
+	if errors.As(err, &pe) && mysql.IsBackendError(pe.err) {
+		broken, brokenErr = pe.part, pe.err
+	}
+	warnings, goOn := uint16(0), true
+	for i := range m.open {
+		mp := &m.open[i]
+		if i == broken {
+			continue
+		}
+		if serr := m.stop(mp); serr != nil {
+			if broken < 0 {
+				broken, brokenErr = i, serr
+				continue
+			}
+			goOn = c.Drop(mp.conn, serr) && goOn
+			continue
+		}
+		warnings = mysql.SumWarnings(warnings, mp.rows.Info.Warnings)
+		c.Done(mp.conn, &mp.rows.Info)
+	}
+	if broken >= 0 {
+		// Its connection's failure ends the result, naming its shard.
+		return m.failed(c, &m.open[broken], brokenErr) && goOn
+	}
+	if err == nil {
+		err = m.begin() // no row went out: the definitions still must
+	}
+	var werr error
+	switch {
+	case err == nil:
+		werr = m.w.End(warnings, c.Status())
+	default:
+		werr = m.w.Fail(m.answerErr(err))
+	}
+	return werr == nil && goOn
+}
+
+// answerErr is the error that ends the client's result: a part's ERR or
+// the merge's own *SQLError as they are, anything else as an internal
+// error that says what failed.
+func (m *Merge) answerErr(err error) *mysql.SQLError {
+	var se *mysql.SQLError
+	if errors.As(err, &se) {
+		return se
+	}
+	return mysql.NewError(mysql.ERUnknownError, mysql.StateGeneral, "shardgate: multi-shard merge failed: %v", err)
+}
+
+// failed answers for part mp, whose connection failed (err), with an error
+// that names its shard, ending the result when the client has part of it.
+func (m *Merge) failed(c Cursor, mp *mergePart, err error) bool {
+	c.AnnotateErrors(func(e *mysql.SQLError) *mysql.SQLError {
+		return &mysql.SQLError{Code: e.Code, State: e.State,
+			Message: fmt.Sprintf("shardgate: shard %s failed during a multi-shard read: %s", mp.p.Cluster.Name, e.Message)}
+	})
+	defer c.AnnotateErrors(nil)
+	return c.Failed(mp.conn, err, m.w.Info.Sent)
+}
+
+// abandon ends an execution before the client got anything: the open
+// parts are stopped and done with, and the client gets err (nil: it has
+// been answered already): a part's failure (*partError) names its shard
+// when it is its connection's.
+func (m *Merge) abandon(c Cursor, failedPart int, err error) bool {
+	var pe *partError
+	var re *mysql.RelayError
+	switch {
+	case errors.As(err, &re) && !re.Backend:
+		return m.clientGone(c, err)
+	case errors.As(err, &pe) && mysql.IsBackendError(pe.err):
+		failedPart, err = pe.part, pe.err
+	case errors.As(err, &pe):
+		failedPart = -1 // a server's ERR: its connection is fine
+	}
+	goOn := true
+	for i := range m.open {
+		mp := &m.open[i]
+		if i == failedPart && err != nil {
+			continue
+		}
+		if serr := m.stop(mp); serr != nil {
+			goOn = c.Drop(mp.conn, serr) && goOn
+			continue
+		}
+		c.Done(mp.conn, &mp.rows.Info)
+	}
+	switch {
+	case err == nil:
+		return goOn
+	case failedPart >= 0:
+		return m.failed(c, &m.open[failedPart], err) && goOn
+	}
+	return c.Fail(m.answerErr(err)) && goOn
+}
+
+// clientGone ends an execution whose client failed: every part still
+// running is interrupted, so that no shard keeps working for nobody, and
+// its connection discarded (its answer is unread).
+func (m *Merge) clientGone(c Cursor, err error) bool {
+	for i := range m.open {
+		mp := &m.open[i]
+		if !mp.rows.Done() {
+			killQuery(mp.conn)
+		}
+		c.Failed(mp.conn, err, true)
+	}
+	return false
+}
+
+// stop ends part mp's use of its connection without reading its rows:
+// what the server already sent is read; a part still running is
+// interrupted with KILL QUERY, and what it had sent before stopping is
+// read and dropped. A KILL costs a connection to the server, but the
+// part's own connection stays usable (its transaction, if any, too),
+// where closing it would cost a new one for the pool and, inside a
+// transaction, the transaction. A part that never answered (Send
+// failed) is dropped by the caller; its error is returned.
+func (m *Merge) stop(mp *mergePart) error {
+	if mp.rows.Done() {
+		return nil
+	}
+	mp.rows.Client = nil // the client's answer is not this read's concern
+	if mp.rows.Info.Results == 0 {
+		// The header was never read: read it first, so that what follows
+		// is rows.
+		if err := mp.rows.Start(); err != nil {
+			return err
+		}
+		if mp.rows.Done() {
+			return nil
+		}
+	}
+	if done, err := mp.rows.Drain(false); done || err != nil {
+		return err
+	}
+	killQuery(mp.conn)
+	_, err := mp.rows.Drain(true)
+	return err
+}
+
+// killQuery interrupts the statement running on c with KILL QUERY over a
+// connection of its own.
+func killQuery(c *backend.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+	defer cancel()
+	_ = c.Pool().KillQuery(ctx, c.ThreadID)
+}
+
+// killTimeout bounds the KILL QUERY of a part a merge stops.
+const killTimeout = 5 * time.Second
