@@ -4,18 +4,27 @@
 #   make bench BENCH_FLAGS="--threads 1,16,64"   any sgbench flag
 #   make bench-stream                            a 1 GiB result through every target
 #   make bench-stream BENCH_FLAGS="--size 8MiB"  any `sgbench stream` flag
-#   make bench-smoke                             the quick harness test (< 1 min)
+#   make bench-scatter                           merges over 4 shards against one server
+#   make bench-memory                            proxy RSS during merges of 10M rows of 1 KiB
+#   make bench-memory BENCH_FLAGS="--rows 100000" any `sgbench memory` flag
+#   make bench-smoke                             the quick harness tests (< 1 min)
 
 GO ?= go
 BENCH_FLAGS ?=
 
-.PHONY: bench bench-stream bench-smoke
+.PHONY: bench bench-stream bench-scatter bench-memory bench-smoke
 
 bench:
 	$(GO) run ./bench/cmd/sgbench $(BENCH_FLAGS)
 
 bench-stream:
 	$(GO) run ./bench/cmd/sgbench stream $(BENCH_FLAGS)
+
+bench-scatter:
+	$(GO) run ./bench/cmd/sgbench scatter $(BENCH_FLAGS)
+
+bench-memory:
+	$(GO) run ./bench/cmd/sgbench memory $(BENCH_FLAGS)
 
 bench-smoke:
 	$(GO) test ./bench/... -count=1 -v

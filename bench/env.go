@@ -30,8 +30,8 @@ const (
 	Relay     Target = "relay"     // HAProxy in TCP mode in front of it
 	Shardgate Target = "shardgate" // shardgate in front of it
 	// Sharded is shardgate with the sysbench tables hash-sharded on id
-	// over two shards of 4 sub-tables each (sharded.go). Only the tests in
-	// ShardedTests run on it.
+	// over ShardedShards shards of ShardedSubTables sub-tables each
+	// (sharded.go). Only the tests in ShardedTests run on it.
 	Sharded Target = "sharded"
 )
 
@@ -73,6 +73,9 @@ type EnvOptions struct {
 	// BufferPool is mariadbd's --innodb-buffer-pool-size (DefaultBufferPool
 	// when empty).
 	BufferPool string
+	// ServerArgs are more mariadbd options, after the buffer pool's (the
+	// memory benchmark's bulk load: no doublewrite, a larger redo log).
+	ServerArgs []string
 	// ShardgateBin is a prebuilt shardgate binary; empty builds one from
 	// ./cmd/shardgate of the module the harness runs in.
 	ShardgateBin string
@@ -143,7 +146,7 @@ func StartEnv(ctx context.Context, opts EnvOptions) (env *Env, err error) {
 			}
 		}
 	}()
-	if err := e.startServer(opts.BufferPool); err != nil {
+	if err := e.startServer(opts.BufferPool, opts.ServerArgs); err != nil {
 		return nil, err
 	}
 	if slices.Contains(targets, Relay) {
@@ -212,12 +215,13 @@ func (e *Env) logf(format string, args ...any) {
 
 // startServer starts mariadbd with a buffer pool that holds the data set and
 // creates the benchmark database.
-func (e *Env) startServer(bufferPool string) error {
+func (e *Env) startServer(bufferPool string, extra []string) error {
 	if bufferPool == "" {
 		bufferPool = DefaultBufferPool
 	}
-	e.logf("starting mariadbd (--innodb-buffer-pool-size=%s)", bufferPool)
-	srv, err := testenv.StartE(testenv.Options{ExtraArgs: []string{"--innodb-buffer-pool-size=" + bufferPool}})
+	args := append([]string{"--innodb-buffer-pool-size=" + bufferPool}, extra...)
+	e.logf("starting mariadbd (%s)", strings.Join(args, " "))
+	srv, err := testenv.StartE(testenv.Options{ExtraArgs: args})
 	if err != nil {
 		if errors.Is(err, testenv.ErrNotInstalled) {
 			return fmt.Errorf("%w: %v", ErrMissingTool, err)

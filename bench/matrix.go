@@ -39,10 +39,12 @@ func DefaultConfig() Config {
 	}
 }
 
-// ShardedTests are the tests the Sharded target runs: statements on one
-// key. The others read ranges with ORDER BY, DISTINCT and SUM, which
-// shardgate refuses across sub-tables until it merges.
-var ShardedTests = []string{"oltp_point_select"}
+// ShardedTests are the tests the Sharded target runs: point selects, and
+// oltp_read_only, whose range reads (ORDER BY, DISTINCT, SUM over an id
+// range) are merged across shards. The write tests are left out: their
+// transactions write rows of several shards, which a sharded transaction
+// refuses (writes stay on one shard).
+var ShardedTests = []string{"oltp_point_select", "oltp_read_only"}
 
 // targetsFor are the targets of test, in round-1 order.
 func (c Config) targetsFor(test string) []Target {

@@ -12,19 +12,19 @@ import (
 )
 
 // The Sharded target: shardgate with each sysbench table sbtestN
-// hash-sharded on id over two shards of ShardedSubTables sub-tables each
-// (sbtestN_0000 … sbtestN_0007). Both shards are the benchmark's one
-// mariadbd, so the server does the same work as for the unsharded targets
-// and the comparison with Shardgate measures the proxy's cost of
-// sharding: the shape scan, the plan-cache look-up, the key's placement
-// and the rename.
+// hash-sharded on id over ShardedShards shards of ShardedSubTables
+// sub-tables each (sbtestN_0000 … sbtestN_0007). Every shard is the
+// benchmark's one mariadbd, so the server does the same work as for the
+// unsharded targets and the comparison with Shardgate measures the
+// proxy's cost of sharding: the shape scan, the plan-cache look-up, the
+// key's placement and the rename, and for reads across shards the merge.
 const (
-	ShardedShards    = 2
-	ShardedSubTables = 4 // per shard
+	ShardedShards    = 4
+	ShardedSubTables = 2 // per shard
 )
 
 // The streaming benchmark's table on the Sharded target: StreamTable,
-// sharded (mod on id) into StreamSubTables sub-tables over the two shards,
+// sharded (mod on id) into StreamSubTables sub-tables over the shards (one each),
 // which a scatter read streams (issue 13: 1 GB from 4 sub-tables).
 const (
 	StreamTable     = "sgstream"
@@ -68,9 +68,10 @@ func (e *Env) StartSharded(ctx context.Context, tables int) error {
 	})
 }
 
-// shardedConfig is the sharded target's configuration: two clusters on the
-// same server, the sysbench user, every sysbench table sharded and the
-// streaming benchmark's table.
+// shardedConfig is the sharded target's configuration: ShardedShards
+// clusters on the same server, the sysbench user, every sysbench table
+// sharded, the streaming benchmark's table and the merge benchmarks'
+// tables (ScatterTable, MemoryTable).
 func shardedConfig(listen, server string, tables int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "listeners: [{address: %q}]\nlog: {level: warn}\n", listen)
@@ -88,6 +89,10 @@ func shardedConfig(listen, server string, tables int) string {
 	}
 	fmt.Fprintf(&b, "      - {name: %s, shard_key: id, rule: mod, shards: [%s], sub_tables: %d}\n",
 		StreamTable, strings.Join(shards, ", "), StreamSubTables/ShardedShards)
+	fmt.Fprintf(&b, "      - {name: %s, shard_key: id, rule: mod, shards: [%s], sub_tables: %d}\n",
+		ScatterTable, strings.Join(shards, ", "), ShardedSubTables)
+	fmt.Fprintf(&b, "      - {name: %s, shard_key: id, rule: mod, shards: [%s], sub_tables: 1}\n",
+		MemoryTable, strings.Join(shards, ", "))
 	return b.String()
 }
 

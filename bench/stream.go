@@ -265,10 +265,15 @@ type streamConn struct {
 // openStreamConn logs in to addr as the sysbench runs do (test account,
 // benchmark database: the SEQUENCE engine needs a current database).
 func openStreamConn(ctx context.Context, addr string) (*streamConn, error) {
+	return openConn(ctx, addr, streamStallTimeout)
+}
+
+// openConn is openStreamConn with another read deadline (0: none).
+func openConn(ctx context.Context, addr string, readTimeout time.Duration) (*streamConn, error) {
 	mc := mysql.NewConfig()
 	mc.User, mc.Passwd, mc.Net, mc.Addr, mc.DBName = testenv.User, testenv.Password, "tcp", addr, Database
 	mc.Timeout = 10 * time.Second
-	mc.ReadTimeout = streamStallTimeout
+	mc.ReadTimeout = readTimeout
 	connector, err := mysql.NewConnector(mc)
 	if err != nil {
 		return nil, fmt.Errorf("stream client for %s: %w", addr, err)

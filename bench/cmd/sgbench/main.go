@@ -6,6 +6,8 @@
 //	sgbench [run] [flags]   the sysbench matrix (what `make bench` runs)
 //	sgbench rate [flags]    constant-rate capacity search
 //	sgbench stream [flags]  a large result streamed through every target
+//	sgbench scatter [flags] merges across shards against one server (QPS, latency, CPU per row)
+//	sgbench memory [flags]  the proxy's memory during large merges over 4 shards
 package main
 
 import (
@@ -27,8 +29,10 @@ const usageText = `usage:
   sgbench [run] [flags]   run the sysbench matrix: direct / relay (HAProxy) / shardgate
   sgbench rate [flags]    constant-rate capacity search against one target
   sgbench stream [flags]  stream a large result (default 1 GiB) through every target
+  sgbench scatter [flags] ORDER BY ... LIMIT and GROUP BY merged over 4 shards against one server
+  sgbench memory [flags]  proxy RSS during large merges (default 10 million rows of 1 KiB over 4 shards)
 
-"sgbench run -h", "sgbench rate -h" and "sgbench stream -h" list the flags.
+"sgbench <command> -h" lists a command's flags.
 See docs/benchmarks.md.
 `
 
@@ -50,6 +54,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runRate(ctx, args, stdout, stderr)
 	case "stream":
 		return runStream(ctx, args, stdout, stderr)
+	case "scatter":
+		return runScatter(ctx, args, stdout, stderr)
+	case "memory":
+		return runMemory(ctx, args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usageText)
 		return 0
@@ -409,6 +417,152 @@ func parseStreamFlags(args []string, stderr io.Writer) (bench.StreamConfig, stri
 	if cfg.Targets, err = parseTargets(targets); err != nil {
 		return cfg, "", ef, err
 	}
+	if err := errors.Join(cfg.Validate(), ef.validate()); err != nil {
+		return cfg, "", ef, err
+	}
+	return cfg, *out, ef, nil
+}
+
+// ---------------------------------------------------------------------------
+// sgbench scatter
+
+func runScatter(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, out, ef, err := parseScatterFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "sgbench scatter: %v\n", err)
+		return 2
+	}
+	env, err := startEnv(ctx, ef.options(cfg.Targets, stderr), stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "sgbench scatter: %v\n", err)
+		return exitCode(err)
+	}
+	defer closeEnv(env, stderr)
+	res, runErr := bench.RunScatter(ctx, env, cfg)
+	if res != nil && len(res.Cells) > 0 {
+		fmt.Fprint(stdout, res.Description()+"\n"+res.Tables()+res.MergeTable())
+		if out != "" {
+			path, err := bench.WriteScatterReport(bench.NewScatterReport(context.Background(), env, res), out)
+			if err != nil {
+				fmt.Fprintf(stderr, "sgbench scatter: %v\n", err)
+				return 1
+			}
+			fmt.Fprintf(stderr, "sgbench scatter: wrote %s\n", path)
+		}
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "sgbench scatter: %v\n", runErr)
+		return exitCode(runErr)
+	}
+	if failed := res.Failed(); failed > 0 {
+		fmt.Fprintf(stderr, "sgbench scatter: %d run(s) failed; see \"Failed runs\" in the report\n", failed)
+		return 1
+	}
+	return 0
+}
+
+func parseScatterFlags(args []string, stderr io.Writer) (bench.ScatterConfig, string, envFlags, error) {
+	cfg := bench.DefaultScatterConfig()
+	var ef envFlags
+	fs := flag.NewFlagSet("sgbench scatter", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	queries := stringList(cfg.Queries)
+	psModes := stringList(cfg.PSModes)
+	targets := stringList(targetNames(cfg.Targets))
+	fs.IntVar(&cfg.Rows, "rows", cfg.Rows, "rows of the table (the same rows unsharded and over the shards)")
+	fs.IntVar(&cfg.Groups, "groups", cfg.Groups, "distinct values of g, the GROUP BY's groups")
+	fs.IntVar(&cfg.Threads, "threads", cfg.Threads, "client connections, each running the statement in a loop")
+	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "runs per query and target (targets interleaved, order rotated each round); tables report medians")
+	fs.DurationVar(&cfg.Time, "time", cfg.Time, "duration of each run")
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured warm-up per query, ps-mode and target (0: none)")
+	fs.Var(&queries, "queries", "statements, comma-separated: order-limit, group-by, scatter")
+	fs.Var(&psModes, "ps-modes", "disable (text protocol), auto (prepared statements), comma-separated")
+	fs.Var(&targets, "targets", "targets, comma-separated, in round-1 order (direct, relay, shardgate, sharded)")
+	out := fs.String("out", "bench/results", "directory for scatter-<timestamp>.md (empty: no file)")
+	ef.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return cfg, "", ef, err
+	}
+	cfg.Queries, cfg.PSModes = queries, psModes
+	var err error
+	if cfg.Targets, err = parseTargets(targets); err != nil {
+		return cfg, "", ef, err
+	}
+	if err := errors.Join(cfg.Validate(), ef.validate()); err != nil {
+		return cfg, "", ef, err
+	}
+	return cfg, *out, ef, nil
+}
+
+// ---------------------------------------------------------------------------
+// sgbench memory
+
+func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, out, ef, err := parseMemoryFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "sgbench memory: %v\n", err)
+		return 2
+	}
+	opts := ef.options([]bench.Target{bench.Sharded}, stderr)
+	opts.ServerArgs = bench.MemoryServerArgs()
+	env, err := startEnv(ctx, opts, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "sgbench memory: %v\n", err)
+		return exitCode(err)
+	}
+	defer closeEnv(env, stderr)
+	res, runErr := bench.RunMemory(ctx, env, cfg)
+	if res != nil && len(res.Runs) > 0 {
+		fmt.Fprint(stdout, res.Description()+"\n"+res.Table())
+		if out != "" {
+			path, err := bench.WriteMemoryReport(bench.NewMemoryReport(context.Background(), env, res), out)
+			if err != nil {
+				fmt.Fprintf(stderr, "sgbench memory: %v\n", err)
+				return 1
+			}
+			fmt.Fprintf(stderr, "sgbench memory: wrote %s\n", path)
+		}
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "sgbench memory: %v\n", runErr)
+		return exitCode(runErr)
+	}
+	if failed := res.Failed(); failed > 0 {
+		fmt.Fprintf(stderr, "sgbench memory: %d statement(s) failed; see \"Failed runs\" in the report\n", failed)
+		return 1
+	}
+	return 0
+}
+
+func parseMemoryFlags(args []string, stderr io.Writer) (bench.MemoryConfig, string, envFlags, error) {
+	cfg := bench.DefaultMemoryConfig()
+	var ef envFlags
+	fs := flag.NewFlagSet("sgbench memory", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	queries := stringList(cfg.Queries)
+	fs.Int64Var(&cfg.Rows, "rows", cfg.Rows, "rows of the table, over 4 shards (e.g. 100000 for a quick run)")
+	fs.IntVar(&cfg.RowBytes, "row-bytes", cfg.RowBytes, "bytes per row, about")
+	fs.IntVar(&cfg.Loaders, "loaders", cfg.Loaders, "connections loading the sub-tables in parallel")
+	fs.Int64Var(&cfg.PauseEvery, "pause-every", cfg.PauseEvery, "the slow client of slow-order sleeps after every this many rows")
+	fs.DurationVar(&cfg.Pause, "pause", cfg.Pause, "how long the slow client sleeps each time")
+	fs.Var(&queries, "queries", "statements, comma-separated, in this order: "+strings.Join(bench.MemoryQueries, ", "))
+	out := fs.String("out", "bench/results", "directory for memory-<timestamp>.md (empty: no file)")
+	ef.register(fs)
+	pool := fs.Lookup("buffer-pool")
+	pool.DefValue = bench.DefaultMemoryBufferPool
+	if err := pool.Value.Set(bench.DefaultMemoryBufferPool); err != nil {
+		return cfg, "", ef, err
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return cfg, "", ef, err
+	}
+	cfg.Queries = queries
 	if err := errors.Join(cfg.Validate(), ef.validate()); err != nil {
 		return cfg, "", ef, err
 	}
