@@ -55,8 +55,12 @@ func (k *Keyspace) learnKeyType(ctx context.Context, t *sharding.SchemaTable) er
 	}
 	var r []string
 	columns := make([]string, len(rows))
+	collated := map[string]bool{}
 	for i, row := range rows {
 		columns[i] = row[5]
+		if row[4] != "" || strings.EqualFold(row[0], "enum") || strings.EqualFold(row[0], "set") {
+			collated[strings.ToLower(row[5])] = true
+		}
 		if strings.EqualFold(row[5], t.ShardKey) {
 			r = row
 		}
@@ -73,6 +77,7 @@ func (k *Keyspace) learnKeyType(ctx context.Context, t *sharding.SchemaTable) er
 	}
 	t.SetKeyType(ct)
 	t.SetColumns(columns)
+	t.SetCollated(collated)
 	return nil
 }
 

@@ -119,7 +119,7 @@ var evalEnv = sync.OnceValue(func() *vtenv.Environment {
 // newMergePlan plans the merge of the statement's own SELECT (an.TopMerge
 // lists what it has) over several sub-tables. Its errors are the 1235
 // refusals of what a merge cannot answer exactly, or errPositional.
-func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, columns func(string) ([]string, bool), budget int64) (*MergePlan, error) {
+func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, k *Keyspace, budget int64) (*MergePlan, error) {
 	if u, ok := p.Stmt.(*sqlparser.Union); ok {
 		return newUnionMerge(p, u, sh, rename)
 	}
@@ -127,7 +127,7 @@ func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, colum
 	if !ok {
 		return nil, notSupported("this statement across shards")
 	}
-	b := &mergeBuilder{client: sel, push: sqlparser.CloneRefOfSelect(sel), columns: columns, items: map[*sqlparser.AliasedExpr]int{}}
+	b := &mergeBuilder{client: sel, push: sqlparser.CloneRefOfSelect(sel), columns: k.tableColumns, collated: k.columnCollated, items: map[*sqlparser.AliasedExpr]int{}}
 	b.spec.Budget = budget // 0: engine.DefaultMergeBudget
 	if err := b.build(an); err != nil {
 		return nil, err
@@ -189,6 +189,9 @@ type mergeBuilder struct {
 	client  *sqlparser.Select
 	push    *sqlparser.Select
 	columns func(table string) ([]string, bool)
+	// collated says whether a column of a sharded table holds character
+	// strings, and whether that is known.
+	collated func(table, column string) (collated, known bool)
 	// visible is the number of columns the client sees (its select list
 	// with stars written out).
 	visible int
@@ -1408,7 +1411,7 @@ func (b *mergeBuilder) addWeights() error {
 			continue
 		}
 		e := b.columnExpr(c)
-		if e == nil || notString(e) {
+		if e == nil || notString(e) || b.plainColumn(e) {
 			continue
 		}
 		w, space, err := weightExprs(e)
@@ -1440,6 +1443,44 @@ func (b *mergeBuilder) columnExpr(c int) sqlparser.Expr {
 		return ae.Expr
 	}
 	return nil
+}
+
+// plainColumn reports a column of a sharded table known to hold no
+// character strings (numbers, dates, binary strings): the merge compares
+// its values as they are, without weights.
+func (b *mergeBuilder) plainColumn(e sqlparser.Expr) bool {
+	c, ok := e.(*sqlparser.ColName)
+	if !ok || b.collated == nil {
+		return false
+	}
+	found := false
+	for _, te := range b.client.From {
+		at, ok := te.(*sqlparser.AliasedTableExpr)
+		if !ok {
+			return false
+		}
+		tn, ok := at.Expr.(sqlparser.TableName)
+		if !ok {
+			return false
+		}
+		exposed := tn.Name.String()
+		if !at.As.IsEmpty() {
+			exposed = at.As.String()
+		}
+		if !c.Qualifier.IsEmpty() && !strings.EqualFold(c.Qualifier.Name.String(), exposed) {
+			continue
+		}
+		collated, known := b.collated(tn.Name.String(), c.Name.String())
+		switch {
+		case known && collated:
+			return false
+		case known:
+			found = true
+		case !c.Qualifier.IsEmpty() || len(b.client.From) == 1:
+			return false // the table is not known
+		}
+	}
+	return found
 }
 
 // notString reports expressions whose value is never a string: their

@@ -120,3 +120,25 @@ func TestMergePlans(t *testing.T) {
 		}
 	}
 }
+
+// Columns known to hold no character strings (learnt from the shards)
+// are compared as they are: the shards send no weights for them.
+func TestMergePlansWeighOnlyStrings(t *testing.T) {
+	schema := fixture(t)
+	schema.Table("sf_order").SetColumns([]string{"user_id", "order_no", "amount", "status"})
+	schema.Table("sf_order").SetCollated(map[string]bool{"status": true})
+	k, err := NewKeyspace(schema, map[string]*backend.Cluster{"s0": testCluster(t, 1), "s1": testCluster(t, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ sql, want string }{
+		{"select user_id, amount from sf_order order by amount desc, user_id limit 5",
+			"select user_id, amount from {table 0: sf_order} order by 2 desc, 1 asc{limit} | order by 2 desc, 1 asc | hidden 0, order 1 desc,0, limit push=true"},
+		{"select o.status, count(*) from sf_order o group by o.status",
+			"select o.`status`, count(*){as item 1}, weight_string(if(collation(o.`status`) = 'binary' or collation(o.`status`) like '%nopad%' or collation(o.`status`) like '%0900%', o.`status`, trim(trailing ' ' from o.`status`))), if(collation(o.`status`) = 'binary' or collation(o.`status`) like '%nopad%' or collation(o.`status`) like '%0900%', '', weight_string(concat(left(o.`status`, 0), ' '))) from {table 0: sf_order} as o group by o.`status` order by 1 asc{limit} | order by 1 asc | hidden 2, order 0, groups 1, agg 1@1/0"},
+	} {
+		if got := mergeOf(t, k, c.sql); got != c.want {
+			t.Errorf("%s\n got: %s\nwant: %s", c.sql, got, c.want)
+		}
+	}
+}

@@ -95,7 +95,7 @@ func (k *Keyspace) buildParsed(parsed Parsed, sql []byte, sh *router.Shape, db s
 		}
 		switch {
 		case an.Insert == nil && an.TopMerge != 0:
-			p.Merge, p.MergeErr = newMergePlan(parsed, an, sh, k.renamer(db), k.tableColumns, k.Schema.MergeMemory)
+			p.Merge, p.MergeErr = newMergePlan(parsed, an, sh, k.renamer(db), k, k.Schema.MergeMemory)
 		case !an.Write && an.Insert == nil:
 			// A read without a merge construct streams as a Scatter; a
 			// cursor over its sub-tables is a merge that passes rows.
@@ -103,6 +103,16 @@ func (k *Keyspace) buildParsed(parsed Parsed, sql []byte, sh *router.Shape, db s
 		}
 	}
 	return p, parsed.Exact
+}
+
+// columnCollated says whether a column of a sharded table of the schema
+// holds character strings, and whether that is known.
+func (k *Keyspace) columnCollated(table, column string) (collated, known bool) {
+	t := k.Schema.Table(table)
+	if t == nil {
+		return false, false
+	}
+	return t.Collated(column)
 }
 
 // tableColumns returns the columns learnt for a sharded table of the

@@ -46,6 +46,9 @@ type SchemaTable struct {
 	// type: an INSERT without a column list gives its values in this
 	// order.
 	columns atomic.Pointer[[]string]
+	// collated are the lower-cased names of its columns that hold
+	// character strings (with a collation), learnt with columns.
+	collated atomic.Pointer[map[string]bool]
 }
 
 // NewSchema is an empty schema; tables are added with Add.
@@ -120,3 +123,23 @@ func (t *SchemaTable) Columns() ([]string, bool) {
 
 // SetColumns records the table's columns in order.
 func (t *SchemaTable) SetColumns(cols []string) { t.columns.Store(&cols) }
+
+// SetCollated records which columns hold character strings: lower-cased
+// names.
+func (t *SchemaTable) SetCollated(names map[string]bool) { t.collated.Store(&names) }
+
+// Collated reports whether column name holds character strings (with a
+// collation), and whether that is known.
+func (t *SchemaTable) Collated(name string) (collated, known bool) {
+	m := t.collated.Load()
+	if m == nil {
+		return false, false
+	}
+	cols, _ := t.Columns()
+	for _, c := range cols {
+		if strings.EqualFold(c, name) {
+			return (*m)[strings.ToLower(name)], true
+		}
+	}
+	return false, false
+}
