@@ -162,6 +162,14 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 			return m.abandon(c, i, err)
 		}
 	}
+	// A command's write waits for the read of its reply (FlushForReply),
+	// and the parts are read in turn: written now, every shard starts
+	// at once, not when the parts before it have answered.
+	for i := range m.open {
+		if err := m.open[i].conn.Flush(); err != nil {
+			return m.abandon(c, i, mysql.BackendError(err))
+		}
+	}
 	m.w = mysql.ResultWriter{Client: r.Client, ClientCaps: r.ClientCaps, RenameTable: r.RenameTable, Binary: binary}
 	m.inputs = m.inputs[:0]
 	for i := range m.open {
