@@ -199,7 +199,9 @@ func (m *Merge) probeStmt(c Cursor, conn *backend.Conn, q []byte) error {
 		return err
 	}
 	if e := first.rows.Info.Err; e != nil {
-		return e
+		// The server's ERR (the probe killed, say): the connection is
+		// fine, and abandon answers it as a part's.
+		return &partError{part: 0, err: e}
 	}
 	m.keepProbe(first.rows.Defs, first.rows.Info.Rows > 0)
 	return nil

@@ -557,3 +557,23 @@ func TestMergeShardDies(t *testing.T) {
 		t.Fatal("a read over both shards worked with s1 dead")
 	}
 }
+
+// KILL QUERY while the first execution of a prepared merge probes its
+// columns: the client gets 1317 and its session goes on.
+func TestMergeKillQueryDuringProbe(t *testing.T) {
+	_, s0, s1, proxyDB := mergeStopPair(t, "mkillp", 50)
+	roots := []*sql.DB{s0.RootDB(t), s1.RootDB(t)}
+	db := proxyDB("")
+	a, b := oneConn(t, db), oneConn(t, db)
+	aID := queryString(t, a, "SELECT CONNECTION_ID()")
+	done := runAsync(a, "SELECT id, SLEEP(?) FROM t ORDER BY id", 0.02)
+	waitShards(t, true, "SLEEP(?)", roots[0])
+	mustExec(t, b, "KILL QUERY "+aID)
+	if err := waitErr(t, done, "KILL QUERY"); mysqlErrCode(err) != 1317 {
+		t.Fatalf("the merge killed during its probe: %v, want error 1317", err)
+	}
+	waitShards(t, false, "SLEEP(?)", roots...)
+	if got := queryString(t, a, "SELECT COUNT(*) FROM t"); got != "200" {
+		t.Fatalf("the killed session's next statement: %q, want 200", got)
+	}
+}
