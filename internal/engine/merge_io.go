@@ -187,6 +187,14 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 			return m.abandon(c, i, err)
 		}
 	}
+	// A command's write waits for the read of its reply (FlushForReply),
+	// and the parts are read in turn: written now, every shard starts
+	// at once, not when the parts before it have answered.
+	for i := range m.open {
+		if err := m.open[i].conn.Flush(); err != nil {
+			return m.abandon(c, i, mysql.BackendError(err))
+		}
+	}
 	m.w = mysql.ResultWriter{Client: r.Client, ClientCaps: r.ClientCaps, RenameTable: r.RenameTable, Binary: binary}
 	if cursor {
 		// A cursor's rows are held and served to COM_STMT_FETCH, as the
@@ -222,7 +230,9 @@ func (m *Merge) probeStmt(c Cursor, conn *backend.Conn, q []byte) error {
 		return err
 	}
 	if e := first.rows.Info.Err; e != nil {
-		return e
+		// The server's ERR (the probe killed, say): the connection is
+		// fine, and abandon answers it as a part's.
+		return &partError{part: 0, err: e}
 	}
 	m.keepProbe(first.rows.Defs, first.rows.Info.Rows > 0)
 	return nil
