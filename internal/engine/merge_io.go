@@ -24,6 +24,7 @@ type mergePart struct {
 	conn *backend.Conn
 	rows mysql.RowStream
 	i    int
+	sent bool // its command went out: it has an answer to read
 }
 
 // partError is the failure of one part's input, returned unchanged by
@@ -179,20 +180,35 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 		r = c.Relay(conn)
 		m.openPart(i, conn, r.Client, binary)
 		if i == 0 && m.ProbeStmt != nil {
-			if err := m.probeStmt(c, conn, q); err != nil {
-				return m.abandon(c, i, err)
-			}
+			continue // after the others (below): the probe is read first
 		}
 		if err := c.Send(conn, p, q); err != nil {
 			return m.abandon(c, i, err)
 		}
+		m.open[i].sent = true
 	}
 	// A command's write waits for the read of its reply (FlushForReply),
 	// and the parts are read in turn: written now, every shard starts
 	// at once, not when the parts before it have answered.
 	for i := range m.open {
+		if !m.open[i].sent {
+			continue
+		}
 		if err := m.open[i].conn.Flush(); err != nil {
 			return m.abandon(c, i, mysql.BackendError(err))
+		}
+	}
+	if first := &m.open[0]; !first.sent {
+		// A prepared statement's column probe, then its part.
+		if err := m.probeStmt(c, first.conn, q); err != nil {
+			return m.abandon(c, 0, err)
+		}
+		if err := c.Send(first.conn, first.p, q); err != nil {
+			return m.abandon(c, 0, err)
+		}
+		first.sent = true
+		if err := first.conn.Flush(); err != nil {
+			return m.abandon(c, 0, mysql.BackendError(err))
 		}
 	}
 	m.w = mysql.ResultWriter{Client: r.Client, ClientCaps: r.ClientCaps, RenameTable: r.RenameTable, Binary: binary}
@@ -247,7 +263,7 @@ func (m *Merge) openPart(i int, conn *backend.Conn, client *mysql.Conn, binary b
 		m.open = append(m.open, mergePart{})
 	}
 	mp := &m.open[i]
-	mp.p, mp.conn, mp.i = &m.Parts[i], conn, i
+	mp.p, mp.conn, mp.i, mp.sent = &m.Parts[i], conn, i, false
 	mp.rows.Reset(conn.Conn, conn.Caps, client, binary)
 }
 
@@ -507,8 +523,8 @@ func (m *Merge) clientGone(c Cursor, err error) bool {
 // transaction, the transaction. A part that never answered (Send
 // failed) is dropped by the caller; its error is returned.
 func (m *Merge) stop(mp *mergePart) error {
-	if mp.rows.Done() {
-		return nil
+	if mp.rows.Done() || !mp.sent {
+		return nil // nothing to read: done, or never sent
 	}
 	mp.rows.Client = nil // the client's answer is not this read's concern
 	if mp.rows.Info.Results == 0 {
