@@ -47,7 +47,7 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 	}
 	shards := s.mergeShards(ks, plan, target)
 	cached := mp.Columns.Load()
-	probe := cached == nil
+	probe := cached == nil && mp.Probe != nil
 	b := s.partSQL[:0]
 	s.partEnds = s.partEnds[:0]
 	s.parts = s.parts[:0]

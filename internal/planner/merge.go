@@ -160,7 +160,34 @@ func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, k *Ke
 // without rows others again), so only the client's own statement,
 // LIMIT included, gives the definitions one server would.
 func probeTemplate(p Parsed, sh *router.Shape, rename Rename, stmt sqlparser.TableStatement) (*Template, error) {
+	if hasEffects(stmt) {
+		return nil, nil // not run twice: the parts' definitions serve
+	}
 	return newTemplateWith(p, sh, rename, templateOptions{}, stmt)
+}
+
+// effectFuncs are functions whose call does something beyond its value:
+// a statement calling one is not probed (run once more).
+var effectFuncs = map[string]bool{
+	"sleep": true, "benchmark": true, "get_lock": true, "release_lock": true, "release_all_locks": true,
+	"last_insert_id": true, "nextval": true, "setval": true, "lastval": true, "master_pos_wait": true,
+	"master_gtid_wait": true, "load_file": true,
+}
+
+// hasEffects reports a call of an effectFuncs function, or of a stored
+// function named with its database, in stmt.
+func hasEffects(stmt sqlparser.SQLNode) bool {
+	found := false
+	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+		switch f := n.(type) {
+		case *sqlparser.FuncExpr:
+			found = found || effectFuncs[f.Name.Lowered()] || !f.Qualifier.IsEmpty()
+		case *sqlparser.Nextval, *sqlparser.LockingFunc:
+			found = true
+		}
+		return !found, nil
+	}, stmt)
+	return found
 }
 
 func shardOrder(keys []engine.SortKey) string {

@@ -142,3 +142,26 @@ func TestMergePlansWeighOnlyStrings(t *testing.T) {
 		}
 	}
 }
+
+// A statement whose functions do something beyond their value is not
+// probed: the probe would run it once more.
+func TestMergeProbeSkipsEffects(t *testing.T) {
+	k, err := NewKeyspace(fixture(t), map[string]*backend.Cluster{"s0": testCluster(t, 1), "s1": testCluster(t, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sql, probed := range map[string]bool{
+		"select id from sf_user order by id":                    true,
+		"select id, sleep(0) from sf_user order by id":          false,
+		"select id, get_lock('x', 0) from sf_user order by id":  false,
+		"select id, shop.f(id) from sf_user order by id":        false,
+		"select id, last_insert_id(id) from sf_user order by 1": false,
+	} {
+		var sh router.Shape
+		router.ScanShape([]byte(sql), &sh)
+		p := k.Plan([]byte(sql), &sh, "shop")
+		if p.Merge == nil || (p.Merge.Probe != nil) != probed {
+			t.Errorf("%s: merge %v, probed %v; want probed %v", sql, p.Merge != nil, p.Merge != nil && p.Merge.Probe != nil, probed)
+		}
+	}
+}
