@@ -18,6 +18,7 @@ type cmpKind uint8
 
 const (
 	cmpNumber cmpKind = iota + 1 // integers, DECIMAL, YEAR: exact, by their decimal text
+	cmpInt                       // integers as the server writes them (no leading zeros): sign, length, digits
 	cmpFloat                     // FLOAT, DOUBLE
 	cmpBytes                     // binary strings, BIT, DATE, DATETIME, TIMESTAMP (fixed-width text per column)
 	cmpTime                      // TIME: signed, hours of varying width
@@ -63,8 +64,12 @@ func newTypeCmp(col *mysql.ColumnDef, weight int) colCmp {
 		return colCmp{err: fmt.Errorf("the ENUM or SET column `%s`, which sorts by its members' positions", col.Name)}
 	}
 	switch col.Type {
-	case mysql.TypeTiny, mysql.TypeShort, mysql.TypeLong, mysql.TypeLongLong, 0x09, // INT24
-		mysql.TypeDecimal, mysql.TypeNewDecimal, mysql.TypeYear:
+	case mysql.TypeTiny, mysql.TypeShort, mysql.TypeLong, mysql.TypeLongLong, 0x09: // INT24
+		if col.Flags&mysql.FlagZerofill == 0 {
+			return colCmp{kind: cmpInt}
+		}
+		return colCmp{kind: cmpNumber}
+	case mysql.TypeDecimal, mysql.TypeNewDecimal, mysql.TypeYear:
 		return colCmp{kind: cmpNumber}
 	case mysql.TypeFloat, mysql.TypeDouble:
 		return colCmp{kind: cmpFloat}
@@ -136,6 +141,8 @@ func (c *colCmp) compare(a, b sqltypes.Value) int {
 	}
 	ra, rb := a.Raw(), b.Raw()
 	switch c.kind {
+	case cmpInt:
+		return compareIntText(ra, rb)
 	case cmpNumber:
 		return compareDecimalText(ra, rb)
 	case cmpFloat:
@@ -201,6 +208,26 @@ func decimalParts(s []byte) (neg bool, ip, fp []byte) {
 
 // compareDecimalText orders two integers or decimals written in decimal
 // (as the text protocol sends them): exact at any size and scale.
+// compareIntText orders two integers in the server's text (an optional
+// '-', digits without leading zeros): by sign, then length, then digits.
+func compareIntText(a, b []byte) int {
+	an, bn := len(a) > 0 && a[0] == '-', len(b) > 0 && b[0] == '-'
+	if an != bn {
+		if an {
+			return -1
+		}
+		return 1
+	}
+	c := len(a) - len(b)
+	if c == 0 {
+		c = bytes.Compare(a, b)
+	}
+	if an {
+		return -c
+	}
+	return c
+}
+
 func compareDecimalText(a, b []byte) int {
 	an, ai, af := decimalParts(a)
 	bn, bi, bf := decimalParts(b)

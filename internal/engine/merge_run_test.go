@@ -526,3 +526,17 @@ func TestMergeRejectsBadSpecs(t *testing.T) {
 		{name: "row width", cols: cols, spec: MergeSpec{}, inputs: [][]string{in("1")}, err: "part 0 sent a row of 1 columns, want 2"},
 	})
 }
+
+// TestCompareIntText: integers as the server writes them compare as
+// numbers, as the decimal comparison does.
+func TestCompareIntText(t *testing.T) {
+	vals := []string{"-9223372036854775808", "-100", "-99", "-1", "0", "1", "9", "10", "99", "100", "18446744073709551615"}
+	for i, a := range vals {
+		for j, b := range vals {
+			want := compareDecimalText([]byte(a), []byte(b))
+			if got := compareIntText([]byte(a), []byte(b)); (got < 0) != (want < 0) || (got > 0) != (want > 0) || (got < 0) != (i < j) && i != j {
+				t.Errorf("%s <=> %s: %d, want %d", a, b, got, want)
+			}
+		}
+	}
+}
