@@ -363,37 +363,49 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer closeEnv(env, stderr)
 	res, runErr := bench.RunStream(ctx, env, cfg)
+	m := modeResult{name: "stream", runErr: runErr, what: "run(s)"}
 	if res != nil && res.Runs() > 0 {
-		if err := writeStreamReport(env, res, out, stdout, stderr); err != nil {
-			fmt.Fprintf(stderr, "sgbench stream: %v\n", err)
-			return 1
+		m.tables, m.failed = res.Description()+"\n"+res.Table(), res.Failed()
+		m.write = func() (string, error) {
+			return bench.WriteStreamReport(bench.NewStreamReport(context.Background(), env, res), out)
 		}
 	}
-	if runErr != nil {
-		fmt.Fprintf(stderr, "sgbench stream: %v\n", runErr)
-		return exitCode(runErr)
+	return m.finish(out, stdout, stderr)
+}
+
+// modeResult is the outcome of an sgbench mode: the tables it prints, how
+// it writes its report file, its error and how many of its runs failed.
+type modeResult struct {
+	name, tables, what string
+	write              func() (path string, err error)
+	runErr             error
+	failed             int
+}
+
+// finish prints the tables and, unless out is empty, writes the report
+// (with a fresh context: even after an interrupt), and returns the
+// mode's exit code.
+func (m modeResult) finish(out string, stdout, stderr io.Writer) int {
+	if m.write != nil {
+		fmt.Fprint(stdout, m.tables)
+		if out != "" {
+			path, err := m.write()
+			if err != nil {
+				fmt.Fprintf(stderr, "sgbench %s: %v\n", m.name, err)
+				return 1
+			}
+			fmt.Fprintf(stderr, "sgbench %s: wrote %s\n", m.name, path)
+		}
 	}
-	if failed := res.Failed(); failed > 0 {
-		fmt.Fprintf(stderr, "sgbench stream: %d run(s) failed; see \"Failed runs\" in the report\n", failed)
+	if m.runErr != nil {
+		fmt.Fprintf(stderr, "sgbench %s: %v\n", m.name, m.runErr)
+		return exitCode(m.runErr)
+	}
+	if m.failed > 0 {
+		fmt.Fprintf(stderr, "sgbench %s: %d %s failed; see \"Failed runs\" in the report\n", m.name, m.failed, m.what)
 		return 1
 	}
 	return 0
-}
-
-// writeStreamReport prints the table and, unless out is empty, writes the
-// report file.
-func writeStreamReport(env *bench.Env, res *bench.StreamResults, out string, stdout, stderr io.Writer) error {
-	fmt.Fprint(stdout, res.Description()+"\n"+res.Table())
-	if out == "" {
-		return nil
-	}
-	// The report is written even after an interrupt, so use a fresh context.
-	path, err := bench.WriteStreamReport(bench.NewStreamReport(context.Background(), env, res), out)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "sgbench stream: wrote %s\n", path)
-	return nil
 }
 
 func parseStreamFlags(args []string, stderr io.Writer) (bench.StreamConfig, string, envFlags, error) {
@@ -442,26 +454,14 @@ func runScatter(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	defer closeEnv(env, stderr)
 	res, runErr := bench.RunScatter(ctx, env, cfg)
+	m := modeResult{name: "scatter", runErr: runErr, what: "run(s)"}
 	if res != nil && len(res.Cells) > 0 {
-		fmt.Fprint(stdout, res.Description()+"\n"+res.Tables()+res.MergeTable())
-		if out != "" {
-			path, err := bench.WriteScatterReport(bench.NewScatterReport(context.Background(), env, res), out)
-			if err != nil {
-				fmt.Fprintf(stderr, "sgbench scatter: %v\n", err)
-				return 1
-			}
-			fmt.Fprintf(stderr, "sgbench scatter: wrote %s\n", path)
+		m.tables, m.failed = res.Description()+"\n"+res.Tables()+res.MergeTable(), res.Failed()
+		m.write = func() (string, error) {
+			return bench.WriteScatterReport(bench.NewScatterReport(context.Background(), env, res), out)
 		}
 	}
-	if runErr != nil {
-		fmt.Fprintf(stderr, "sgbench scatter: %v\n", runErr)
-		return exitCode(runErr)
-	}
-	if failed := res.Failed(); failed > 0 {
-		fmt.Fprintf(stderr, "sgbench scatter: %d run(s) failed; see \"Failed runs\" in the report\n", failed)
-		return 1
-	}
-	return 0
+	return m.finish(out, stdout, stderr)
 }
 
 func parseScatterFlags(args []string, stderr io.Writer) (bench.ScatterConfig, string, envFlags, error) {
@@ -518,26 +518,14 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer closeEnv(env, stderr)
 	res, runErr := bench.RunMemory(ctx, env, cfg)
+	m := modeResult{name: "memory", runErr: runErr, what: "statement(s)"}
 	if res != nil && len(res.Runs) > 0 {
-		fmt.Fprint(stdout, res.Description()+"\n"+res.Table())
-		if out != "" {
-			path, err := bench.WriteMemoryReport(bench.NewMemoryReport(context.Background(), env, res), out)
-			if err != nil {
-				fmt.Fprintf(stderr, "sgbench memory: %v\n", err)
-				return 1
-			}
-			fmt.Fprintf(stderr, "sgbench memory: wrote %s\n", path)
+		m.tables, m.failed = res.Description()+"\n"+res.Table(), res.Failed()
+		m.write = func() (string, error) {
+			return bench.WriteMemoryReport(bench.NewMemoryReport(context.Background(), env, res), out)
 		}
 	}
-	if runErr != nil {
-		fmt.Fprintf(stderr, "sgbench memory: %v\n", runErr)
-		return exitCode(runErr)
-	}
-	if failed := res.Failed(); failed > 0 {
-		fmt.Fprintf(stderr, "sgbench memory: %d statement(s) failed; see \"Failed runs\" in the report\n", failed)
-		return 1
-	}
-	return 0
+	return m.finish(out, stdout, stderr)
 }
 
 func parseMemoryFlags(args []string, stderr io.Writer) (bench.MemoryConfig, string, envFlags, error) {
