@@ -114,7 +114,7 @@ func (m *Merge) describe() string {
 
 var aggNames = map[AggKind]string{AggCount: "COUNT", AggSum: "SUM", AggMin: "MIN", AggMax: "MAX",
 	AggBitAnd: "BIT_AND", AggBitOr: "BIT_OR", AggBitXor: "BIT_XOR", AggCountDistinct: "COUNT(DISTINCT)",
-	AggSumDistinct: "SUM(DISTINCT)", AggAny: "any value", AggGroupConcat: "GROUP_CONCAT"}
+	AggSumDistinct: "SUM(DISTINCT)", AggGroupConcat: "GROUP_CONCAT"}
 
 func sortKeys(keys []SortKey) string {
 	var s []string

@@ -150,7 +150,6 @@ const (
 	AggBitXor                           // BIT_XOR(x)
 	AggCountDistinct                    // COUNT(DISTINCT x): distinct non-NULL values of Arg counted
 	AggSumDistinct                      // SUM(DISTINCT x): distinct non-NULL values of Arg summed
-	AggAny                              // a non-aggregated column outside the group keys: the first row's value
 	AggGroupConcat                      // GROUP_CONCAT: the values of Arg, in the rows' order, joined by Sep
 )
 

@@ -115,12 +115,7 @@ func (r *mergeRun) arrivesIn(keys []SortKey) bool {
 }
 
 // budget is the memory the merge may hold for what it cannot stream.
-func (r *mergeRun) budget() int64 {
-	if r.spec.Budget > 0 {
-		return r.spec.Budget
-	}
-	return DefaultMergeBudget
-}
+func (r *mergeRun) budget() int64 { return r.m.budget() }
 
 // weight is the column holding column i's collation weight, or -1.
 func (r *mergeRun) weight(i int) int {
@@ -176,9 +171,6 @@ func (r *mergeRun) prepareCombine() error {
 	}
 	r.accums = make([]accum, 0, len(s.Aggregates))
 	for _, a := range s.Aggregates {
-		if a.Kind == AggAny {
-			continue // the group's first row's value is in place
-		}
 		if a.Col < 0 || a.Col >= len(r.cols) || a.Kind < AggCount || a.Kind > AggGroupConcat {
 			return fmt.Errorf("merge: aggregate %d of column %d of a row of %d", a.Kind, a.Col, len(r.cols))
 		}

@@ -31,10 +31,7 @@ type sortRow struct {
 }
 
 func newFinalSorter(keys []keyCmp, m *Merge) *finalSorter {
-	s := &finalSorter{keys: keys, budget: m.Spec.Budget}
-	if s.budget <= 0 {
-		s.budget = DefaultMergeBudget
-	}
+	s := &finalSorter{keys: keys, budget: m.budget()}
 	if m.HasLimit {
 		s.bound = m.Offset + m.Count
 		if s.bound < m.Offset { // overflow: every row
