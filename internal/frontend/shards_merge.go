@@ -81,12 +81,16 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 		}
 		start = end
 	}
-	s.merge = engine.Merge{Parts: s.parts, Spec: mp.Spec, Offset: offset, Count: count, HasLimit: mp.Limit.Has, Bounded: pushed <= drainRows, Probe: probe,
-		Columns: cached, Cache: &mp.Columns, ReplicaOK: planner.ReplicaOK(s.parts[0].Cluster, s.user.Policy(), st, s)}
+	// Field by field: the merge keeps its buffers from one execution to
+	// the next.
+	m := &s.merge
+	m.Parts, m.Spec, m.Offset, m.Count, m.HasLimit, m.Bounded = s.parts, mp.Spec, offset, count, mp.Limit.Has, pushed <= drainRows
+	m.Probe, m.Columns, m.Cache, m.ProbeStmt, m.ProbeParams = probe, cached, &mp.Columns, nil, nil
+	m.ReplicaOK = planner.ReplicaOK(s.parts[0].Cluster, s.user.Policy(), st, s)
 	if probe && prepared {
-		s.merge.ProbeStmt, s.merge.ProbeParams = b[probeAt:], mp.Probe.Params()
+		m.ProbeStmt, m.ProbeParams = b[probeAt:], mp.Probe.Params()
 	}
-	return &s.merge
+	return m
 }
 
 // mergeShards groups target's sub-tables by shard, a shard with a single
