@@ -79,7 +79,7 @@ func TestDemoSharded(t *testing.T) {
 		"| 15 | Karen Spärck Jones  |",                           // a scatter read
 		"|  5 | Barbara Liskov |",                                // the shard hint
 		"| 20 | Leslie Lamport   |\n| 19 | Shafi Goldwasser |\n| 18 | Monty Widenius   |", // a merge: ORDER BY … LIMIT
-		"| US      |         9 |\n| GB      |         5 |\n| FI      |         2 |",        // a merge: GROUP BY, ORDER BY COUNT(*)
+		"| US      |         9 |\n| GB      |         5 |\n| FI      |         2 |",       // a merge: GROUP BY, ORDER BY COUNT(*)
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the sharded demo's output lacks %q:\n%s", want, out)
