@@ -22,9 +22,18 @@ type Schema struct {
 	CrossShardWrites string `yaml:"cross_shard_writes"`
 	// MergeMemory bounds, in bytes, the rows a query across shards may
 	// hold when it cannot stream them (a sort after GROUP BY without
-	// LIMIT); past it the query fails with error 1038. 0: 64 MiB.
+	// LIMIT). 0: 64 MiB.
 	MergeMemory int `yaml:"merge_memory"`
+	// MergeOverflow is what such a query does past MergeMemory: spill
+	// (its rows to a temporary file) or refuse (error 1038).
+	MergeOverflow string `yaml:"merge_overflow"`
 }
+
+// Values of Schema.MergeOverflow.
+const (
+	MergeSpill  = "spill"
+	MergeRefuse = "refuse"
+)
 
 // Values of Schema.CrossShardWrites.
 const (

@@ -86,6 +86,11 @@ func (b *schemaBuilder) schema(p string, s *Schema) *sharding.Schema {
 	default:
 		b.fail(p+".cross_shard_writes", "must be %s or %s, got %q", CrossShardRefuse, CrossShardAllow, s.CrossShardWrites)
 	}
+	switch s.MergeOverflow {
+	case "", MergeSpill, MergeRefuse:
+	default:
+		b.fail(p+".merge_overflow", "must be %s or %s, got %q", MergeSpill, MergeRefuse, s.MergeOverflow)
+	}
 	if s.MergeMemory < 0 {
 		b.fail(p+".merge_memory", "must be a number of bytes, 0 for the default (64 MiB), got %d", s.MergeMemory)
 	}
@@ -121,6 +126,7 @@ func (b *schemaBuilder) schema(p string, s *Schema) *sharding.Schema {
 	out := sharding.NewSchema(s.Name, s.DefaultCluster, shards)
 	out.CrossShardWrites = s.CrossShardWrites == CrossShardAllow
 	out.MergeMemory = int64(s.MergeMemory)
+	out.MergeRefuse = s.MergeOverflow == MergeRefuse
 	for j := range s.Tables {
 		t := &s.Tables[j]
 		tp := fmt.Sprintf("%s.tables[%d]", p, j)

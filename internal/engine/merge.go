@@ -125,9 +125,11 @@ type MergeSpec struct {
 	// only when it is binary (charset 63).
 	Weights []int
 	// Budget bounds the memory the merge holds for rows it cannot stream
-	// (Final without LIMIT): past it the query fails with a clear error.
-	// 0 is DefaultMergeBudget.
+	// (Final without LIMIT): past it the query fails with a clear error,
+	// or, when Spill is set, the final sort writes its rows to a
+	// temporary file. 0 is DefaultMergeBudget.
 	Budget int64
+	Spill  bool
 }
 
 // SortKey is one ORDER BY key: a column of the part rows and its

@@ -413,12 +413,8 @@ func (r *mergeRun) finish() error {
 	if r.sorter == nil {
 		return nil
 	}
-	for _, row := range r.sorter.sorted() {
-		if done, err := r.emit(row.vals[:r.visible]); done || err != nil {
-			return err
-		}
-	}
-	return nil
+	defer r.sorter.close()
+	return r.sorter.each(func(vals []sqltypes.Value) (bool, error) { return r.emit(vals[:r.visible]) })
 }
 
 // formatComputed writes an expression's result as the server writes the

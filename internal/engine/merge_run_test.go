@@ -462,6 +462,21 @@ func TestMergeBudget(t *testing.T) {
 	if err != nil || strings.Join(got, ",") != "14|0,21|0,28|0" {
 		t.Fatalf("got %q, %v", got, err)
 	}
+	// With Spill, past the budget the sort writes runs to a file: the
+	// same rows as sorted in memory, ties in arrival order, NULLs too.
+	rows = append(rows, "200|NULL", "201|NULL")
+	c = mergeCase{name: "spill", cols: []mysql.ColumnDef{cInt, cInt},
+		spec:   MergeSpec{Order: []SortKey{{Col: 0}}, Groups: 1, Final: []SortKey{{Col: 1, Desc: true}}, Budget: 1 << 30},
+		inputs: [][]string{rows}}
+	want, err := runMergeCase(t, c)
+	if err != nil || len(want) != 202 {
+		t.Fatalf("in memory: %d rows, %v", len(want), err)
+	}
+	c.spec.Budget, c.spec.Spill = 2048, true
+	got, err = runMergeCase(t, c)
+	if err != nil || strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("spilled: %v\n got %q\nwant %q", err, got, want)
+	}
 }
 
 func TestMergeRefusesWhatItCannotOrder(t *testing.T) {

@@ -1,6 +1,11 @@
 package engine
 
 import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
 	"slices"
 
 	"vitess.io/vitess/go/sqltypes"
@@ -15,6 +20,10 @@ const DefaultMergeBudget = 64 << 20
 // finalSorter sorts the combined rows by MergeSpec.Final: all of them in
 // memory, or with a LIMIT only the best Offset+Count (a bounded heap
 // whose root is the worst row kept). Ties keep their arrival order.
+//
+// Without a LIMIT, rows past the budget are spilled (MergeSpec.Spill): the
+// rows held are sorted and written to a temporary file as a run, and the
+// runs are merged at the end, one row of each in memory.
 type finalSorter struct {
 	keys   []keyCmp
 	bound  uint64 // rows kept under a LIMIT; 0: no LIMIT
@@ -22,7 +31,15 @@ type finalSorter struct {
 	seq    uint64
 	held   int64
 	budget int64
+	spill  bool
+	file   *os.File // the runs, once spilled
+	runs   []spillRun
+	w      *bufio.Writer
+	buf    []byte
 }
+
+// spillRun is one sorted run in the spill file: its bytes' place.
+type spillRun struct{ start, end int64 }
 
 type sortRow struct {
 	vals []sqltypes.Value
@@ -31,7 +48,7 @@ type sortRow struct {
 }
 
 func newFinalSorter(keys []keyCmp, m *Merge) *finalSorter {
-	s := &finalSorter{keys: keys, budget: m.budget()}
+	s := &finalSorter{keys: keys, budget: m.budget(), spill: m.Spec.Spill}
 	if m.HasLimit {
 		s.bound = m.Offset + m.Count
 		if s.bound < m.Offset { // overflow: every row
@@ -66,6 +83,11 @@ func (s *finalSorter) add(row []sqltypes.Value) error {
 		s.down(0)
 		return nil
 	}
+	if s.bound == 0 && s.spill && s.held+rowSize(row) > s.budget && len(s.rows) > 0 {
+		if err := s.writeRun(); err != nil {
+			return err
+		}
+	}
 	if err := s.charge(row); err != nil {
 		return err
 	}
@@ -74,6 +96,150 @@ func (s *finalSorter) add(row []sqltypes.Value) error {
 		s.up(len(s.rows) - 1)
 	}
 	return nil
+}
+
+// writeRun writes the rows held, sorted, as a run of the spill file.
+func (s *finalSorter) writeRun() error {
+	if s.file == nil {
+		f, err := os.CreateTemp("", "shardgate-merge-*")
+		if err != nil {
+			return fmt.Errorf("merge: spilling rows past merge_memory: %w", err)
+		}
+		_ = os.Remove(f.Name()) // gone with the file's last handle
+		s.file, s.w = f, bufio.NewWriterSize(f, 64<<10)
+	}
+	start := int64(0)
+	if n := len(s.runs); n > 0 {
+		start = s.runs[n-1].end
+	}
+	size := start
+	for _, r := range s.sorted() {
+		s.buf = encodeRow(s.buf[:0], r.seq, r.vals)
+		if _, err := s.w.Write(s.buf); err != nil {
+			return fmt.Errorf("merge: spilling rows past merge_memory: %w", err)
+		}
+		size += int64(len(s.buf))
+	}
+	if err := s.w.Flush(); err != nil {
+		return fmt.Errorf("merge: spilling rows past merge_memory: %w", err)
+	}
+	s.runs = append(s.runs, spillRun{start: start, end: size})
+	s.rows, s.held = s.rows[:0], 0
+	return nil
+}
+
+// encodeRow appends a spilled row: its arrival number, its values'
+// count, and each value's type (0: NULL), length and bytes.
+func encodeRow(b []byte, seq uint64, vals []sqltypes.Value) []byte {
+	b = binary.AppendUvarint(b, seq)
+	b = binary.AppendUvarint(b, uint64(len(vals)))
+	for _, v := range vals {
+		if v.IsNull() {
+			b = binary.AppendUvarint(b, 0)
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(v.Type())+1)
+		b = binary.AppendUvarint(b, uint64(len(v.Raw())))
+		b = append(b, v.Raw()...)
+	}
+	return b
+}
+
+// decodeRow reads a row encodeRow wrote.
+func decodeRow(r *bufio.Reader) (sortRow, error) {
+	seq, err := binary.ReadUvarint(r)
+	if err != nil {
+		return sortRow{}, err
+	}
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return sortRow{}, err
+	}
+	vals := make([]sqltypes.Value, n)
+	for i := range vals {
+		t, err := binary.ReadUvarint(r)
+		if err != nil {
+			return sortRow{}, err
+		}
+		if t == 0 {
+			vals[i] = sqltypes.NULL
+			continue
+		}
+		l, err := binary.ReadUvarint(r)
+		if err != nil {
+			return sortRow{}, err
+		}
+		b := make([]byte, l)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return sortRow{}, err
+		}
+		vals[i] = sqltypes.MakeTrusted(sqltypes.Type(t-1), b)
+	}
+	return sortRow{vals: vals, seq: seq}, nil
+}
+
+// each calls f with the rows in order, until it says done: from memory,
+// or merging the spilled runs and the rows held.
+func (s *finalSorter) each(f func([]sqltypes.Value) (bool, error)) error {
+	if s.file == nil {
+		for _, row := range s.sorted() {
+			if done, err := f(row.vals); done || err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(s.rows) > 0 {
+		if err := s.writeRun(); err != nil {
+			return err
+		}
+	}
+	readers := make([]*bufio.Reader, len(s.runs))
+	heads := make([]sortRow, len(s.runs))
+	var live []int
+	next := func(i int) error {
+		row, err := decodeRow(readers[i])
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("merge: reading spilled rows: %w", err)
+		}
+		heads[i] = row
+		live = append(live, i)
+		return nil
+	}
+	for i, r := range s.runs {
+		readers[i] = bufio.NewReaderSize(io.NewSectionReader(s.file, r.start, r.end-r.start), 64<<10)
+		if err := next(i); err != nil {
+			return err
+		}
+	}
+	for len(live) > 0 {
+		best := 0
+		for k := 1; k < len(live); k++ {
+			if s.less(&heads[live[k]], &heads[live[best]]) {
+				best = k
+			}
+		}
+		i := live[best]
+		live = slices.Delete(live, best, best+1)
+		if done, err := f(heads[i].vals); done || err != nil {
+			return err
+		}
+		if err := next(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// close removes the spill file, if any.
+func (s *finalSorter) close() {
+	if s.file != nil {
+		_ = s.file.Close()
+		s.file = nil
+	}
 }
 
 func (s *finalSorter) charge(row []sqltypes.Value) error {

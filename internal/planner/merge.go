@@ -129,6 +129,7 @@ func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, k *Ke
 	}
 	b := &mergeBuilder{client: sel, push: sqlparser.CloneRefOfSelect(sel), columns: k.tableColumns, collated: k.columnCollated, items: map[*sqlparser.AliasedExpr]int{}}
 	b.spec.Budget = budget // 0: engine.DefaultMergeBudget
+	b.spec.Spill = !k.Schema.MergeRefuse
 	if err := b.build(an); err != nil {
 		return nil, err
 	}

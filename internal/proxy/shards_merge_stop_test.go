@@ -574,3 +574,72 @@ func TestMergeKillQueryDuringProbe(t *testing.T) {
 		t.Fatalf("the killed session's next statement: %q, want 200", got)
 	}
 }
+
+// TestMergeMemorySpillOrRefuse: a final sort (ORDER BY an aggregate,
+// without LIMIT) past merge_memory spills to a temporary file and answers
+// as sorted in memory; with merge_overflow: refuse it fails with 1038
+// naming merge_memory, and the session goes on.
+func TestMergeMemorySpillOrRefuse(t *testing.T) {
+	const q = "SELECT v, COUNT(*), SUM(id) FROM t GROUP BY v ORDER BY SUM(id) DESC, v"
+	load := func(db *sql.DB) {
+		var vals []string
+		for id := 1; id <= 600; id++ {
+			vals = append(vals, fmt.Sprintf("(%d, %d)", id, id%300))
+		}
+		mustExec(t, db, "INSERT INTO t (id, v) VALUES "+strings.Join(vals, ", "))
+	}
+	_, _, _, _, _, big := shardedPairProxy(t, "mspillref")
+	load(big(""))
+	want := queryRowsText(t, big(""), q)
+	if len(want) != 300 {
+		t.Fatalf("reference: %d groups", len(want))
+	}
+
+	_, _, _, _, _, spill := shardedPairProxy(t, "mspill", "    merge_memory: 4096\n")
+	load(spill(""))
+	if got := queryRowsText(t, spill(""), q); strings.Join(got, ";") != strings.Join(want, ";") {
+		t.Fatalf("spilled merge: %d rows, differs from the merge in memory:\n got %v\nwant %v", len(got), got, want)
+	}
+
+	_, _, _, _, _, refuse := shardedPairProxy(t, "mrefuse", "    merge_memory: 4096\n    merge_overflow: refuse\n")
+	load(refuse(""))
+	db := refuse("")
+	conn := oneConn(t, db)
+	if _, err := conn.QueryContext(context.Background(), q); mysqlErrCode(err) != 1038 || !contains(err.Error(), "merge_memory") {
+		t.Fatalf("past merge_memory with merge_overflow: refuse: %v, want 1038 naming merge_memory", err)
+	}
+	if got := queryString(t, conn, "SELECT COUNT(*) FROM t"); got != "600" {
+		t.Fatalf("the session after the refusal: %q", got)
+	}
+}
+
+// queryRowsText reads every row of q as text, columns joined by '|'.
+func queryRowsText(t *testing.T, db *sql.DB, q string) []string {
+	t.Helper()
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out []string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = v.String
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return out
+}

@@ -20,8 +20,10 @@ type Schema struct {
 	// write is refused.
 	CrossShardWrites bool
 	// MergeMemory bounds the rows a merge across shards holds when it
-	// cannot stream them, in bytes (0: the planner's default).
+	// cannot stream them, in bytes (0: the engine's default); past it a
+	// final sort spills to a temporary file, unless MergeRefuse.
 	MergeMemory int64
+	MergeRefuse bool
 	tables      map[string]*SchemaTable // by lower-cased name
 }
 
