@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -31,14 +29,7 @@ func NewStreamReport(ctx context.Context, env *Env, res *StreamResults) *StreamR
 // needed) and returns its path. There is no "latest" copy: streaming runs
 // are occasional checks, not the tracked matrix.
 func WriteStreamReport(r *StreamReport, dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("create results directory: %w", err)
-	}
-	path := filepath.Join(dir, "stream-"+r.Results.Start.UTC().Format("20060102-150405")+".md")
-	if err := writeAtomic(path, []byte(r.Markdown())); err != nil {
-		return "", err
-	}
-	return path, nil
+	return writeModeReport(dir, "stream", r.Results.Start, r.Markdown())
 }
 
 // Markdown renders the whole report.
