@@ -309,34 +309,48 @@ func (b *mergeBuilder) expandStars() error {
 // only table of its FROM, or name one by its name or alias.
 func (b *mergeBuilder) starTable(star *sqlparser.StarExpr) (name string, qual sqlparser.TableName, err error) {
 	refuse := notSupported("SELECT * over several tables across shards; list the columns")
-	var tables []*sqlparser.AliasedTableExpr
-	for _, te := range b.client.From {
-		at, ok := te.(*sqlparser.AliasedTableExpr)
-		if !ok {
-			return "", qual, refuse
-		}
-		tables = append(tables, at)
+	tables, ok := b.fromTables()
+	if !ok {
+		return "", qual, refuse
 	}
-	for _, at := range tables {
-		tn, ok := at.Expr.(sqlparser.TableName)
-		if !ok {
-			return "", qual, refuse
-		}
-		exposed := tn.Name.String()
-		if !at.As.IsEmpty() {
-			exposed = at.As.String()
-		}
+	for _, t := range tables {
 		if star.TableName.IsEmpty() {
 			if len(tables) != 1 {
 				return "", qual, refuse
 			}
-			return tn.Name.String(), star.TableName, nil
+			return t.name, star.TableName, nil
 		}
-		if strings.EqualFold(star.TableName.Name.String(), exposed) {
-			return tn.Name.String(), star.TableName, nil
+		if strings.EqualFold(star.TableName.Name.String(), t.exposed) {
+			return t.name, star.TableName, nil
 		}
 	}
 	return "", qual, refuse
+}
+
+// fromTable is a table of the statement's FROM: its name, and the name
+// its columns are qualified with (its alias, if it has one).
+type fromTable struct{ name, exposed string }
+
+// fromTables lists the FROM's tables; false when it has anything else (a
+// JOIN clause, a derived table).
+func (b *mergeBuilder) fromTables() ([]fromTable, bool) {
+	var tables []fromTable
+	for _, te := range b.client.From {
+		at, ok := te.(*sqlparser.AliasedTableExpr)
+		if !ok {
+			return nil, false
+		}
+		tn, ok := at.Expr.(sqlparser.TableName)
+		if !ok {
+			return nil, false
+		}
+		t := fromTable{name: tn.Name.String(), exposed: tn.Name.String()}
+		if !at.As.IsEmpty() {
+			t.exposed = at.As.String()
+		}
+		tables = append(tables, t)
+	}
+	return tables, true
 }
 
 func needsName(e sqlparser.Expr) bool {
@@ -724,16 +738,12 @@ func (b *mergeBuilder) groupKeyColumn(g sqlparser.Expr) (int, error) {
 // tableHasColumn says whether a table of the FROM has a column name: 1
 // yes, -1 no, 0 not known.
 func (b *mergeBuilder) tableHasColumn(name string) int {
-	for _, te := range b.client.From {
-		at, ok := te.(*sqlparser.AliasedTableExpr)
-		if !ok {
-			return 0
-		}
-		tn, ok := at.Expr.(sqlparser.TableName)
-		if !ok {
-			return 0
-		}
-		cols, ok := b.columns(tn.Name.String())
+	tables, ok := b.fromTables()
+	if !ok {
+		return 0
+	}
+	for _, t := range tables {
+		cols, ok := b.columns(t.name)
 		if !ok {
 			return 0
 		}
@@ -1481,30 +1491,22 @@ func (b *mergeBuilder) plainColumn(e sqlparser.Expr) bool {
 	if !ok || b.collated == nil {
 		return false
 	}
+	tables, ok := b.fromTables()
+	if !ok {
+		return false
+	}
 	found := false
-	for _, te := range b.client.From {
-		at, ok := te.(*sqlparser.AliasedTableExpr)
-		if !ok {
-			return false
-		}
-		tn, ok := at.Expr.(sqlparser.TableName)
-		if !ok {
-			return false
-		}
-		exposed := tn.Name.String()
-		if !at.As.IsEmpty() {
-			exposed = at.As.String()
-		}
-		if !c.Qualifier.IsEmpty() && !strings.EqualFold(c.Qualifier.Name.String(), exposed) {
+	for _, t := range tables {
+		if !c.Qualifier.IsEmpty() && !strings.EqualFold(c.Qualifier.Name.String(), t.exposed) {
 			continue
 		}
-		collated, known := b.collated(tn.Name.String(), c.Name.String())
+		collated, known := b.collated(t.name, c.Name.String())
 		switch {
 		case known && collated:
 			return false
 		case known:
 			found = true
-		case !c.Qualifier.IsEmpty() || len(b.client.From) == 1:
+		case !c.Qualifier.IsEmpty() || len(tables) == 1:
 			return false // the table is not known
 		}
 	}
