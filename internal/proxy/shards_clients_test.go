@@ -36,7 +36,14 @@ type clientShards struct {
 
 func startClientShards(t *testing.T, db string, tables ...string) *clientShards {
 	t.Helper()
-	srvs := testenv.StartN(t, 3, testenv.Options{})
+	return startClientShardsWith(t, testenv.Options{}, db, tables...)
+}
+
+// startClientShardsWith is startClientShards with the servers started
+// with opts.
+func startClientShardsWith(t *testing.T, opts testenv.Options, db string, tables ...string) *clientShards {
+	t.Helper()
+	srvs := testenv.StartN(t, 3, opts)
 	for _, s := range srvs {
 		s.Exec(t, "CREATE DATABASE "+db)
 	}

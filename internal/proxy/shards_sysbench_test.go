@@ -6,13 +6,14 @@ package proxy_test
 // oltp_read_write, the tables read through shardgate equal what one server
 // holds after applying the same run's writes.
 //
-// The writes are taken from the shards' general logs: each shard's
-// committed transactions, in the order of their COMMITs, are replayed on
-// the reference server (which starts from a copy of the tables), the
-// sub-table names replaced by the logical ones. Under InnoDB's locking a
-// transaction that conflicts with another commits after it, so COMMIT
-// order is a serial order of the run; each row lives on one shard, so the
-// shards' orders need no merging. The number of writes the shards ran
+// The writes are taken from the shards' statement-based binary logs:
+// each shard's committed writes, in the order it committed them, are
+// replayed on the reference server (which starts from a copy of the
+// tables), the sub-table names replaced by the logical ones. The binary
+// log's order is a serial order of the shard's run (the general log's is
+// only the order statements arrived in, which two autocommitted UPDATEs
+// of one row can overtake); each row lives on one shard, so the shards'
+// orders need no merging. The number of writes the shards ran
 // must equal the number sysbench sent: a write lost or run twice by the
 // proxy shows there, one changed on its way in the contents.
 
@@ -41,7 +42,8 @@ func TestShardedSysbenchMerges(t *testing.T) {
 	for i := 1; i <= sbShardedTables; i++ {
 		tables = append(tables, fmt.Sprintf("{name: sbtest%d, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}", i))
 	}
-	e := startClientShards(t, db, tables...)
+	// Statement-based binary logs hold each shard's writes in commit order.
+	e := startClientShardsWith(t, testenv.Options{LogBin: true, ExtraArgs: []string{"--binlog-format=STATEMENT"}}, db, tables...)
 	clientsMustExec(t, 2*time.Minute, nil, bin, sbShardedArgs(clientsProxyTarget(t, e.p), db, "oltp_read_write", "prepare")...)
 	// oltp_read_write's transactions write to both shards.
 	px := clientsProxyTarget(t, startProxy(t, clientShardsConfig(t, db, e.shards, "    cross_shard_writes: allow\n", tables)))
@@ -73,15 +75,15 @@ func TestShardedSysbenchMerges(t *testing.T) {
 		t.Logf("%s --db-ps-mode=%s --threads=%d %s: %d transactions, %d writes, %s", script, psMode, threads, strings.Join(extra, " "), s.transactions, writes, s.qpsLine)
 		return writes
 	}
-	// readWrite runs oltp_read_write with the shards' general logs on and
+	// readWrite runs oltp_read_write, replays the shards' binary logs and
 	// compares the tables with the reference's after the replay.
 	readWrite := func(t *testing.T, psMode string, threads int, extra ...string) {
 		t.Helper()
-		logs := startGeneralLogs(t, e.shards)
+		tails := startBinlogs(t, e.shards)
 		writes := run(t, "oltp_read_write", psMode, threads, extra...)
 		replayed := 0
-		for i, l := range logs {
-			replayed += replayCommitted(t, l.stop(t), ref, fmt.Sprintf("s%d", i))
+		for _, tl := range tails {
+			replayed += replayCommitted(t, tl.statements(t), ref)
 		}
 		if replayed != writes {
 			t.Errorf("the shards ran %d writes, sysbench sent %d", replayed, writes)
@@ -185,122 +187,101 @@ func compareSbtest(t *testing.T, proxyDB, ref *sql.DB) {
 	}
 }
 
-// generalLog is a shard's general log, on for the duration of a run.
-type generalLog struct {
-	db *sql.DB
+// binlogTail is where a shard's binary log stood when a run started.
+type binlogTail struct {
+	db   *sql.DB
+	file string
+	pos  int64
 }
 
-// startGeneralLogs empties the shards' general logs (kept in
-// mysql.general_log) and turns them on.
-func startGeneralLogs(t *testing.T, shards []*testenv.Server) []generalLog {
+// startBinlogs notes where each shard's binary log stands.
+func startBinlogs(t *testing.T, shards []*testenv.Server) []binlogTail {
 	t.Helper()
-	var logs []generalLog
+	var tails []binlogTail
 	for _, s := range shards {
 		db := openDB(t, s.DSN(""))
 		db.SetMaxOpenConns(1)
-		mustExec(t, db, "SET GLOBAL general_log = OFF", "SET GLOBAL log_output = 'TABLE'", "TRUNCATE mysql.general_log", "SET GLOBAL general_log = ON")
-		logs = append(logs, generalLog{db})
-	}
-	t.Cleanup(func() {
-		for _, l := range logs {
-			l.db.Exec("SET GLOBAL general_log = OFF")
+		tl := binlogTail{db: db}
+		var doDB, ignoreDB sql.NullString
+		if err := db.QueryRow("SHOW MASTER STATUS").Scan(&tl.file, &tl.pos, &doDB, &ignoreDB); err != nil {
+			t.Fatalf("SHOW MASTER STATUS: %v", err)
 		}
-	})
-	return logs
-}
-
-// logEntry is one statement of a general log.
-type logEntry struct {
-	thread  int64
-	command string // Query, Execute, Prepare, Connect, Quit, ...
-	sql     string
-}
-
-// stop turns the log off and returns its entries in the order the server
-// wrote them (the CSV table's order).
-func (l generalLog) stop(t *testing.T) []logEntry {
-	t.Helper()
-	mustExec(t, l.db, "SET GLOBAL general_log = OFF")
-	rows, err := l.db.Query("SELECT thread_id, command_type, CONVERT(argument USING utf8mb4) FROM mysql.general_log")
-	if err != nil {
-		t.Fatalf("general log: %v", err)
+		tails = append(tails, tl)
 	}
-	defer rows.Close()
-	var out []logEntry
+	return tails
+}
+
+// binlogStmtRe takes the statement out of a Query event's Info.
+var binlogStmtRe = regexp.MustCompile("(?s)^use `[^`]*`; (.*)$")
+
+// statements returns the statements the shard binlogged since the tail,
+// in the order it committed them.
+func (tl binlogTail) statements(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	rows, err := tl.db.Query("SHOW BINARY LOGS")
+	if err != nil {
+		t.Fatalf("SHOW BINARY LOGS: %v", err)
+	}
 	for rows.Next() {
-		var e logEntry
-		if err := rows.Scan(&e.thread, &e.command, &e.sql); err != nil {
+		var name string
+		var size sql.RawBytes
+		if err := rows.Scan(&name, &size); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, e)
+		if name >= tl.file {
+			files = append(files, name)
+		}
 	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
+	rows.Close()
+	var out []string
+	for _, f := range files {
+		q := fmt.Sprintf("SHOW BINLOG EVENTS IN '%s'", f)
+		if f == tl.file {
+			q += fmt.Sprintf(" FROM %d", tl.pos)
+		}
+		rows, err := tl.db.Query(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		for rows.Next() {
+			var logName, eventType, info string
+			var pos, serverID, endPos int64
+			if err := rows.Scan(&logName, &pos, &eventType, &serverID, &endPos, &info); err != nil {
+				t.Fatal(err)
+			}
+			if eventType != "Query" {
+				continue
+			}
+			if m := binlogStmtRe.FindStringSubmatch(info); m != nil {
+				info = m[1]
+			}
+			out = append(out, info)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
 	}
-	mustExec(t, l.db, "TRUNCATE mysql.general_log")
 	return out
 }
 
 var (
 	sbWriteRe    = regexp.MustCompile(`(?is)^\s*(UPDATE|DELETE|INSERT|REPLACE)\b.*\bsbtest\d+_\d{4}\b`)
 	sbSubTableRe = regexp.MustCompile(`\b(sbtest\d+)_\d{4}\b`)
-	sbBeginRe    = regexp.MustCompile(`(?i)^\s*(BEGIN|START TRANSACTION)\b`)
-	sbCommitRe   = regexp.MustCompile(`(?i)^\s*COMMIT\b`)
-	sbRollbackRe = regexp.MustCompile(`(?i)^\s*ROLLBACK\b`)
 )
 
-// replayCommitted replays the writes of a shard's committed transactions
-// (and autocommitted writes) on ref, in commit order, with the logical
-// table names, and returns how many it replayed.
-func replayCommitted(t *testing.T, log []logEntry, ref *sql.DB, shard string) int {
+// replayCommitted replays a shard's binlogged writes on ref, in the
+// order the shard committed them, with the logical table names, and
+// returns how many it replayed.
+func replayCommitted(t *testing.T, stmts []string, ref *sql.DB) int {
 	t.Helper()
 	conn := oneConn(t, ref)
-	open := map[int64][]string{} // a thread's writes in its open transaction
-	inTrx := map[int64]bool{}
 	n := 0
-	apply := func(stmts []string) {
-		if len(stmts) == 0 {
-			return
-		}
-		mustExec(t, conn, "BEGIN")
-		for _, s := range stmts {
+	for _, s := range stmts {
+		if sbWriteRe.MatchString(s) {
 			mustExec(t, conn, sbSubTableRe.ReplaceAllString(s, "$1"))
-		}
-		mustExec(t, conn, "COMMIT")
-		n += len(stmts)
-	}
-	for _, e := range log {
-		if e.command != "Query" && e.command != "Execute" {
-			if e.command == "Quit" {
-				delete(open, e.thread) // a connection closed in a transaction rolls it back
-				delete(inTrx, e.thread)
-			}
-			continue
-		}
-		switch {
-		case sbBeginRe.MatchString(e.sql):
-			// BEGIN in a transaction commits it first (implicitly).
-			apply(open[e.thread])
-			delete(open, e.thread)
-			inTrx[e.thread] = true
-		case sbCommitRe.MatchString(e.sql):
-			apply(open[e.thread])
-			delete(open, e.thread)
-			inTrx[e.thread] = false
-		case sbRollbackRe.MatchString(e.sql):
-			delete(open, e.thread)
-			inTrx[e.thread] = false
-		case sbWriteRe.MatchString(e.sql):
-			if inTrx[e.thread] {
-				open[e.thread] = append(open[e.thread], e.sql)
-			} else {
-				apply([]string{e.sql})
-			}
-		}
-	}
-	for thread, stmts := range open {
-		if len(stmts) > 0 {
-			t.Errorf("%s: thread %d left %d writes in a transaction without COMMIT or ROLLBACK", shard, thread, len(stmts))
+			n++
 		}
 	}
 	return n
