@@ -2,7 +2,9 @@
 # Installs what shardgate needs on Debian/Ubuntu, by purpose, and downloads
 # the Go modules:
 #   install-deps.sh [all|test]  mariadb-server mariadb-client sysbench haproxy
-#                               python3-pymysql default-jdk-headless maven, and
+#                               python3-pymysql default-jdk-headless maven chromium
+#                               chromium-driver (the status page's headless browser
+#                               test), and
 #                               MySQL Connector/J through maven: the test suite (which includes
 #                               the benchmark harness's smoke test), benchmarks
 #                               and demo (the default)
@@ -57,6 +59,8 @@ have_pkg() {
 	python3-pymysql) dpkg_installed python3-pymysql || /usr/bin/python3 -c 'import pymysql' >/dev/null 2>&1 ;;
 	default-jdk-headless) command -v javac >/dev/null 2>&1 && command -v java >/dev/null 2>&1 ;;
 	maven) command -v mvn >/dev/null 2>&1 ;;
+	chromium) command -v chromium >/dev/null 2>&1 ;;
+	chromium-driver) command -v chromedriver >/dev/null 2>&1 ;;
 	*) dpkg_installed "$1" ;;
 	esac
 }
@@ -68,7 +72,7 @@ if [[ "${1:-}" == --packages ]]; then
 fi
 SET="${1:-all}"
 case "$SET" in
-all | test) PACKAGES=(mariadb-server mariadb-client sysbench haproxy python3-pymysql default-jdk-headless maven) ;;
+all | test) PACKAGES=(mariadb-server mariadb-client sysbench haproxy python3-pymysql default-jdk-headless maven chromium chromium-driver) ;;
 demo) PACKAGES=(mariadb-server mariadb-client) ;;
 -h | --help)
 	sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
