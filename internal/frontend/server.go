@@ -251,6 +251,9 @@ func (s *Server) SetIdentity(id Identity) {
 // identity returns what the server presents itself as now.
 func (s *Server) identity() *Identity { return s.ident.Load() }
 
+// Identity returns what the server presents itself as now.
+func (s *Server) Identity() Identity { return *s.identity() }
+
 // Addr returns the listening address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
