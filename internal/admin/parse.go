@@ -216,11 +216,11 @@ func (p *parser) show() (*Statement, error) {
 
 // orderBy parses "<column> [ASC|DESC]".
 func (p *parser) orderBy() (col string, desc bool, err error) {
-	t := p.next()
+	t := p.peek()
 	if t.kind != tokWord && t.kind != tokQuoted {
-		p.pos--
 		return "", false, p.errorf("expected a column after ORDER BY")
 	}
+	p.next()
 	switch {
 	case p.accept("desc"):
 		desc = true
@@ -249,6 +249,7 @@ func (p *parser) setBackend() (*Statement, error) {
 	if first.kind != tokWord && first.kind != tokQuoted {
 		return nil, p.errorf("expected <cluster>.<host:port> after SET BACKEND")
 	}
+	start := p.pos
 	var cluster, addr strings.Builder
 	split := false
 	for i := 0; !p.done(); i++ {
@@ -270,7 +271,7 @@ func (p *parser) setBackend() (*Statement, error) {
 		cluster.WriteString(t.text)
 	}
 	if !split || cluster.Len() == 0 || addr.Len() == 0 {
-		p.pos--
+		p.pos = start
 		return nil, p.errorf("expected <cluster>.<host:port> after SET BACKEND")
 	}
 	st := &Statement{Kind: SetBackend, Cluster: cluster.String(), Address: addr.String()}
@@ -343,15 +344,16 @@ func (p *parser) selectItem() (SelectItem, error) {
 		p.pos += 3
 		it = SelectItem{Name: p.src[t.start:p.toks[p.pos-1].start+1], Func: strings.ToUpper(t.text)}
 	default:
+		p.pos = 0 // not a SELECT drivers send: an unknown statement
 		return it, p.errorf("unknown statement")
 	}
 	if p.accept("as") || p.peek().kind == tokQuoted || p.peek().kind == tokString ||
 		p.peek().kind == tokWord && !p.peek().is("limit") && !isNumber(p.peek().text) {
-		a := p.next()
+		a := p.peek()
 		if a.kind != tokWord && a.kind != tokQuoted && a.kind != tokString {
-			p.pos--
 			return it, p.errorf("expected an alias")
 		}
+		p.next()
 		it.Name = a.text
 	}
 	return it, nil
