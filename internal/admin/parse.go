@@ -342,7 +342,7 @@ func (p *parser) selectItem() (SelectItem, error) {
 		p.next()
 	case t.kind == tokWord && p.pos+2 < len(p.toks) && p.toks[p.pos+1].is("(") && p.toks[p.pos+2].is(")"):
 		p.pos += 3
-		it = SelectItem{Name: p.src[t.start:p.toks[p.pos-1].start+1], Func: strings.ToUpper(t.text)}
+		it = SelectItem{Name: p.src[t.start : p.toks[p.pos-1].start+1], Func: strings.ToUpper(t.text)}
 	default:
 		p.pos = 0 // not a SELECT drivers send: an unknown statement
 		return it, p.errorf("unknown statement")

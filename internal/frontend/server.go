@@ -142,7 +142,7 @@ type Server struct {
 	lnMu     sync.Mutex // Serve sets ln while Shutdown may read it
 	ln       net.Listener
 	ids      *atomic.Uint32 // opt.IDs, or one of its own
-	sessions sync.Map // id -> *Session
+	sessions sync.Map       // id -> *Session
 	count    atomic.Int64
 	wg       sync.WaitGroup
 
