@@ -94,7 +94,7 @@ func writeJSON(w http.ResponseWriter, v *View) {
 // or seconds with three decimals, times as RFC 3339, unknown as null.
 func jsonValue(v any) []byte {
 	switch x := v.(type) {
-	case Millis, Seconds:
+	case Millis, Seconds, float64:
 		return []byte(text(x))
 	case time.Time:
 		if x.IsZero() {

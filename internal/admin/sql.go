@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shardgate/shardgate/internal/frontend"
@@ -22,9 +23,10 @@ type Handler struct {
 }
 
 // NewHandler answers admin statements from src; version is the one the
-// admin port greets with.
+// admin port greets with. MariaDB's greeting puts "5.5.5-" before its
+// version for old clients, which @@version does not have.
 func NewHandler(src Source, version string, log *slog.Logger) *Handler {
-	return &Handler{src: src, log: log, version: version}
+	return &Handler{src: src, log: log, version: strings.TrimPrefix(version, "5.5.5-")}
 }
 
 // ErrNoSession is KillSession's error for an id no client session has.
@@ -121,14 +123,14 @@ func (h *Handler) act(c frontend.LocalClient, st *Statement) (*frontend.LocalRes
 
 // resultOf renders a view as a result set.
 func resultOf(v *View) *frontend.LocalResult {
-	res := &frontend.LocalResult{Columns: make([]frontend.LocalColumn, len(v.Columns)), Rows: make([][]string, len(v.Rows))}
+	res := &frontend.LocalResult{Columns: make([]frontend.LocalColumn, len(v.Columns)), Rows: make([][]*string, len(v.Rows))}
 	for i, c := range v.Columns {
-		res.Columns[i] = frontend.LocalColumn{Name: c.Name, Numeric: c.Numeric}
+		res.Columns[i] = frontend.LocalColumn{Name: c.Name, Type: c.Type}
 	}
 	for i, r := range v.Rows {
-		row := make([]string, len(r))
+		row := make([]*string, len(r))
 		for j, val := range r {
-			row[j] = text(val)
+			row[j] = cell(val)
 		}
 		res.Rows[i] = row
 	}
@@ -137,28 +139,28 @@ func resultOf(v *View) *frontend.LocalResult {
 
 // sessionSelect answers the SELECTs clients send on connecting, one row.
 func (h *Handler) sessionSelect(c frontend.LocalClient, items []SelectItem) (*frontend.LocalResult, *mysql.SQLError) {
-	res := &frontend.LocalResult{Rows: [][]string{make([]string, len(items))}}
+	res := &frontend.LocalResult{Rows: [][]*string{make([]*string, len(items))}}
 	for i, it := range items {
-		val, numeric, e := h.itemValue(c, it)
+		val, typ, e := h.itemValue(c, it)
 		if e != nil {
 			return nil, e
 		}
-		res.Columns = append(res.Columns, frontend.LocalColumn{Name: it.Name, Numeric: numeric})
+		res.Columns = append(res.Columns, frontend.LocalColumn{Name: it.Name, Type: typ})
 		res.Rows[0][i] = val
 	}
 	return res, nil
 }
 
 // sessionVars are the system variables clients and drivers read on
-// connecting, with the admin port's values; numeric ones are marked.
+// connecting, with the admin port's values.
 var sessionVars = map[string]struct {
-	value   string
-	numeric bool
+	value string
+	typ   frontend.LocalType
 }{
 	"version_comment":          {value: "shardgate admin"},
-	"autocommit":               {value: "1", numeric: true},
-	"auto_increment_increment": {value: "1", numeric: true},
-	"max_allowed_packet":       {value: strconv.Itoa(MaxPacket), numeric: true},
+	"autocommit":               {value: "1", typ: frontend.LocalInteger},
+	"auto_increment_increment": {value: "1", typ: frontend.LocalInteger},
+	"max_allowed_packet":       {value: strconv.Itoa(MaxPacket), typ: frontend.LocalInteger},
 	"character_set_client":     {value: "utf8mb4"},
 	"character_set_connection": {value: "utf8mb4"},
 	"character_set_results":    {value: "utf8mb4"},
@@ -166,16 +168,16 @@ var sessionVars = map[string]struct {
 	"collation_connection":     {value: "utf8mb4_general_ci"},
 	"collation_server":         {value: "utf8mb4_general_ci"},
 	"sql_mode":                 {value: ""},
-	"lower_case_table_names":   {value: "0", numeric: true},
+	"lower_case_table_names":   {value: "0", typ: frontend.LocalInteger},
 	"time_zone":                {value: "SYSTEM"},
 	"system_time_zone":         {value: "UTC"},
 	"tx_isolation":             {value: "REPEATABLE-READ"},
 	"transaction_isolation":    {value: "REPEATABLE-READ"},
-	"tx_read_only":             {value: "0", numeric: true},
-	"transaction_read_only":    {value: "0", numeric: true},
-	"wait_timeout":             {value: "28800", numeric: true},
-	"interactive_timeout":      {value: "28800", numeric: true},
-	"net_write_timeout":        {value: "60", numeric: true},
+	"tx_read_only":             {value: "0", typ: frontend.LocalInteger},
+	"transaction_read_only":    {value: "0", typ: frontend.LocalInteger},
+	"wait_timeout":             {value: "28800", typ: frontend.LocalInteger},
+	"interactive_timeout":      {value: "28800", typ: frontend.LocalInteger},
+	"net_write_timeout":        {value: "60", typ: frontend.LocalInteger},
 	"license":                  {value: "Apache-2.0"},
 }
 
@@ -183,34 +185,43 @@ var sessionVars = map[string]struct {
 // max_allowed_packet: admin statements are short.
 const MaxPacket = 1 << 20
 
-func (h *Handler) itemValue(c frontend.LocalClient, it SelectItem) (string, bool, *mysql.SQLError) {
+// itemValue is a session SELECT item's value (nil: NULL) and type.
+func (h *Handler) itemValue(c frontend.LocalClient, it SelectItem) (*string, frontend.LocalType, *mysql.SQLError) {
+	str := func(s string) *string { return &s }
 	switch {
 	case it.Var == "version":
-		return h.version, false, nil
+		return str(h.version), frontend.LocalText, nil
 	case it.Var != "":
 		if v, ok := sessionVars[it.Var]; ok {
-			return v.value, v.numeric, nil
+			return str(v.value), v.typ, nil
 		}
-		return "", false, mysql.NewError(errUnknownSystemVariable, mysql.StateGeneral, "Unknown system variable '%s'", it.Var)
+		return nil, 0, mysql.NewError(errUnknownSystemVariable, mysql.StateGeneral, "Unknown system variable '%s'", it.Var)
 	case it.Func != "":
 		switch it.Func {
 		case "DATABASE", "SCHEMA":
-			return c.DB, false, nil
+			if c.DB == "" {
+				return nil, frontend.LocalText, nil
+			}
+			return str(c.DB), frontend.LocalText, nil
 		case "VERSION":
-			return h.version, false, nil
+			return str(h.version), frontend.LocalText, nil
 		case "USER", "CURRENT_USER", "SESSION_USER", "SYSTEM_USER":
 			host, _, err := net.SplitHostPort(c.Addr)
 			if err != nil {
 				host = c.Addr
 			}
-			return c.User + "@" + host, false, nil
+			return str(c.User + "@" + host), frontend.LocalText, nil
 		case "CONNECTION_ID":
-			return strconv.FormatUint(uint64(c.ConnID), 10), true, nil
+			return str(strconv.FormatUint(uint64(c.ConnID), 10)), frontend.LocalInteger, nil
 		}
-		return "", false, mysql.NewError(mysql.ERParse, mysql.StateSyntax,
+		return nil, 0, mysql.NewError(mysql.ERParse, mysql.StateSyntax,
 			"%s() is not known on the admin port; it knows: %s", it.Func, Syntax)
+	case it.Numeric && strings.ContainsAny(it.Literal, ".eE"):
+		return str(it.Literal), frontend.LocalDecimal, nil
+	case it.Numeric:
+		return str(it.Literal), frontend.LocalInteger, nil
 	}
-	return it.Literal, it.Numeric, nil
+	return str(it.Literal), frontend.LocalText, nil
 }
 
 // errUnknownSystemVariable is ER_UNKNOWN_SYSTEM_VARIABLE.

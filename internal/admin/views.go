@@ -23,10 +23,10 @@ type View struct {
 	Rows    [][]any
 }
 
-// Column is a view's column; Numeric ones are right-aligned by clients.
+// Column is a view's column.
 type Column struct {
-	Name    string
-	Numeric bool
+	Name string
+	Type frontend.LocalType
 }
 
 // Millis is a duration shown in milliseconds with three decimals.
@@ -35,11 +35,18 @@ type Millis time.Duration
 // Seconds is a duration shown in seconds with three decimals.
 type Seconds time.Duration
 
-func cols(numeric string, names ...string) []Column {
+// cols makes a view's columns: text, but for those named in ints
+// (integers) and decimals (Millis, Seconds, rates), blank-separated.
+func cols(ints, decimals string, names ...string) []Column {
 	out := make([]Column, len(names))
-	num := strings.Fields(numeric)
 	for i, n := range names {
-		out[i] = Column{Name: n, Numeric: slices.Contains(num, n)}
+		out[i] = Column{Name: n}
+		switch {
+		case slices.Contains(strings.Fields(ints), n):
+			out[i].Type = frontend.LocalInteger
+		case slices.Contains(strings.Fields(decimals), n):
+			out[i].Type = frontend.LocalDecimal
+		}
 	}
 	return out
 }
@@ -47,7 +54,7 @@ func cols(numeric string, names ...string) []Column {
 // BackendsView is SHOW BACKENDS: per cluster and server, its role, health,
 // breaker, drain state, pool and load.
 func BackendsView(src Source) *View {
-	v := &View{Columns: cols("lag_seconds weight pool_open pool_idle pool_in_use pool_waiting running errors wait_timeouts",
+	v := &View{Columns: cols("lag_seconds weight pool_open pool_idle pool_in_use pool_waiting running errors wait_timeouts", "",
 		"cluster", "address", "role", "up", "read_only", "lag_seconds", "replicating", "breaker", "state", "weight",
 		"pool_open", "pool_idle", "pool_in_use", "pool_waiting", "running", "errors", "wait_timeouts", "last_error")}
 	for _, b := range src.Backends() {
@@ -84,7 +91,7 @@ func optBool(b *bool) any {
 // SessionsView is SHOW SESSIONS: each client session, what it does and
 // since when, by connection id.
 func SessionsView(src Source, now time.Time) *View {
-	v := &View{Columns: cols("id time_in_state", "id", "user", "client", "db", "state", "time_in_state",
+	v := &View{Columns: cols("id", "time_in_state", "id", "user", "client", "db", "state", "time_in_state",
 		"statement", "digest", "backends")}
 	acts := src.Sessions()
 	slices.SortFunc(acts, func(a, b frontend.Activity) int { return cmp.Compare(a.ID, b.ID) })
@@ -104,7 +111,7 @@ func SessionsView(src Source, now time.Time) *View {
 func digestHex(d uint64) string { return fmt.Sprintf("%016x", d) }
 
 // digestColumns are SHOW QUERY DIGESTS's columns, in order.
-var digestColumns = cols("count total_ms mean_ms p50_ms p99_ms max_ms rows_sent rows_affected errors shards_touched",
+var digestColumns = cols("count rows_sent rows_affected errors shards_touched", "total_ms mean_ms p50_ms p99_ms max_ms",
 	"digest", "user", "db", "text", "count", "total_ms", "mean_ms", "p50_ms", "p99_ms", "max_ms",
 	"rows_sent", "rows_affected", "errors", "shards_touched", "first_seen", "last_seen")
 
@@ -167,7 +174,7 @@ func compareValues(a, b any) int {
 // ShardingView is SHOW SHARDING: per schema and table, its rule, shard
 // key, and each sub-table with the cluster that holds it.
 func ShardingView(src Source) *View {
-	v := &View{Columns: cols("", "schema", "table", "type", "rule", "shard_key", "sub_table", "cluster")}
+	v := &View{Columns: cols("", "", "schema", "table", "type", "rule", "shard_key", "sub_table", "cluster")}
 	for _, s := range src.Sharding() {
 		v.Rows = append(v.Rows, []any{s.Schema, s.Table, s.Type, s.Rule, s.ShardKey, s.SubTable, s.Cluster})
 	}
@@ -177,7 +184,7 @@ func ShardingView(src Source) *View {
 // ConfigView is SHOW CONFIG: the running configuration, key by key,
 // secrets masked.
 func ConfigView(src Source) *View {
-	v := &View{Columns: cols("", "key", "value")}
+	v := &View{Columns: cols("", "", "key", "value")}
 	for _, s := range src.Config() {
 		v.Rows = append(v.Rows, []any{s.Key, s.Value})
 	}
@@ -188,7 +195,7 @@ func ConfigView(src Source) *View {
 // greeted with, and each backend server's @@version.
 func VersionView(ctx context.Context, src Source) *View {
 	vs := src.Versions(ctx)
-	v := &View{Columns: cols("", "component", "address", "version")}
+	v := &View{Columns: cols("", "", "component", "address", "version")}
 	v.Rows = append(v.Rows, []any{"shardgate", "", vs.Shardgate}, []any{"advertised", "", vs.Advertised})
 	for _, s := range vs.Servers {
 		version := s.Version
@@ -208,7 +215,7 @@ func StatusView(src Source, now time.Time) *View {
 	if up > 0 {
 		qps = float64(st.Queries) / up.Seconds()
 	}
-	v := &View{Columns: cols("", "name", "value")}
+	v := &View{Columns: cols("", "", "name", "value")}
 	add := func(name string, value any) { v.Rows = append(v.Rows, []any{name, value}) }
 	add("started", st.Started)
 	add("uptime_seconds", Seconds(up))
@@ -232,7 +239,7 @@ func round3(f float64) float64 {
 // ChangesView is RELOAD CONFIG's answer: each key that differs, its old
 // and new value (secrets masked) and whether it was applied.
 func ChangesView(changes []config.Change) *View {
-	v := &View{Columns: cols("", "key", "old", "new", "result")}
+	v := &View{Columns: cols("", "", "key", "old", "new", "result")}
 	for _, c := range changes {
 		result := "applied"
 		if c.Restart {
@@ -246,16 +253,26 @@ func ChangesView(changes []config.Change) *View {
 // warningsView is SHOW WARNINGS on the admin port: none, with the
 // server's columns.
 func warningsView() *View {
-	return &View{Columns: cols("Code", "Level", "Code", "Message")}
+	return &View{Columns: cols("Code", "", "Level", "Code", "Message")}
 }
 
-// text renders a value as a result set's cell: booleans as yes and no,
-// durations with three decimals, times in UTC to the millisecond,
-// unknown as "".
+// cell renders a value as a result set's cell: booleans as yes and no,
+// durations with three decimals, times in UTC to the millisecond, unknown
+// as NULL.
+func cell(v any) *string {
+	if v == nil {
+		return nil
+	}
+	if t, ok := v.(time.Time); ok && t.IsZero() {
+		return nil
+	}
+	s := text(v)
+	return &s
+}
+
+// text renders a known value as text.
 func text(v any) string {
 	switch x := v.(type) {
-	case nil:
-		return ""
 	case string:
 		return x
 	case bool:
@@ -268,14 +285,11 @@ func text(v any) string {
 	case Seconds:
 		return strconv.FormatFloat(time.Duration(x).Seconds(), 'f', 3, 64)
 	case time.Time:
-		if x.IsZero() {
-			return ""
-		}
 		return x.UTC().Format("2006-01-02 15:04:05.000")
 	case []string:
 		return strings.Join(x, ", ")
 	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
+		return strconv.FormatFloat(x, 'f', 3, 64)
 	}
 	return fmt.Sprint(v)
 }

@@ -26,18 +26,28 @@ type LocalClient struct {
 type LocalResult struct {
 	// Columns of a result set; nil makes the answer an OK.
 	Columns []LocalColumn
-	Rows    [][]string
+	Rows    [][]*string // nil: NULL
 	// AffectedRows and Info are an OK's.
 	AffectedRows uint64
 	Info         string
 }
 
-// LocalColumn is a column of a local result set: text, or a number
-// (which clients such as the mariadb CLI align to the right).
+// LocalColumn is a column of a local result set.
 type LocalColumn struct {
-	Name    string
-	Numeric bool
+	Name string
+	Type LocalType
 }
+
+// LocalType is the type of a local result's column: clients align
+// numbers to the right, and drivers such as go-sql-driver parse integers.
+type LocalType uint8
+
+// The types of local result columns.
+const (
+	LocalText    LocalType = iota // VARCHAR
+	LocalInteger                  // BIGINT
+	LocalDecimal                  // DECIMAL with three decimals (milliseconds, seconds, rates)
+)
 
 // dispatchLocal runs one command of a session of a local-answer server:
 // statements go to the handler, COM_PING, COM_QUIT and COM_INIT_DB are
@@ -77,28 +87,22 @@ func (s *Session) answerLocal(sql string) bool {
 	for i, c := range res.Columns {
 		cols[i] = localColumn(c)
 	}
-	return s.writeResult(cols, res.Rows)
-}
-
-// localColumn describes a local result's column as the server describes
-// a computed VARCHAR or DOUBLE column.
-func localColumn(c LocalColumn) mysql.Column {
-	if c.Numeric {
-		return mysql.Column{Name: c.Name, Type: mysql.TypeDouble, Charset: uint16(mysql.CollationBinary), Length: 22,
-			Flags: mysql.FlagBinary, Decimals: 31}
-	}
-	return mysql.Column{Name: c.Name, Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: 4096}
-}
-
-// writeResult answers with a result set the proxy made: text rows. It
-// leaves FOUND_ROWS() alone, as the server does after SHOW WARNINGS.
-func (s *Session) writeResult(cols []mysql.Column, rows [][]string) bool {
-	if s.stream != nil && !s.dropStream() {
-		return false
-	}
-	s.lastRowCount = -1 // a result set
-	if err := s.client.WriteTextResult(cols, rows, s.caps, s.status()); err != nil {
+	if err := s.client.WriteTextResultNullable(cols, res.Rows, s.caps, s.status()); err != nil {
 		return false
 	}
 	return s.client.Flush() == nil
+}
+
+// localColumn describes a local result's column as the server describes
+// a computed column of its type.
+func localColumn(c LocalColumn) mysql.Column {
+	switch c.Type {
+	case LocalInteger:
+		return mysql.Column{Name: c.Name, Type: mysql.TypeLongLong, Charset: uint16(mysql.CollationBinary), Length: 21,
+			Flags: mysql.FlagBinary}
+	case LocalDecimal:
+		return mysql.Column{Name: c.Name, Type: mysql.TypeNewDecimal, Charset: uint16(mysql.CollationBinary), Length: 24,
+			Flags: mysql.FlagBinary, Decimals: 3}
+	}
+	return mysql.Column{Name: c.Name, Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: 4096}
 }

@@ -82,5 +82,9 @@ func (s *Session) answerDiagnostics(sql []byte, rows [][]string) bool {
 			{Name: "Message", Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: 2048, Flags: mysql.FlagNotNull},
 		}
 	}
-	return s.writeResult(cols, rows)
+	s.lastRowCount = -1 // a result set; diagnostic SHOWs leave FOUND_ROWS() alone
+	if err := s.client.WriteTextResult(cols, rows, s.caps, s.status()); err != nil {
+		return false
+	}
+	return s.client.Flush() == nil
 }
