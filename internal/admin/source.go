@@ -98,8 +98,7 @@ type Status struct {
 	ProxyErrors     uint64 // errors the proxy itself answered
 	BackendFailures uint64 // backend connections that failed under a client command
 	AuthFailures    uint64
-	// RecentQPS is the client commands per second over the last
-	// RecentWindow (about 10 s; shorter right after start).
-	RecentQPS    float64
-	RecentWindow time.Duration
+	// RecentQPS is the client commands per second over the last 10 s
+	// (since start, in the first 10 s).
+	RecentQPS float64
 }

@@ -223,7 +223,7 @@ func StatusView(src Source, now time.Time) *View {
 	add("client_connections_total", st.ClientsTotal)
 	add("queries", st.Queries)
 	add("qps", round3(qps))
-	add(fmt.Sprintf("qps_last_%ds", int(st.RecentWindow.Round(time.Second).Seconds())), round3(st.RecentQPS))
+	add("qps_last_10s", round3(st.RecentQPS))
 	add("errors", st.Errors)
 	add("proxy_errors", st.ProxyErrors)
 	add("backend_failures", st.BackendFailures)

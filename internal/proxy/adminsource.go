@@ -221,12 +221,12 @@ func serverVersion(ctx context.Context, pool *backend.Pool) (string, error) {
 func (p *Proxy) Status() admin.Status {
 	m := p.metricSums()
 	queries := uint64(m["shardgate_commands_total"])
-	recent, window := p.qps.rate(time.Now(), queries)
+	recent := p.qps.rate(time.Now(), queries)
 	return admin.Status{Started: p.started, Clients: int64(m["shardgate_client_connections"]),
 		ClientsTotal: uint64(m["shardgate_client_connections_total"]), Queries: queries,
 		Errors: uint64(m["shardgate_statement_errors_total"]), ProxyErrors: uint64(m["shardgate_client_errors_total"]),
 		BackendFailures: uint64(m["shardgate_backend_failures_total"]), AuthFailures: uint64(m["shardgate_client_auth_failures_total"]),
-		RecentQPS: recent, RecentWindow: window}
+		RecentQPS: recent}
 }
 
 // metricSums sums each metric of the registry over its labels (a
@@ -412,19 +412,19 @@ func (q *qpsSampler) add(at time.Time, count uint64) {
 }
 
 // rate is the count's rate per second from the oldest sample kept to
-// (now, count), and the span it covers.
-func (q *qpsSampler) rate(now time.Time, count uint64) (float64, time.Duration) {
+// (now, count).
+func (q *qpsSampler) rate(now time.Time, count uint64) float64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.samples) == 0 {
-		return 0, 0
+		return 0
 	}
 	first := q.samples[0]
 	span := now.Sub(first.at)
 	if span <= 0 || count < first.count {
-		return 0, span
+		return 0
 	}
-	return float64(count-first.count) / span.Seconds(), span
+	return float64(count-first.count) / span.Seconds()
 }
 
 // sampleQPS samples the client commands counter every second until the
