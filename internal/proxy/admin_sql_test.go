@@ -357,6 +357,15 @@ func TestAdminSetBackendOfflineOnline(t *testing.T) {
 	if got := whoAnswers(t, db, ids, 100, "SELECT @@server_id"); got[1] == 0 || got[2] == 0 {
 		t.Fatalf("reads before: %v, want both replicas", got)
 	}
+	versions := adminTable(t, admin, "SHOW VERSION")[2:]
+	if len(versions) != 3 {
+		t.Errorf("SHOW VERSION lists %d servers, want 3: %v", len(versions), versions)
+	}
+	for _, v := range versions {
+		if !strings.Contains(v["version"], "MariaDB") {
+			t.Errorf("SHOW VERSION: %v, want each server's @@version", v)
+		}
+	}
 	res, err := admin.Exec("SET BACKEND main." + r.Replicas[0].Addr + " OFFLINE")
 	if err != nil {
 		t.Fatal(err)

@@ -42,16 +42,33 @@ func (p *Proxy) Telemetry() *telemetry.Recorder { return p.telemetry }
 
 // Backends implements admin.Source.
 func (p *Proxy) Backends() []admin.Backend {
+	var out []admin.Backend
+	for _, cs := range p.serverList() {
+		out = append(out, backendRow(cs.cluster, cs.addr, cs.server, cs.server == cs.writer))
+	}
+	return out
+}
+
+// clusterServer is a server of a cluster, by its configured address.
+type clusterServer struct {
+	cluster, addr  string
+	server, writer *backend.Server // writer: the cluster's now
+}
+
+// serverList lists every server, by cluster name and then in
+// configuration order (the primary first).
+func (p *Proxy) serverList() []clusterServer {
 	// Under reloadMu, the running configuration and the clusters' server
 	// lists are in step: a configured address names each server.
 	p.reloadMu.Lock()
 	defer p.reloadMu.Unlock()
-	var out []admin.Backend
+	var out []clusterServer
 	for _, nc := range p.clusterList() {
-		addrs := configuredAddrs(p.cfg.Cluster(nc.name), nc.cluster.Servers())
+		servers := nc.cluster.Servers()
+		addrs := configuredAddrs(p.cfg.Cluster(nc.name), servers)
 		w := nc.cluster.Writer()
-		for i, s := range nc.cluster.Servers() {
-			out = append(out, backendRow(nc.name, addrs[i], s, s == w))
+		for i, s := range servers {
+			out = append(out, clusterServer{nc.name, addrs[i], s, w})
 		}
 	}
 	return out
@@ -171,42 +188,23 @@ func (p *Proxy) Versions(ctx context.Context) admin.Versions {
 	if len(p.servers) > 0 {
 		v.Advertised = p.servers[0].Identity().Version
 	}
+	servers := p.serverList()
+	v.Servers = make([]admin.ServerVersion, len(servers))
 	var wg sync.WaitGroup
-	for _, b := range p.Backends() {
-		i := len(v.Servers)
-		v.Servers = append(v.Servers, admin.ServerVersion{Cluster: b.Cluster, Address: b.Address})
-		pool := p.serverPool(b.Cluster, i)
+	for i, cs := range servers {
+		sv := &v.Servers[i]
+		sv.Cluster, sv.Address = cs.cluster, cs.addr
 		wg.Add(1)
-		go func(sv *admin.ServerVersion) {
+		go func() {
 			defer wg.Done()
-			sv.Version, sv.Err = serverVersion(ctx, pool)
-		}(&v.Servers[i])
+			sv.Version, sv.Err = serverVersion(ctx, cs.server.Pool)
+		}()
 	}
 	wg.Wait()
 	return v
 }
 
-// serverPool is the pool of the i-th server in Backends' order, when it
-// is of cluster; nil if a reload changed the servers meanwhile.
-func (p *Proxy) serverPool(cluster string, i int) *backend.Pool {
-	n := 0
-	for _, nc := range p.clusterList() {
-		servers := nc.cluster.Servers()
-		if i < n+len(servers) {
-			if nc.name != cluster {
-				return nil
-			}
-			return servers[i-n].Pool
-		}
-		n += len(servers)
-	}
-	return nil
-}
-
 func serverVersion(ctx context.Context, pool *backend.Pool) (string, error) {
-	if pool == nil {
-		return "", errors.New("the servers changed; ask again")
-	}
 	rows, err := pool.Query(ctx, "SELECT @@version")
 	if err != nil {
 		return "", err
