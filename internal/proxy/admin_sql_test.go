@@ -289,6 +289,21 @@ func TestAdminSQLLogins(t *testing.T) {
 		}
 	}
 
+	t.Run("reload", func(t *testing.T) {
+		cfg := withAdminSQL(proxyConfig(t, srv, ""))
+		cfg.Admin.Users = []config.AdminUser{{Name: "ops2", Password: "ops2-pw"}}
+		changes := mustReload(t, p, cfg)
+		if !hasChange(changes, "admin.users[ops2]") || !hasChange(changes, "admin.users[ops]") {
+			t.Errorf("changes %v lack the admin users", changes)
+		}
+		if err := login(adminDSN(p, "ops2", "ops2-pw")); err != nil {
+			t.Errorf("admin user added by a reload: %v", err)
+		}
+		if err := login(adminDSN(p, adminUser, adminPass)); mysqlErrCode(err) != 1045 {
+			t.Errorf("admin user removed by a reload: %v, want 1045", err)
+		}
+	})
+
 	t.Run("caching_sha2_password", func(t *testing.T) {
 		cfg := withAdminSQL(proxyConfig(t, srv, ""))
 		cfg.Server.DefaultAuthPlugin = "caching_sha2_password"
