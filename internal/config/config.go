@@ -20,7 +20,7 @@ import (
 // Diff): "restart" keys need a restart.
 type Config struct {
 	Listeners []Listener `yaml:"listeners" reload:"restart,byposition"`
-	Admin     Admin      `yaml:"admin" reload:"restart"`
+	Admin     Admin      `yaml:"admin"`
 	Server    Server     `yaml:"server"`
 	Log       Log        `yaml:"log"`
 	Users     []User     `yaml:"users"`
@@ -55,9 +55,23 @@ type ListenerTLS struct {
 	KeyFile  string `yaml:"key_file"`
 }
 
-// Admin configures the operator HTTP endpoint.
+// Admin configures the operator endpoints: the HTTP server and the admin
+// SQL port with its own accounts.
 type Admin struct {
-	HTTP string `yaml:"http"` // "" disables it
+	HTTP string `yaml:"http" reload:"restart"` // "" disables it
+	// SQL is the address of the admin MySQL-protocol listener; "" disables it.
+	SQL string `yaml:"sql" reload:"restart"`
+	// Users are the accounts of the admin SQL port, and only of it: they
+	// cannot log in on the client listeners, nor users[] on this port.
+	Users []AdminUser `yaml:"users"`
+}
+
+// AdminUser is an account of the admin SQL port. The password forms are
+// those of users[].
+type AdminUser struct {
+	Name         string `yaml:"name"`
+	Password     string `yaml:"password" reload:"secret"`
+	PasswordHash string `yaml:"password_hash" reload:"secret"`
 }
 
 // Server holds settings of the MySQL server the proxy presents to clients.

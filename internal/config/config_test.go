@@ -469,6 +469,20 @@ func TestProblems(t *testing.T) {
 			f + ":6: clusters[0].tls.cert_file: required when key_file is set",
 			f + `:13: clusters[1].tls.mode: must be one of off, preferred, required, verify (got "strict")`,
 			f + ":14: clusters[1].tls.ca_file: file " + filepath.Join(dir, "nope.pem") + " does not exist"}},
+
+		// --- admin SQL port ---
+		{"admin sql without users", "admin:\n  sql: 127.0.0.1:6034\n" + validTail, []string{
+			f + ":1: admin.users: at least one admin user is required when admin.sql is set (users[] cannot log in on the admin port)"}},
+		{"admin sql bad address", "admin:\n  sql: nope\n  users: [{name: root, password: x}]\n" + validTail, []string{
+			f + `:2: admin.sql: invalid address "nope": missing port in address; want host:port`}},
+		{"admin sql clashes", "listeners: [{address: \"127.0.0.1:6033\"}]\nadmin:\n  http: 127.0.0.1:6033\n  sql: 127.0.0.1:6033\n  users: [{name: root, password: x}]\n" + validTail, []string{
+			f + ":4: admin.sql: same address as admin.http (127.0.0.1:6033)",
+			f + ":4: admin.sql: same address as listeners[0].address (127.0.0.1:6033): the admin port is a listener of its own"}},
+		{"admin users", "admin:\n  sql: 127.0.0.1:0\n  users:\n    - name: root\n    - {name: root, password: a, password_hash: b}\n    - {password: x}\n" + validTail, []string{
+			f + ":4: admin.users[0].password_hash: required (or password); create it with: shardgate hash-password",
+			f + `:5: admin.users[1].name: duplicate admin user name "root" (also admin.users[0])`,
+			f + ":5: admin.users[1].password_hash: password and password_hash are both set; set exactly one",
+			f + ":6: admin.users[2].name: required"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -548,6 +562,29 @@ clusters:
 	}
 	if got := cfg.User("empty"); got == nil || got.Password != "" {
 		t.Errorf("User(empty) = %+v", got)
+	}
+}
+
+// An admin SQL port with its accounts parses; admin.users without the port
+// is only a warning.
+func TestAdminSQL(t *testing.T) {
+	cfg, err := Parse([]byte("admin:\n  sql: 0.0.0.0:6034\n  users:\n    - {name: ops, password_hash: \""+appSecretHash+"\"}\n"+validTail), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Admin.SQL != "0.0.0.0:6034" || len(cfg.Admin.Users) != 1 || cfg.Admin.Users[0].Name != "ops" {
+		t.Errorf("admin = %+v", cfg.Admin)
+	}
+	if w := cfg.Warnings(); len(w) != 0 {
+		t.Errorf("unexpected warnings %q", w)
+	}
+	cfg, err = Parse([]byte("admin:\n  users:\n    - {name: ops, password_hash: \""+appSecretHash+"\"}\n"+validTail), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a.yaml:2: admin.users: admin.sql is not set, so the admin SQL port is off and these accounts cannot log in"}
+	if got := cfg.Warnings(); !reflect.DeepEqual(got, want) {
+		t.Errorf("warnings %q, want %q", got, want)
 	}
 }
 

@@ -555,6 +555,9 @@ const drainOnCloseFor = 2 * time.Second
 
 // dispatch runs one command; false ends the session.
 func (s *Session) dispatch(p []byte) bool {
+	if s.srv.opt.Local != nil {
+		return s.dispatchLocal(p)
+	}
 	s.srv.opt.Metrics.Commands.Inc()
 	if s.stream != nil && p[0] != mysql.ComQuery && p[0] != mysql.ComStmtExecute {
 		// Only statements are streamed; other commands this large are
