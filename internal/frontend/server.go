@@ -22,6 +22,7 @@ import (
 	"github.com/shardgate/shardgate/internal/mysql/auth"
 	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
+	"github.com/shardgate/shardgate/internal/telemetry"
 )
 
 // User is an account clients log in with. A session keeps the User it
@@ -116,6 +117,9 @@ type Options struct {
 	// Keyspaces are the sharded schemas: statements in these databases
 	// are planned by the sharding planner.
 	Keyspaces planner.Keyspaces
+	// Telemetry records every client statement (telemetry.go); nil
+	// records nothing.
+	Telemetry *telemetry.Recorder
 }
 
 // Server accepts clients on one listener.

@@ -29,6 +29,7 @@ import (
 	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
 	"github.com/shardgate/shardgate/internal/sequence"
+	"github.com/shardgate/shardgate/internal/telemetry"
 )
 
 // Proxy is a running shardgate.
@@ -40,6 +41,9 @@ type Proxy struct {
 	lns      []net.Listener
 	admin    *admin.Server
 	registry *prometheus.Registry
+	// telemetry records every client statement (digests, slow log,
+	// statement metrics).
+	telemetry *telemetry.Recorder
 
 	// users is swapped whole by Reload; a login looks a user up in it.
 	users atomic.Pointer[map[string]*frontend.User]
@@ -350,6 +354,11 @@ func (p *Proxy) buildServers() error {
 	}
 	ident := p.startIdentity()
 	metrics := frontend.NewMetrics(p.registry)
+	rec, err := telemetry.New(telemetryConfig(p.cfg), p.registry, p.log)
+	if err != nil {
+		return err
+	}
+	p.telemetry = rec
 	p.guard = frontend.NewAuthGuard(authDelay(p.cfg), p.log, metrics)
 	poller := mysql.NewPoller(p.cfg.Server.BusyPoll, runtime.NumCPU())
 	registerPollerMetrics(p.registry, poller)
@@ -365,6 +374,7 @@ func (p *Proxy) buildServers() error {
 			HandshakeTimeout: p.cfg.Server.HandshakeTimeout, MaxConnections: l.MaxConnections,
 			ReservedAdmin: l.ReservedAdminConnections, MaxStmtsPerSess: p.cfg.Server.MaxPreparedStatementsPerSession,
 			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard, Keyspaces: p.keyspaces,
+			Telemetry: p.telemetry,
 		})
 		if err != nil {
 			return err
@@ -386,6 +396,18 @@ func (p *Proxy) buildServers() error {
 	p.startLearning()
 	return nil
 }
+
+// telemetryConfig is the telemetry section for the recorder.
+func telemetryConfig(cfg *config.Config) telemetry.Config {
+	t := cfg.Telemetry
+	return telemetry.Config{Enabled: t.Enabled, Digests: t.Digests, MaxDigests: t.MaxDigests,
+		SlowLog: telemetry.SlowLogConfig{File: t.SlowLog.File, Threshold: t.SlowLog.Threshold,
+			SampleRate: t.SlowLog.SampleRate, MaskLiterals: t.SlowLog.MaskLiterals}}
+}
+
+// Telemetry returns the proxy's statement telemetry (the digests of SHOW
+// QUERY DIGESTS).
+func (p *Proxy) Telemetry() *telemetry.Recorder { return p.telemetry }
 
 // authDelay is server.auth_failure_delay for the frontend.
 func authDelay(cfg *config.Config) frontend.AuthDelayConfig {
@@ -512,6 +534,11 @@ func (p *Proxy) Close() {
 	}
 	if p.admin != nil {
 		_ = p.admin.Close()
+	}
+	if p.telemetry != nil {
+		if err := p.telemetry.Close(); err != nil {
+			p.log.Warn("closing the slow log", "err", err)
+		}
 	}
 	p.closeSequences()
 	p.closeClusters()
