@@ -23,6 +23,7 @@ type Config struct {
 	Admin     Admin      `yaml:"admin"`
 	Server    Server     `yaml:"server"`
 	Log       Log        `yaml:"log"`
+	Telemetry Telemetry  `yaml:"telemetry"`
 	Users     []User     `yaml:"users"`
 	Clusters  []Cluster  `yaml:"clusters" reload:"addonly"`
 	// Schemas are the logical databases whose tables are sharded or
@@ -122,6 +123,28 @@ type AuthFailureDelay struct {
 type Log struct {
 	Level  string `yaml:"level"`                   // debug | info | warn | error
 	Format string `yaml:"format" reload:"restart"` // text | json
+}
+
+// Telemetry configures statement telemetry: the per-digest statistics of
+// SHOW QUERY DIGESTS and the slow query log (internal/telemetry).
+type Telemetry struct {
+	// Enabled: time and record every client statement (the statement
+	// metrics too). Off only to measure what telemetry costs.
+	Enabled bool `yaml:"enabled" reload:"restart"`
+	// Digests: keep per-digest statistics, at most MaxDigests rows (the
+	// statements of further digests count in one overflow row).
+	Digests    bool    `yaml:"digests"`
+	MaxDigests int     `yaml:"max_digests"`
+	SlowLog    SlowLog `yaml:"slow_log"`
+}
+
+// SlowLog configures the slow query log: JSON lines, one per statement
+// over Threshold, and SampleRate of all the others.
+type SlowLog struct {
+	File         string        `yaml:"file" reload:"restart"` // "": off
+	Threshold    time.Duration `yaml:"threshold"`
+	SampleRate   float64       `yaml:"sample_rate"`   // 0..1
+	MaskLiterals bool          `yaml:"mask_literals"` // log the digest text instead of the statement
 }
 
 // User is an account clients use to log in to the proxy.

@@ -172,6 +172,8 @@ clusters:
 			AuthFailureDelay: AuthFailureDelay{Threshold: 5, MinDelay: 250 * time.Millisecond, MaxDelay: time.Minute},
 		},
 		Log: Log{Level: "debug", Format: "json"},
+		Telemetry: Telemetry{Enabled: true, Digests: true, MaxDigests: DefaultMaxDigests,
+			SlowLog: SlowLog{Threshold: DefaultSlowThreshold}},
 		Users: []User{
 			{Name: "app", PasswordHash: appSecretHash, Cluster: "main", DefaultDatabase: "shop", Admin: true},
 			{Name: "legacy", PasswordHash: "*6C7A370C07660BC788681B3238D93E08BD74303C", Cluster: "reports"},
@@ -241,7 +243,9 @@ func TestDefaults(t *testing.T) {
 			HandshakeTimeout: 10 * time.Second, BusyPoll: DefaultBusyPoll,
 			AuthFailureDelay: AuthFailureDelay{Threshold: 3, MinDelay: time.Second, MaxDelay: 30 * time.Second},
 		},
-		Log:   Log{Level: "info", Format: "text"},
+		Log: Log{Level: "info", Format: "text"},
+		Telemetry: Telemetry{Enabled: true, Digests: true, MaxDigests: DefaultMaxDigests,
+			SlowLog: SlowLog{Threshold: DefaultSlowThreshold}},
 		Users: []User{{Name: "app", PasswordHash: appSecretHash, Cluster: "main"}},
 		Clusters: []Cluster{{
 			Name: "main", User: "shardgate", Password: "secret",
@@ -331,7 +335,7 @@ func TestProblems(t *testing.T) {
 		{"unknown key camel case", "server:\n  shutdownTimeout: 5s\n" + validTail, []string{
 			f + `:2: server.shutdownTimeout: unknown key (did you mean "shutdown_timeout"?)`}},
 		{"unknown key without suggestion", "frobnicate: 1\n" + validTail, []string{
-			f + ":1: frobnicate: unknown key (known keys: listeners, admin, server, log, users, clusters, schemas)"}},
+			f + ":1: frobnicate: unknown key (known keys: listeners, admin, server, log, telemetry, users, clusters, schemas)"}},
 		{"non-string key", "log:\n  [a]: b\n" + validTail, []string{
 			f + ":2: log: keys must be strings, got a list"}},
 		{"bad merge value", "log:\n  <<: [1]\n" + validTail, []string{
@@ -410,6 +414,14 @@ func TestProblems(t *testing.T) {
 			f + `:6: server.caching_sha2_full_auth: must be one of first_login, always, never (got "sometimes")`,
 			f + `:8: log.level: must be one of debug, info, warn, error (got "verbose")`,
 			f + `:9: log.format: must be one of text, json (got "xml")`}},
+		{"telemetry", "telemetry:\n  max_digests: 0\n  slow_log:\n    file: /nonexistent/dir/slow.log\n    threshold: 0s\n    sample_rate: 1.5\n    mask_literals: maybe\n" + validTail, []string{
+			f + ":2: telemetry.max_digests: must be > 0 (got 0)",
+			f + ":4: telemetry.slow_log.file: directory /nonexistent/dir does not exist",
+			f + ":5: telemetry.slow_log.threshold: must be > 0 (got 0s)",
+			f + ":6: telemetry.slow_log.sample_rate: must be between 0 and 1 (got 1.5)",
+			f + ":7: telemetry.slow_log.mask_literals: expected true or false, got string \"maybe\""}},
+		{"telemetry sample rate type", "telemetry:\n  slow_log:\n    sample_rate: often\n" + validTail, []string{
+			f + ":3: telemetry.slow_log.sample_rate: expected a number, got string \"often\""}},
 		{"server version", "server:\n  version: v8.0\n  shutdown_timeout: 0s\n  max_prepared_statements_per_session: 0\n" + validTail, []string{
 			f + `:2: server.version: must start with a digit, like "8.0.36-shardgate" (got "v8.0")`,
 			f + ":3: server.shutdown_timeout: must be > 0 (got 0s)",

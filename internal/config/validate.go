@@ -92,6 +92,7 @@ func (v *validator) config(c *Config) {
 	v.admin(c.Admin, c.Listeners)
 	v.server(&c.Server)
 	v.log(c.Log)
+	v.telemetry(&c.Telemetry)
 	v.clusters(c.Clusters)
 	buildSchemas(c.Schemas, c.Clusters, v.fail)
 	v.users(c.Users, c.Clusters, c.Schemas)
@@ -228,6 +229,23 @@ const (
 func (v *validator) log(l Log) {
 	v.oneOf("log.level", l.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", l.Format, "text", "json")
+}
+
+func (v *validator) telemetry(t *Telemetry) {
+	v.positive("telemetry.max_digests", t.MaxDigests)
+	v.positiveDuration("telemetry.slow_log.threshold", t.SlowLog.Threshold)
+	if r := t.SlowLog.SampleRate; r < 0 || r > 1 || r != r {
+		v.fail("telemetry.slow_log.sample_rate", "must be between 0 and 1 (got %v)", r)
+	}
+	if f := &t.SlowLog.File; *f != "" {
+		if !filepath.IsAbs(*f) {
+			*f = filepath.Join(v.baseDir, *f)
+		}
+		*f = filepath.Clean(*f)
+		if info, err := os.Stat(filepath.Dir(*f)); err != nil || !info.IsDir() {
+			v.fail("telemetry.slow_log.file", "directory %s does not exist", filepath.Dir(*f))
+		}
+	}
 }
 
 func (v *validator) clusters(cs []Cluster) {

@@ -22,6 +22,7 @@ import (
 	"github.com/shardgate/shardgate/internal/mysql/auth"
 	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
+	"github.com/shardgate/shardgate/internal/telemetry"
 )
 
 // User is an account clients log in with. A session keeps the User it
@@ -124,6 +125,9 @@ type Options struct {
 	// that a connection id names one session of the proxy (KILL, SHOW
 	// SESSIONS). nil: the server numbers its own.
 	IDs *atomic.Uint32
+	// Telemetry records every client statement (telemetry.go); nil
+	// records nothing.
+	Telemetry *telemetry.Recorder
 }
 
 // Server accepts clients on one listener.

@@ -37,8 +37,6 @@ func (p *Proxy) SetReloadFunc(f ReloadFunc) { p.reloadFn.Store(&f) }
 // SetBuildVersion sets the version SHOW VERSION reports for shardgate.
 func (p *Proxy) SetBuildVersion(v string) { p.buildVersion.Store(&v) }
 
-// Telemetry returns the statement telemetry the admin views read.
-func (p *Proxy) Telemetry() *telemetry.Recorder { return p.telemetry }
 
 // Backends implements admin.Source.
 func (p *Proxy) Backends() []admin.Backend {

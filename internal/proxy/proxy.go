@@ -93,7 +93,7 @@ type Proxy struct {
 func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
 	p := &Proxy{cfg: cfg, log: log, clusters: map[string]*backend.Cluster{},
 		poolCollectors: map[*backend.Pool]prometheus.Collector{}, registry: prometheus.NewRegistry(), err: make(chan error, 1),
-		closed: make(chan struct{}), telemetry: &telemetry.Recorder{}, started: time.Now()}
+		closed: make(chan struct{}), started: time.Now()}
 	if err := p.buildClusters(); err != nil {
 		p.closeClusters()
 		return nil, err
@@ -372,6 +372,11 @@ func (p *Proxy) buildServers() error {
 	ident := p.startIdentity()
 	metrics := frontend.NewMetrics(p.registry)
 	p.metrics = metrics
+	rec, err := telemetry.New(telemetryConfig(p.cfg), p.registry, p.log)
+	if err != nil {
+		return err
+	}
+	p.telemetry = rec
 	p.guard = frontend.NewAuthGuard(authDelay(p.cfg), p.log, metrics)
 	poller := mysql.NewPoller(p.cfg.Server.BusyPoll, runtime.NumCPU())
 	registerPollerMetrics(p.registry, poller)
@@ -393,6 +398,7 @@ func (p *Proxy) buildServers() error {
 			HandshakeTimeout: p.cfg.Server.HandshakeTimeout, MaxConnections: l.MaxConnections,
 			ReservedAdmin: l.ReservedAdminConnections, MaxStmtsPerSess: p.cfg.Server.MaxPreparedStatementsPerSession,
 			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard, Keyspaces: p.keyspaces, IDs: &p.ids,
+			Telemetry: p.telemetry,
 		})
 		if err != nil {
 			return err
@@ -414,6 +420,18 @@ func (p *Proxy) buildServers() error {
 	p.startLearning()
 	return nil
 }
+
+// telemetryConfig is the telemetry section for the recorder.
+func telemetryConfig(cfg *config.Config) telemetry.Config {
+	t := cfg.Telemetry
+	return telemetry.Config{Enabled: t.Enabled, Digests: t.Digests, MaxDigests: t.MaxDigests,
+		SlowLog: telemetry.SlowLogConfig{File: t.SlowLog.File, Threshold: t.SlowLog.Threshold,
+			SampleRate: t.SlowLog.SampleRate, MaskLiterals: t.SlowLog.MaskLiterals}}
+}
+
+// Telemetry returns the proxy's statement telemetry (the digests of SHOW
+// QUERY DIGESTS).
+func (p *Proxy) Telemetry() *telemetry.Recorder { return p.telemetry }
 
 // authDelay is server.auth_failure_delay for the frontend.
 func authDelay(cfg *config.Config) frontend.AuthDelayConfig {
@@ -559,6 +577,11 @@ func (p *Proxy) Close() {
 	}
 	if p.admin != nil {
 		_ = p.admin.Close()
+	}
+	if p.telemetry != nil {
+		if err := p.telemetry.Close(); err != nil {
+			p.log.Warn("closing the slow log", "err", err)
+		}
 	}
 	p.closeSequences()
 	p.closeClusters()

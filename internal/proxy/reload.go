@@ -49,6 +49,7 @@ func (p *Proxy) Reload(cfg *config.Config) ([]config.Change, error) {
 		srv.SetHandshakeTimeout(cfg.Server.HandshakeTimeout)
 	}
 	p.guard.SetConfig(authDelay(cfg))
+	p.telemetry.Configure(telemetryConfig(cfg))
 	p.cfg = running(old, cfg)
 	return changes, nil
 }

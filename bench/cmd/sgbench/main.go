@@ -220,7 +220,7 @@ func parseRunFlags(args []string, stderr io.Writer) (bench.Config, string, envFl
 	fs.IntVar(&cfg.Tables, "tables", cfg.Tables, "number of sysbench tables")
 	fs.Var(&tests, "tests", "sysbench tests, comma-separated")
 	fs.Var(&psModes, "ps-modes", "sysbench --db-ps-mode values, comma-separated (disable, auto)")
-	fs.Var(&targets, "targets", "targets, comma-separated, in round-1 order (direct, relay, shardgate, sharded)")
+	fs.Var(&targets, "targets", "targets, comma-separated, in round-1 order (direct, relay, shardgate, sharded, shardgate-notele)")
 	out := fs.String("out", "bench/results", "directory for <timestamp>.md, latest.md and the PNG charts")
 	ef.register(fs)
 	if err := parseFlags(fs, args); err != nil {
