@@ -12,6 +12,7 @@ import (
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/frontend"
 	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/telemetry"
 )
 
 // View is what an admin statement or /api endpoint answers: named
@@ -101,14 +102,12 @@ func SessionsView(src Source, now time.Time) *View {
 			since = Seconds(now.Sub(a.Since))
 		}
 		if a.Digest != 0 {
-			digest = digestHex(a.Digest)
+			digest = telemetry.DigestHex(a.Digest)
 		}
 		v.Rows = append(v.Rows, []any{a.ID, a.User, a.Client, a.DB, a.State, since, a.Statement, digest, a.Backends})
 	}
 	return v
 }
-
-func digestHex(d uint64) string { return fmt.Sprintf("%016x", d) }
 
 // digestColumns are SHOW QUERY DIGESTS's columns, in order.
 var digestColumns = cols("count rows_sent rows_affected errors shards_touched", "total_ms mean_ms p50_ms p99_ms max_ms",
@@ -139,7 +138,7 @@ func DigestsView(src Source, order string, desc bool, limit int) (*View, error) 
 	}
 	v := &View{Columns: digestColumns}
 	for _, d := range src.Digests() {
-		v.Rows = append(v.Rows, []any{digestHex(d.Digest), d.User, d.DB, d.Text, d.Count, Millis(d.Total),
+		v.Rows = append(v.Rows, []any{telemetry.DigestHex(d.Digest), d.User, d.DB, d.Text, d.Count, Millis(d.Total),
 			Millis(d.Mean), Millis(d.P50), Millis(d.P99), Millis(d.Max), d.RowsSent, d.RowsAffected, d.Errors,
 			d.ShardsTouched, d.FirstSeen, d.LastSeen})
 	}
