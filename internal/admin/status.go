@@ -57,11 +57,11 @@ func newStatusPage() (*statusPage, error) {
 	}
 	style, err := statusFiles.ReadFile("status/page.css")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("status page style: %w", err)
 	}
 	script, err := statusFiles.ReadFile("status/refresh.js")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("status page script: %w", err)
 	}
 	csp := fmt.Sprintf("default-src 'none'; script-src '%s'; style-src '%s'; connect-src 'self'; "+
 		"base-uri 'none'; form-action 'none'; frame-ancestors 'none'", cspHash(script), cspHash(style))
@@ -77,35 +77,41 @@ func cspHash(text []byte) string {
 // statusRoutes serves the page at / and its sections, the fragment the
 // script swaps in, at /status/sections.
 func statusRoutes(mux *http.ServeMux, src Source) {
-	page := thePage
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
 			return
 		}
-		page.serve(w, r, "page.html", map[string]any{
-			"RefreshSeconds": int(statusRefresh / time.Second),
-			"RefreshMillis":  statusRefresh.Milliseconds(),
-			"Style":          page.style,
-			"Script":         page.script,
-			"Sections":       statusSections(src, time.Now()),
+		thePage.serve(w, r, "page.html", src, func(s sections) any {
+			return map[string]any{
+				"RefreshSeconds": int(statusRefresh / time.Second),
+				"RefreshMillis":  statusRefresh.Milliseconds(),
+				"Style":          thePage.style,
+				"Script":         thePage.script,
+				"Sections":       s,
+			}
 		})
 	})
 	mux.HandleFunc("/status/sections", func(w http.ResponseWriter, r *http.Request) {
-		page.serve(w, r, "sections", statusSections(src, time.Now()))
+		thePage.serve(w, r, "sections", src, func(s sections) any { return s })
 	})
 }
 
-// serve renders the named template to a buffer first, so that a failure
-// answers 500 instead of half a page.
-func (p *statusPage) serve(w http.ResponseWriter, r *http.Request, name string, data any) {
+// serve renders the named template with the sections now, to a buffer
+// first, so that a failure answers 500 instead of half a page.
+func (p *statusPage) serve(w http.ResponseWriter, r *http.Request, name string, src Source, data func(sections) any) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "read-only: actions are statements of the admin SQL port", http.StatusMethodNotAllowed)
 		return
 	}
+	s, err := statusSections(src, time.Now())
+	if err != nil {
+		http.Error(w, "status page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
 	var b bytes.Buffer
-	if err := p.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+	if err := p.tmpl.ExecuteTemplate(&b, name, data(s)); err != nil {
 		http.Error(w, "status page: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -149,19 +155,18 @@ func (s section) Width() int {
 	return len(s.Columns)
 }
 
-// statusSections renders the views the page shows. A view that fails
-// becomes a section saying why, so one failure does not blank the page.
-func statusSections(src Source, now time.Time) sections {
-	digests, err := DigestsView(src, "", true, statusTopDigests)
+// statusSections renders the views the page shows.
+func statusSections(src Source, now time.Time) (sections, error) {
+	digests, err := DigestsView(src, "total_ms", true, statusTopDigests)
 	if err != nil {
-		digests = &View{Columns: cols("", "", "error"), Rows: [][]any{{err.Error()}}}
+		return sections{}, err
 	}
 	return sections{At: text(now), List: []section{
 		sectionOf("status", "Status", StatusView(src, now), nil),
 		sectionOf("backends", "Backends and pools", BackendsView(src), backendState),
 		sectionOf("sharding", "Sharding", ShardingView(src), nil),
 		sectionOf("digests", fmt.Sprintf("Top %d query digests by total latency", statusTopDigests), digests, nil),
-	}}
+	}}, nil
 }
 
 // sectionOf renders a view's cells as the SQL port does (cell), NULL for
