@@ -34,7 +34,8 @@ type Server struct {
 type ReadyFunc func() (ready bool, why string)
 
 // Listen opens the admin listener at addr. ready answers /readyz; nil means
-// always ready. src serves the views under /api/; nil: none.
+// always ready. src serves the views under /api/ and the status page at /
+// (status.go); nil: none.
 func Listen(addr string, reg *prometheus.Registry, ready ReadyFunc, src Source, log *slog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -52,14 +53,8 @@ func Listen(addr string, reg *prometheus.Registry, ready ReadyFunc, src Source, 
 	mux.HandleFunc("/readyz", readyz(ready))
 	if src != nil {
 		apiRoutes(mux, src)
+		statusRoutes(mux, src)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprintln(w, "shardgate admin: /metrics /debug/pprof/ /healthz /readyz /api/backends /api/sessions /api/digests /api/sharding /api/config /api/version /api/status")
-	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	return &Server{ln: ln, srv: srv}, nil

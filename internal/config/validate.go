@@ -124,7 +124,7 @@ func (v *validator) listeners(ls []Listener) {
 func (v *validator) admin(a Admin, ls []Listener) {
 	if a.HTTP != "" && v.address("admin.http", a.HTTP, false) && !isLoopback(a.HTTP) {
 		v.warn("admin.http", "admin.http",
-			"%s is not a loopback address; /metrics and /debug/pprof have no authentication", a.HTTP)
+			"%s is not a loopback address; the status page, /api, /metrics and /debug/pprof have no authentication", a.HTTP)
 	}
 	v.adminSQL(a, ls)
 	seen := map[string]int{}

@@ -3,6 +3,7 @@ package testenv
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -118,7 +119,11 @@ func call(method, url string, body, out any) error {
 		return fmt.Errorf("webdriver %s %s: %d %s", method, url, resp.StatusCode, raw)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("webdriver %s %s: %d %s", method, url, resp.StatusCode, env.Value)
+		var werr struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(env.Value, &werr)
+		return &webdriverError{code: werr.Error, msg: fmt.Sprintf("webdriver %s %s: %d %s", method, url, resp.StatusCode, env.Value)}
 	}
 	if out == nil {
 		return nil
@@ -130,6 +135,12 @@ func call(method, url string, body, out any) error {
 	return nil
 }
 
+// webdriverError is a WebDriver command's error; code is the W3C error
+// code, such as "no such element" or "stale element reference".
+type webdriverError struct{ code, msg string }
+
+func (e *webdriverError) Error() string { return e.msg }
+
 // Open loads url in the browser and waits for the page to load.
 func (b *Browser) Open(tb testing.TB, url string) {
 	tb.Helper()
@@ -139,23 +150,35 @@ func (b *Browser) Open(tb testing.TB, url string) {
 }
 
 // Text returns the rendered text of the first element matching the CSS
-// selector, or "" and false when there is none.
+// selector, or "" and false when there is none. A live page may replace
+// the element between its look-up and the read of its text (WebDriver's
+// "stale element reference"); Text then looks it up again.
 func (b *Browser) Text(tb testing.TB, selector string) (string, bool) {
 	tb.Helper()
-	var el map[string]string
-	if err := call(http.MethodPost, b.base+"/element", map[string]string{"using": "css selector", "value": selector}, &el); err != nil {
-		return "", false
-	}
-	var id string
-	for _, v := range el { // the key is the W3C element identifier
-		id = v
-	}
-	var text string
-	if err := call(http.MethodGet, b.base+"/element/"+id+"/text", nil, &text); err != nil {
+	for attempt := 1; ; attempt++ {
+		var el map[string]string
+		if err := call(http.MethodPost, b.base+"/element", map[string]string{"using": "css selector", "value": selector}, &el); err != nil {
+			return "", false
+		}
+		var id string
+		for _, v := range el { // the key is the W3C element identifier
+			id = v
+		}
+		var text string
+		err := call(http.MethodGet, b.base+"/element/"+id+"/text", nil, &text)
+		var werr *webdriverError
+		switch {
+		case err == nil:
+			return text, true
+		case errors.As(err, &werr) && werr.code == "stale element reference" && attempt < staleRetries:
+			continue
+		}
 		tb.Fatalf("testenv: browser text of %s: %v", selector, err)
 	}
-	return text, true
 }
+
+// staleRetries bounds Text's look-ups of an element a page keeps replacing.
+const staleRetries = 20
 
 // Title returns the page's title.
 func (b *Browser) Title(tb testing.TB) string {

@@ -43,3 +43,21 @@ func TestBrowserSeesScriptedChanges(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestBrowserTextOfReplacedElement: Text reads an element that the page
+// keeps replacing (as a live page re-rendering does) without failing on
+// the reference it looked up going stale.
+func TestBrowserTextOfReplacedElement(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><title>churn</title><div id="box"><p id="p">v0</p></div>
+<script>let n = 0; setInterval(() => { document.getElementById("box").innerHTML = '<p id="p">v' + (++n) + '</p>'; }, 20);</script>`)
+	}))
+	defer srv.Close()
+	b := testenv.StartBrowser(t)
+	b.Open(t, srv.URL)
+	for range 200 {
+		if got, ok := b.Text(t, "#p"); !ok || !strings.HasPrefix(got, "v") {
+			t.Fatalf("#p: %q %v", got, ok)
+		}
+	}
+}
