@@ -565,7 +565,7 @@ clusters:
 		t.Fatal(err)
 	}
 	want := []string{
-		"shardgate.yaml:2: admin.http: 0.0.0.0:6080 is not a loopback address; /metrics and /debug/pprof have no authentication",
+		"shardgate.yaml:2: admin.http: 0.0.0.0:6080 is not a loopback address; the status page, /api, /metrics and /debug/pprof have no authentication",
 		"shardgate.yaml:5: users[0] (app): plaintext password; store password_hash instead (shardgate hash-password)",
 		"shardgate.yaml:7: users[1] (empty): empty plaintext password; anyone who knows the user name can log in",
 	}
