@@ -37,7 +37,6 @@ func (p *Proxy) SetReloadFunc(f ReloadFunc) { p.reloadFn.Store(&f) }
 // SetBuildVersion sets the version SHOW VERSION reports for shardgate.
 func (p *Proxy) SetBuildVersion(v string) { p.buildVersion.Store(&v) }
 
-
 // Backends implements admin.Source.
 func (p *Proxy) Backends() []admin.Backend {
 	var out []admin.Backend
