@@ -151,7 +151,7 @@ func checkRate(t *testing.T, env *Env) {
 			t.Errorf("rate %d: %d completed, %d errors (%s), want > 0 and 0", s.Rate, s.Completed, s.Errors, s.FirstError)
 		}
 	}
-	t.Logf("rate run:\n%s\n%s", res.Markdown(), CapacityPlanText(10000, res.MaxPassing))
+	t.Logf("rate run:\n%s\n%s", res.Markdown(), CapacityPlanText(10000, res.MaxPassing, DefaultHeadroom))
 }
 
 func checkStream(t *testing.T, env *Env) {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"errors"
@@ -33,6 +34,10 @@ const (
 	// over ShardedShards shards of ShardedSubTables sub-tables each
 	// (sharded.go). Only the tests in ShardedTests run on it.
 	Sharded Target = "sharded"
+	// ShardgateNoTele is shardgate with statement telemetry off
+	// (telemetry.enabled: false), beside Shardgate in the same run, to
+	// measure what telemetry costs. Only on request (--targets).
+	ShardgateNoTele Target = "shardgate-notele"
 )
 
 // AllTargets lists the unsharded targets in their default order (round 1).
@@ -44,12 +49,12 @@ var MatrixTargets = []Target{Direct, Relay, Shardgate, Sharded}
 
 // ParseTarget checks a target name.
 func ParseTarget(s string) (Target, error) {
-	for _, t := range MatrixTargets {
+	for _, t := range append(slices.Clone(MatrixTargets), ShardgateNoTele) {
 		if string(t) == s {
 			return t, nil
 		}
 	}
-	return "", fmt.Errorf("unknown target %q (want direct, relay, shardgate or sharded)", s)
+	return "", fmt.Errorf("unknown target %q (want direct, relay, shardgate, sharded or shardgate-notele)", s)
 }
 
 // Database is the schema the sysbench tables live in.
@@ -105,6 +110,9 @@ type Env struct {
 	ShardgateRev string
 	// AdminAddr is shardgate's admin HTTP address (/metrics, /debug/pprof).
 	AdminAddr string
+	// admins are the admin HTTP addresses of the shardgate targets, whose
+	// /metrics give the allocations per query.
+	admins map[Target]string
 
 	log   io.Writer
 	dir   string
@@ -115,6 +123,7 @@ type Env struct {
 	// (sharded) starts once the tables are prepared (StartSharded).
 	shardgateBin string
 	sharded      *child
+	noTele       *child // ShardgateNoTele's proxy
 }
 
 // StartEnv starts mariadbd, creates the benchmark database and starts the
@@ -135,7 +144,7 @@ func StartEnv(ctx context.Context, opts EnvOptions) (env *Env, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("create work directory: %w", err)
 	}
-	e := &Env{Tools: tools, log: opts.Log, dir: dir, addrs: map[Target]string{}, ShardgateRev: "unknown"}
+	e := &Env{Tools: tools, log: opts.Log, dir: dir, addrs: map[Target]string{}, admins: map[Target]string{}, ShardgateRev: "unknown"}
 	if e.log == nil {
 		e.log = io.Discard
 	}
@@ -154,7 +163,7 @@ func StartEnv(ctx context.Context, opts EnvOptions) (env *Env, err error) {
 			return nil, err
 		}
 	}
-	if slices.Contains(targets, Shardgate) || slices.Contains(targets, Sharded) {
+	if slices.Contains(targets, Shardgate) || slices.Contains(targets, Sharded) || slices.Contains(targets, ShardgateNoTele) {
 		bin := opts.ShardgateBin
 		if bin != "" {
 			e.ShardgateRev = "prebuilt " + bin + ": " + toolVersion(ctx, bin, "version")
@@ -165,6 +174,11 @@ func StartEnv(ctx context.Context, opts EnvOptions) (env *Env, err error) {
 	}
 	if slices.Contains(targets, Shardgate) {
 		if err := e.startShardgate(ctx, e.shardgateBin, opts.AdminAddr); err != nil {
+			return nil, err
+		}
+	}
+	if slices.Contains(targets, ShardgateNoTele) {
+		if err := e.startShardgateNoTele(ctx, e.shardgateBin); err != nil {
 			return nil, err
 		}
 	}
@@ -184,6 +198,8 @@ func (e *Env) ProxyPid(t Target) int {
 		return e.proxy.Pid()
 	case t == Sharded && e.sharded != nil:
 		return e.sharded.Pid()
+	case t == ShardgateNoTele && e.noTele != nil:
+		return e.noTele.Pid()
 	}
 	return 0
 }
@@ -191,7 +207,7 @@ func (e *Env) ProxyPid(t Target) int {
 // Close stops the proxies and the server and removes the work directory.
 func (e *Env) Close() error {
 	var errs []error
-	for _, c := range []*child{e.sharded, e.proxy, e.relay} {
+	for _, c := range []*child{e.sharded, e.noTele, e.proxy, e.relay} {
 		if c != nil {
 			errs = append(errs, c.stop(stopGrace))
 		}
@@ -395,10 +411,82 @@ func (e *Env) startShardgate(ctx context.Context, bin, admin string) error {
 			_ = c.stop(stopGrace)
 			return err
 		}
-		e.proxy, e.addrs[Shardgate], e.AdminAddr = c, addr, admin
+		e.proxy, e.addrs[Shardgate], e.AdminAddr, e.admins[Shardgate] = c, addr, admin, admin
 		e.Commands = append(e.Commands, "shardgate: "+strings.Join(argv, " "))
 		return nil
 	})
+}
+
+// startShardgateNoTele starts a second shardgate as the quick start does,
+// from a file that only adds telemetry.enabled: false.
+func (e *Env) startShardgateNoTele(ctx context.Context, bin string) error {
+	admin, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	cfgFile := filepath.Join(e.dir, "shardgate-notele.yaml")
+	cfg := fmt.Sprintf(`users:
+  - name: %s
+    password: %s
+    cluster: default
+    default_database: %s
+clusters:
+  - name: default
+    user: %s
+    password: %s
+    primary:
+      address: %s
+telemetry:
+  enabled: false
+`, testenv.User, testenv.Password, Database, testenv.User, testenv.Password, e.Server.Addr)
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	return retryPort(func(addr string) error {
+		argv := []string{bin, "serve", "--config", cfgFile, "--listen", addr, "--admin-http", admin}
+		e.logf("starting shardgate without telemetry on %s (admin http://%s)", addr, admin)
+		c, err := startChild("shardgate-notele", filepath.Join(e.dir, "shardgate-notele.log"), argv)
+		if err != nil {
+			return err
+		}
+		if err := waitMySQL(ctx, c, addr); err != nil {
+			_ = c.stop(stopGrace)
+			return err
+		}
+		if err := waitHTTP(ctx, c, "http://"+admin+"/metrics"); err != nil {
+			_ = c.stop(stopGrace)
+			return err
+		}
+		e.noTele, e.addrs[ShardgateNoTele], e.admins[ShardgateNoTele] = c, addr, admin
+		e.Commands = append(e.Commands, "shardgate-notele: "+strings.Join(argv, " ")+" with "+cfgFile+":\n"+cfg)
+		return nil
+	})
+}
+
+// mallocs reads go_memstats_mallocs_total from a shardgate target's
+// /metrics (0 for other targets).
+func (e *Env) mallocs(ctx context.Context, t Target) (int64, error) {
+	admin := e.admins[t]
+	if admin == "" {
+		return 0, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("read %s metrics: %w", t, err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_mallocs_total "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return int64(f), err
+		}
+	}
+	return 0, fmt.Errorf("%s metrics: no go_memstats_mallocs_total", t)
 }
 
 // retryPort calls start with a free address, again with another one when the

@@ -132,7 +132,10 @@ type Run struct {
 	ProxyCPU    time.Duration // CPU used by the proxy process during the run (0 for direct)
 	ServerCPU   time.Duration // CPU used by mariadbd during the run
 	ProxyRSS    int64         // proxy VmRSS after the run, bytes (0 for direct)
-	Failure     string        // non-empty when the run failed; its numbers are not used
+	// ProxyAllocs are the heap allocations of a shardgate target during
+	// the run (go_memstats_mallocs_total; 0 for other targets).
+	ProxyAllocs int64
+	Failure     string // non-empty when the run failed; its numbers are not used
 }
 
 // Cell is one test x ps-mode x thread count x target.
@@ -337,16 +340,18 @@ func firstLine(s string) string {
 func measure(ctx context.Context, env *Env, r sysbenchRun, t Target) Run {
 	var run Run
 	proxyPid, serverPid := env.ProxyPid(t), env.Server.Pid()
+	allocs0, err5 := env.mallocs(ctx, t)
 	proxy0, err1 := cpuTimeOrZero(proxyPid)
 	server0, err2 := cpuTime(serverPid)
 	out, err := r.exec(ctx, "run")
 	proxy1, err3 := cpuTimeOrZero(proxyPid)
 	server1, err4 := cpuTime(serverPid)
+	allocs1, err6 := env.mallocs(ctx, t)
 	if ctx.Err() != nil {
 		run.Failure = "interrupted"
 		return run
 	}
-	if err := errors.Join(err, err1, err2, err3, err4); err != nil {
+	if err := errors.Join(err, err1, err2, err3, err4, err5, err6); err != nil {
 		run.Failure = err.Error()
 		return run
 	}
@@ -359,6 +364,7 @@ func measure(ctx context.Context, env *Env, r sysbenchRun, t Target) Run {
 	run.P50, run.P95, run.P99, run.ReportedP99 = st.P50, st.P95, st.P99, st.ReportedP99
 	run.Ignored, run.Reconnects = st.Ignored, st.Reconnects
 	run.ProxyCPU, run.ServerCPU = proxy1-proxy0, server1-server0
+	run.ProxyAllocs = allocs1 - allocs0
 	if proxyPid != 0 {
 		if run.ProxyRSS, err = rssBytes(proxyPid); err != nil {
 			run.Failure = err.Error()
@@ -379,7 +385,7 @@ func cpuTimeOrZero(pid int) (time.Duration, error) {
 
 // checkAlive reports a proxy or server that is no longer running.
 func (e *Env) checkAlive() error {
-	for _, c := range []*child{e.relay, e.proxy, e.sharded} {
+	for _, c := range []*child{e.relay, e.proxy, e.sharded, e.noTele} {
 		if c == nil {
 			continue
 		}
@@ -404,8 +410,11 @@ type Summary struct {
 	ProxyCPUPerQuery  float64
 	ServerCPUPerQuery float64
 	ProxyRSS          int64 // median, bytes
-	Ignored           int64 // sum over rounds
-	Reconnects        int64 // sum over rounds
+	// AllocsPerQuery is the median of a shardgate target's heap
+	// allocations per query.
+	AllocsPerQuery float64
+	Ignored        int64 // sum over rounds
+	Reconnects     int64 // sum over rounds
 	// P99Mismatch counts runs whose histogram p99 disagrees with sysbench's
 	// own p99 line by more than its rounding.
 	P99Mismatch int
@@ -414,7 +423,7 @@ type Summary struct {
 // Summary reduces the cell's runs.
 func (c *Cell) Summary() Summary {
 	var s Summary
-	var qps, p50, p95, p99, pcpu, scpu, rss []float64
+	var qps, p50, p95, p99, pcpu, scpu, rss, allocs []float64
 	for _, r := range c.Runs {
 		if r.Failure != "" {
 			s.Failed++
@@ -428,6 +437,9 @@ func (c *Cell) Summary() Summary {
 		pcpu = append(pcpu, perQueryMicros(r.ProxyCPU, r.Queries))
 		scpu = append(scpu, perQueryMicros(r.ServerCPU, r.Queries))
 		rss = append(rss, float64(r.ProxyRSS))
+		if r.Queries > 0 {
+			allocs = append(allocs, float64(r.ProxyAllocs)/float64(r.Queries))
+		}
 		s.Ignored += r.Ignored
 		s.Reconnects += r.Reconnects
 		if p99Disagrees(r.P99, r.ReportedP99) {
@@ -444,6 +456,9 @@ func (c *Cell) Summary() Summary {
 	s.P50, s.P95, s.P99 = time.Duration(median(p50)), time.Duration(median(p95)), time.Duration(median(p99))
 	s.ProxyCPUPerQuery, s.ServerCPUPerQuery = median(pcpu), median(scpu)
 	s.ProxyRSS = int64(median(rss))
+	if len(allocs) > 0 {
+		s.AllocsPerQuery = median(allocs)
+	}
 	return s
 }
 

@@ -115,17 +115,50 @@ func TestMedian(t *testing.T) {
 }
 
 func TestCapacityPlan(t *testing.T) {
-	if n, err := CapacityPlan(100000, 25000); err != nil || n != 6 {
-		t.Errorf("CapacityPlan(100000, 25000) = %d, %v; want 6", n, err) // ceil(100000/20000)+1
+	for _, tc := range []struct {
+		target, capacity int
+		headroom         float64
+		want             int
+	}{
+		{100000, 25000, 0.8, 6}, // ceil(100000/20000)+1
+		{100000, 25000, 0.7, 7}, // ceil(100000/17500)+1
+		{1000, 25000, 0.7, 2},
+		{17500, 25000, 0.7, 2}, // exactly one instance's share: no rounding up
+	} {
+		if n, err := CapacityPlan(tc.target, tc.capacity, tc.headroom); err != nil || n != tc.want {
+			t.Errorf("CapacityPlan(%d, %d, %g) = %d, %v; want %d", tc.target, tc.capacity, tc.headroom, n, err, tc.want)
+		}
 	}
-	if n, err := CapacityPlan(1000, 25000); err != nil || n != 2 {
-		t.Errorf("CapacityPlan(1000, 25000) = %d, %v; want 2", n, err)
-	}
-	if _, err := CapacityPlan(1000, 0); err == nil {
+	if _, err := CapacityPlan(1000, 0, 0.7); err == nil {
 		t.Error("no error without a passing rate")
 	}
-	if s := CapacityPlanText(100000, 25000); !strings.Contains(s, "= 6 proxy instances") {
+	if _, err := CapacityPlan(1000, 1000, 1.5); err == nil {
+		t.Error("no error for a headroom over 1")
+	}
+	if s := CapacityPlanText(100000, 25000, 0.7); !strings.Contains(s, "ceil(100000 / (0.7*25000)) + 1 = 7 proxy instances") || !strings.Contains(s, "70% headroom") {
 		t.Errorf("CapacityPlanText: %q", s)
+	}
+}
+
+func TestRateSteps(t *testing.T) {
+	c := DefaultRateConfig()
+	c.Start, c.Step, c.Max = 1000, 500, 2600
+	if got := c.steps(); !slices.Equal(got, []int{1000, 1500, 2000, 2500}) {
+		t.Errorf("start/step/max steps = %v", got)
+	}
+	c.Rates = []int{2000, 8000, 9000}
+	if got := c.steps(); !slices.Equal(got, c.Rates) || c.Validate() != nil {
+		t.Errorf("--rates steps = %v (validate: %v)", got, c.Validate())
+	}
+	c.Start, c.Max = 0, 0 // ignored with Rates
+	if err := c.Validate(); err != nil {
+		t.Errorf("start/max are not used with rates: %v", err)
+	}
+	for _, bad := range [][]int{{1000, 1000}, {2000, 1000}, {0, 1000}} {
+		c.Rates = bad
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "rates") {
+			t.Errorf("rates %v: error %v", bad, err)
+		}
 	}
 }
 

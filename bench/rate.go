@@ -22,11 +22,18 @@ import (
 
 // RateConfig configures RunRate.
 type RateConfig struct {
-	Target   Target
-	SLOP99   time.Duration // a step passes while its p99 stays at or below this
-	Start    int           // first rate, queries per second
-	Step     int           // rate increment per step
-	Max      int           // highest rate tried
+	Target Target
+	// SLOP99: a step passes while its p99 stays at or below this. The
+	// default is the latency SLO of deploy/prometheus/rules.yml (99% of
+	// statements under 10 ms).
+	SLOP99 time.Duration
+	Start  int // first rate, queries per second
+	Step   int // rate increment per step
+	Max    int // highest rate tried
+	// Rates, when set, are the rates to step through instead of
+	// Start/Step/Max, ascending (a sweep that is coarse where it is
+	// cheap and fine near the expected limit).
+	Rates    []int
 	Duration time.Duration // per step
 	Conns    int           // client connections (the concurrency cap of the generator)
 	// Query is the workload; only "point" (SELECT c FROM sbtest1 WHERE id=?
@@ -50,7 +57,7 @@ type RateConfig struct {
 func DefaultRateConfig() RateConfig {
 	return RateConfig{
 		Target:      Shardgate,
-		SLOP99:      2 * time.Millisecond,
+		SLOP99:      10 * time.Millisecond,
 		Start:       1000,
 		Step:        1000,
 		Max:         50000,
@@ -73,7 +80,14 @@ func (c RateConfig) Validate() error {
 	if c.SLOP99 <= 0 {
 		errs = append(errs, fmt.Errorf("slo-p99: %v, must be > 0", c.SLOP99))
 	}
-	if c.Start < 1 || c.Step < 1 || c.Max < c.Start {
+	if len(c.Rates) > 0 {
+		for i, r := range c.Rates {
+			if r < 1 || (i > 0 && r <= c.Rates[i-1]) {
+				errs = append(errs, fmt.Errorf("rates: %v, need positive rates in ascending order", c.Rates))
+				break
+			}
+		}
+	} else if c.Start < 1 || c.Step < 1 || c.Max < c.Start {
 		errs = append(errs, fmt.Errorf("start/step/max: %d/%d/%d, need start >= 1, step >= 1 and max >= start", c.Start, c.Step, c.Max))
 	}
 	if c.Duration < 100*time.Millisecond {
@@ -98,6 +112,18 @@ func (c RateConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("min-achieved: %v is not in 0..1", c.MinAchieved))
 	}
 	return errors.Join(errs...)
+}
+
+// steps returns the rates to try, in order.
+func (c RateConfig) steps() []int {
+	if len(c.Rates) > 0 {
+		return c.Rates
+	}
+	var rates []int
+	for rate := c.Start; rate <= c.Max; rate += c.Step {
+		rates = append(rates, rate)
+	}
+	return rates
 }
 
 // pointQuery is the statement of the "point" workload.
@@ -137,9 +163,9 @@ type RateResult struct {
 	MaxPassing int // highest passing rate; 0 when the first step failed
 }
 
-// RunRate steps the rate up from Start by Step until a step fails (p99 over
-// the SLO, achieved rate below MinAchieved of the target, errors, or the
-// generator falling behind) or Max is passed.
+// RunRate steps the rate up (Rates, or from Start by Step to Max) until a
+// step fails (p99 over the SLO, achieved rate below MinAchieved of the
+// target, errors, or the generator falling behind) or the rates run out.
 func RunRate(ctx context.Context, env *Env, cfg RateConfig) (*RateResult, error) {
 	if cfg.MinAchieved == 0 {
 		cfg.MinAchieved = 0.95
@@ -157,7 +183,7 @@ func RunRate(ctx context.Context, env *Env, cfg RateConfig) (*RateResult, error)
 	}
 	defer g.close()
 	res := &RateResult{Config: cfg}
-	for rate := cfg.Start; rate <= cfg.Max; rate += cfg.Step {
+	for _, rate := range cfg.steps() {
 		passed, err := res.runRate(ctx, env, g, rate)
 		if err != nil {
 			return res, err
@@ -453,27 +479,35 @@ func (g *generator) judge(st *RateStep) {
 	}
 }
 
+// DefaultHeadroom is the share of its measured capacity an instance is
+// planned to run at: room for uneven balancing and bursts shorter than a
+// scrape interval (docs/operations.md).
+const DefaultHeadroom = 0.7
+
 // CapacityPlan returns how many proxy instances serve targetQPS when one
-// instance sustains maxPassing within the SLO: each runs at no more than 80%
-// of that (headroom), plus one spare so that losing an instance is survived.
-func CapacityPlan(targetQPS, maxPassing int) (int, error) {
+// instance sustains maxPassing within the SLO: each runs at no more than
+// headroom of that, plus one spare so that losing an instance is survived.
+func CapacityPlan(targetQPS, maxPassing int, headroom float64) (int, error) {
 	if targetQPS <= 0 {
 		return 0, fmt.Errorf("target QPS %d must be > 0", targetQPS)
 	}
 	if maxPassing <= 0 {
 		return 0, errors.New("no rate passed the SLO, so there is no per-instance capacity to plan with")
 	}
-	return int(math.Ceil(float64(targetQPS)/(0.8*float64(maxPassing)))) + 1, nil
+	if headroom <= 0 || headroom > 1 {
+		return 0, fmt.Errorf("headroom %v is not in (0, 1]", headroom)
+	}
+	return int(math.Ceil(float64(targetQPS)/(headroom*float64(maxPassing)))) + 1, nil
 }
 
 // CapacityPlanText is the sentence `sgbench rate --target-qps N` prints.
-func CapacityPlanText(targetQPS, maxPassing int) string {
-	n, err := CapacityPlan(targetQPS, maxPassing)
+func CapacityPlanText(targetQPS, maxPassing int, headroom float64) string {
+	n, err := CapacityPlan(targetQPS, maxPassing, headroom)
 	if err != nil {
 		return "capacity plan: " + err.Error()
 	}
-	return fmt.Sprintf("for a target of %d QPS you need ceil(%d / (0.8*%d)) + 1 = %d proxy instances (N+1 spare, 80%% headroom)",
-		targetQPS, targetQPS, maxPassing, n)
+	return fmt.Sprintf("for a target of %d QPS you need ceil(%d / (%g*%d)) + 1 = %d proxy instances (N+1 spare, %g%% headroom)",
+		targetQPS, targetQPS, headroom, maxPassing, n, math.Round(headroom*100))
 }
 
 // Markdown renders the steps as a table with the verdict.
@@ -499,8 +533,8 @@ func (r *RateResult) Markdown() string {
 	}
 	if r.MaxPassing > 0 {
 		fmt.Fprintf(&b, "\nHighest passing rate: **%d queries/s**.\n", r.MaxPassing)
-		if last := r.Steps[len(r.Steps)-1]; last.Pass && last.Rate+c.Step > c.Max {
-			b.WriteString("Every step up to --max passed: the real limit is higher; raise --max.\n")
+		if rates := c.steps(); r.MaxPassing == rates[len(rates)-1] {
+			b.WriteString("Every rate passed: the real limit is higher; raise --max (or extend --rates).\n")
 		}
 	} else {
 		b.WriteString("\nNo step passed.\n")

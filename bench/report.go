@@ -105,6 +105,7 @@ func (r *Report) Markdown() string {
 	b.WriteString("## Results\n\n")
 	b.WriteString(r.Tables())
 	r.writeSharded(&b)
+	r.writeTelemetry(&b)
 	r.writeFailures(&b)
 	r.writeCommands(&b)
 	b.WriteString(columnsLegend)
@@ -247,6 +248,43 @@ func (r *Report) writeSharded(b *strings.Builder) {
 	fmt.Fprintf(b, "### Sharded against unsharded shardgate\n\nsbtest hash-sharded on id, %d shards × %d sub-tables (every shard on the one server), against shardgate in front of the unsharded tables, same cell. Issue 13 asks, for point selects, QPS ×unsharded ≥ 0.90 and proxy CPU ×unsharded ≤ 1.20; oltp_read_only's range reads are merged across the shards (issue 14).\n\n", ShardedShards, ShardedSubTables)
 	b.WriteString("| test | ps-mode | threads | QPS sharded | QPS unsharded | QPS ×unsharded | p99 ms sharded | p99 ms unsharded | proxy CPU µs/q sharded | unsharded | CPU ×unsharded |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString(strings.Join(rows, "\n") + "\n\n")
+}
+
+// writeTelemetry compares shardgate with and without statement telemetry
+// in the same cell: issue 15 asks for no measurable difference.
+func (r *Report) writeTelemetry(b *strings.Builder) {
+	var rows []string
+	res := r.Results
+	for _, test := range res.Config.Tests {
+		for _, ps := range res.Config.PSModes {
+			for _, threads := range res.Config.Threads {
+				off := res.Cell(test, ps, threads, ShardgateNoTele)
+				if off == nil {
+					continue
+				}
+				on, o := summaryOf(res.Cell(test, ps, threads, Shardgate)), summaryOf(off)
+				relay := summaryOf(res.Cell(test, ps, threads, Relay))
+				if on == nil || o == nil {
+					rows = append(rows, fmt.Sprintf("| %s | %s | %d | failed | | | | | | | | |", test, ps, threads))
+					continue
+				}
+				vsRelayOn, vsRelayOff := "", ""
+				if relay != nil {
+					vsRelayOn, vsRelayOff = ratio(on.QPS, relay.QPS), ratio(o.QPS, relay.QPS)
+				}
+				rows = append(rows, fmt.Sprintf("| %s | %s | %d | %.0f | %.0f | %s | %s | %s | %s | %.1f | %.1f | %.3f | %.3f |", test, ps, threads,
+					on.QPS, o.QPS, ratio(on.QPS, o.QPS), vsRelayOn, vsRelayOff, ms(on.P99)+" / "+ms(o.P99),
+					on.ProxyCPUPerQuery, o.ProxyCPUPerQuery, on.AllocsPerQuery, o.AllocsPerQuery))
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("### Statement telemetry on against off\n\nshardgate (telemetry on, the default) against shardgate-notele (telemetry.enabled: false), same server, interleaved in the same rounds. Allocations are the proxy's go_memstats_mallocs_total over the run per query (background work included).\n\n")
+	b.WriteString("| test | ps-mode | threads | QPS on | QPS off | on ×off | ×relay on | ×relay off | p99 ms on / off | proxy CPU µs/q on | off | allocs/q on | off |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	b.WriteString(strings.Join(rows, "\n") + "\n\n")
 }
 

@@ -2,7 +2,11 @@
 # Installs what shardgate needs on Debian/Ubuntu, by purpose, and downloads
 # the Go modules:
 #   install-deps.sh [all|test]  mariadb-server mariadb-client sysbench haproxy
-#                               python3-pymysql default-jdk-headless maven, and
+#                               python3-pymysql default-jdk-headless maven
+#                               prometheus (for promtool, which checks
+#                               deploy/prometheus/rules.yml), chromium
+#                               chromium-driver (the status page's headless
+#                               browser test), and
 #                               MySQL Connector/J through maven: the test suite (which includes
 #                               the benchmark harness's smoke test), benchmarks
 #                               and demo (the default)
@@ -14,7 +18,8 @@
 #
 # The distro's own MariaDB service is never used (tests and the demo start
 # their own mariadbd), so if installing mariadb-server started it, it is
-# stopped and disabled again.
+# stopped and disabled again; so is the Prometheus server the prometheus
+# package starts (only its promtool is wanted).
 #
 # Environment:
 #   SHARDGATE_SKIP_GO_DOWNLOAD=1   do not run `go mod download`
@@ -57,6 +62,9 @@ have_pkg() {
 	python3-pymysql) dpkg_installed python3-pymysql || /usr/bin/python3 -c 'import pymysql' >/dev/null 2>&1 ;;
 	default-jdk-headless) command -v javac >/dev/null 2>&1 && command -v java >/dev/null 2>&1 ;;
 	maven) command -v mvn >/dev/null 2>&1 ;;
+	chromium) command -v chromium >/dev/null 2>&1 ;;
+	chromium-driver) command -v chromedriver >/dev/null 2>&1 ;;
+	prometheus) command -v promtool >/dev/null 2>&1 ;;
 	*) dpkg_installed "$1" ;;
 	esac
 }
@@ -68,7 +76,7 @@ if [[ "${1:-}" == --packages ]]; then
 fi
 SET="${1:-all}"
 case "$SET" in
-all | test) PACKAGES=(mariadb-server mariadb-client sysbench haproxy python3-pymysql default-jdk-headless maven) ;;
+all | test) PACKAGES=(mariadb-server mariadb-client sysbench haproxy python3-pymysql default-jdk-headless maven prometheus chromium chromium-driver) ;;
 demo) PACKAGES=(mariadb-server mariadb-client) ;;
 -h | --help)
 	sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
@@ -92,12 +100,27 @@ for pkg in "${PACKAGES[@]}"; do
 done
 
 # The distro service only needs taming if we are the ones installing it.
-installing_server=0
+installing_server=0 installing_prometheus=0
 for pkg in "${missing[@]+"${missing[@]}"}"; do
-	if [[ "$pkg" == mariadb-server ]]; then
-		installing_server=1
-	fi
+	case "$pkg" in
+	mariadb-server) installing_server=1 ;;
+	prometheus) installing_prometheus=1 ;;
+	esac
 done
+
+stop_distro_prometheus() {
+	log "stopping and disabling the distro's prometheus service (only promtool is used)"
+	if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1; then
+		as_root systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+	else
+		if command -v service >/dev/null 2>&1; then
+			as_root service prometheus stop >/dev/null 2>&1 || true
+		fi
+		if command -v update-rc.d >/dev/null 2>&1; then
+			as_root update-rc.d prometheus disable >/dev/null 2>&1 || true
+		fi
+	fi
+}
 
 stop_distro_mariadb() {
 	log "stopping and disabling the distro's mariadb service (shardgate starts its own mariadbd)"
@@ -143,6 +166,9 @@ if ((${#missing[@]} > 0)); then
 		die "apt-get install ${missing[*]} failed"
 	if ((installing_server)); then
 		stop_distro_mariadb
+	fi
+	if ((installing_prometheus)); then
+		stop_distro_prometheus
 	fi
 	still=()
 	for pkg in "${missing[@]}"; do

@@ -21,7 +21,9 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/mysql/auth"
@@ -204,7 +206,7 @@ func moduleVersion(mod, rev string) string {
 
 func serve(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("serve", "--config FILE | --backend USER:PASSWORD@HOST:PORT[/DB] [flags]",
-		"Runs the proxy until SIGTERM or SIGINT; SIGHUP reloads --config.")
+		"Runs the proxy until SIGTERM or SIGINT; SIGHUP (or RELOAD CONFIG on the admin SQL port) reloads --config.")
 	cfgFile := fs.String("config", "", "YAML configuration file")
 	listen := fs.String("listen", "", "quick start: address to listen on (default "+config.DefaultListenAddress+")")
 	backendDSN := fs.String("backend", "", "quick start: USER:PASSWORD@HOST:PORT[/DB] of the one backend server")
@@ -231,30 +233,38 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		log.Error("cannot start", "err", err)
 		return 1
 	}
+	p.SetBuildVersion(buildVersion())
+	r := &reloader{p: p, src: reloadSource{*cfgFile, *listen, *adminHTTP}, log: log, level: level}
+	r.shutdownTimeout.Store(int64(cfg.Server.ShutdownTimeout))
+	if *cfgFile != "" {
+		p.SetReloadFunc(r.reload)
+	}
 	p.Start()
 	go p.LogStartup(buildVersion())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	shutdownTimeout := cfg.Server.ShutdownTimeout
 wait:
 	for {
 		select {
 		case s := <-sig:
-			log.Info("shutting down", "signal", s.String(), "deadline", shutdownTimeout.String())
+			log.Info("shutting down", "signal", s.String(), "deadline", time.Duration(r.shutdownTimeout.Load()).String())
 			break wait
 		case <-hup:
-			if c := reload(p, reloadSource{*cfgFile, *listen, *adminHTTP}, log, level); c != nil {
-				shutdownTimeout = c.Server.ShutdownTimeout
+			if *cfgFile == "" {
+				log.Warn("SIGHUP ignored: started without --config, nothing to reload")
+				continue
 			}
+			log.Debug("SIGHUP: reading the configuration", "file", *cfgFile)
+			_, _ = r.reload()
 		case err := <-p.Err():
 			log.Error("serving failed", "err", err)
 			p.Close()
 			return 1
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.shutdownTimeout.Load()))
 	defer cancel()
 	if err := p.Shutdown(ctx); err != nil {
 		log.Warn("shutdown deadline reached; remaining clients were disconnected", "err", err)
@@ -269,33 +279,39 @@ type reloadSource struct {
 	file, listen, adminHTTP string
 }
 
-// reload re-reads the configuration file on SIGHUP and applies what can
-// change while serving (proxy.Reload; the log level here), logging one
-// line per change and a summary. A file with errors changes nothing. It
-// returns the configuration read, or nil when nothing was applied.
-func reload(p *proxy.Proxy, src reloadSource, log *slog.Logger, level *slog.LevelVar) *config.Config {
-	if src.file == "" {
-		log.Warn("SIGHUP ignored: started without --config, nothing to reload")
-		return nil
-	}
-	log.Debug("SIGHUP: reading the configuration", "file", src.file)
-	cfg, err := loadServeConfig(src.file, src.listen, "", src.adminHTTP)
+// reloader re-reads the configuration file and applies what can change
+// while serving (proxy.Reload; the log level and shutdown timeout here),
+// logging one line per change and a summary. SIGHUP and the admin port's
+// RELOAD CONFIG both run it. A file with errors changes nothing.
+type reloader struct {
+	p     *proxy.Proxy
+	src   reloadSource
+	log   *slog.Logger
+	level *slog.LevelVar
+	// shutdownTimeout is server.shutdown_timeout as last reloaded.
+	shutdownTimeout atomic.Int64
+}
+
+// reload returns the changes found, or why nothing was applied.
+func (r *reloader) reload() ([]config.Change, error) {
+	cfg, err := loadServeConfig(r.src.file, r.src.listen, "", r.src.adminHTTP)
 	if err == nil {
 		var changes []config.Change
-		if changes, err = p.Reload(cfg); err == nil {
-			logReload(log, src.file, cfg, changes)
-			level.Set(logLevel(cfg.Log.Level))
-			return cfg
+		if changes, err = r.p.Reload(cfg); err == nil {
+			logReload(r.log, r.src.file, cfg, changes)
+			r.level.Set(logLevel(cfg.Log.Level))
+			r.shutdownTimeout.Store(int64(cfg.Server.ShutdownTimeout))
+			return changes, nil
 		}
 	}
 	var ve *config.ValidationError
 	if errors.As(err, &ve) {
 		for _, pr := range ve.Problems {
-			log.Error("configuration problem", "problem", pr.String())
+			r.log.Error("configuration problem", "problem", pr.String())
 		}
 	}
-	log.Error("configuration not reloaded: nothing changed; fix the file and send SIGHUP again", "file", src.file, "err", err)
-	return nil
+	r.log.Error("configuration not reloaded: nothing changed; fix the file and reload again", "file", r.src.file, "err", err)
+	return nil, err
 }
 
 func logReload(log *slog.Logger, file string, cfg *config.Config, changes []config.Change) {

@@ -1,6 +1,10 @@
-// Package admin serves the operator's HTTP endpoint: Prometheus /metrics,
-// /debug/pprof, and the /healthz and /readyz probes. It runs on its own
-// listener so neither it nor query traffic waits on the other.
+// Package admin is the operator's side of the proxy: the admin views
+// (SHOW BACKENDS, SHOW SESSIONS, SHOW QUERY DIGESTS, ...) and actions
+// (SET BACKEND, KILL SESSION, RELOAD CONFIG) of the admin SQL port
+// (sql.go, answered through frontend's local-answer mode), and the HTTP
+// endpoint: Prometheus /metrics, /debug/pprof, the /healthz and /readyz
+// probes and the views as JSON under /api/. Both run on listeners of their
+// own so neither they nor query traffic wait on the other.
 package admin
 
 import (
@@ -30,8 +34,9 @@ type Server struct {
 type ReadyFunc func() (ready bool, why string)
 
 // Listen opens the admin listener at addr. ready answers /readyz; nil means
-// always ready.
-func Listen(addr string, reg *prometheus.Registry, ready ReadyFunc, log *slog.Logger) (*Server, error) {
+// always ready. src serves the views under /api/ and the status page at /
+// (status.go); nil: none.
+func Listen(addr string, reg *prometheus.Registry, ready ReadyFunc, src Source, log *slog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin listen on %s: %w", addr, err)
@@ -46,13 +51,10 @@ func Listen(addr string, reg *prometheus.Registry, ready ReadyFunc, log *slog.Lo
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/healthz", healthz)
 	mux.HandleFunc("/readyz", readyz(ready))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprintln(w, "shardgate admin: /metrics /debug/pprof/ /healthz /readyz")
-	})
+	if src != nil {
+		apiRoutes(mux, src)
+		statusRoutes(mux, src)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	return &Server{ln: ln, srv: srv}, nil

@@ -2,11 +2,24 @@ package backend
 
 import "github.com/prometheus/client_golang/prometheus"
 
+// waitBuckets span a wait from a release handed over at once (tens of µs)
+// to the default wait_timeout (5 s).
+var waitBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+func newWaitHistogram(pool, addr string) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:        "shardgate_backend_pool_wait_seconds",
+		Help:        "Time statements waited for a backend connection, observed only for those that had to wait (all max_open in use): granted, timed out or cancelled.",
+		Buckets:     waitBuckets,
+		ConstLabels: prometheus.Labels{"pool": pool, "addr": addr},
+	})
+}
+
 // PoolCollector exports a pool's gauges and counters, read at scrape time
-// so the hot path pays nothing for them.
+// so the hot path pays nothing for them, and its wait-time histogram.
 type PoolCollector struct {
 	pool                                       *Pool
-	open, idle, waiting                        *prometheus.Desc
+	open, idle, waiting, max                   *prometheus.Desc
 	dials, dialErrors, waitTimeouts, discarded *prometheus.Desc
 	waits                                      *prometheus.Desc
 }
@@ -21,6 +34,7 @@ func NewPoolCollector(p *Pool) *PoolCollector {
 		open:         d("connections_open", "Backend connections open (in use and idle)."),
 		idle:         d("connections_idle", "Idle backend connections."),
 		waiting:      d("waiters", "Statements waiting for a backend connection."),
+		max:          d("connections_max", "The pool's max_open: connections_open at this value means saturated."),
 		dials:        d("dials_total", "Backend connections dialed."),
 		dialErrors:   d("dial_errors_total", "Backend connection attempts that failed."),
 		waits:        d("waits_total", "Statements that queued for a connection because all max_open were in use."),
@@ -31,9 +45,10 @@ func NewPoolCollector(p *Pool) *PoolCollector {
 
 // Describe implements prometheus.Collector.
 func (c *PoolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.open, c.idle, c.waiting, c.dials, c.dialErrors, c.waits, c.waitTimeouts, c.discarded} {
+	for _, d := range []*prometheus.Desc{c.open, c.idle, c.waiting, c.max, c.dials, c.dialErrors, c.waits, c.waitTimeouts, c.discarded} {
 		ch <- d
 	}
+	c.pool.waitSeconds.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -43,11 +58,13 @@ func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(open))
 	ch <- prometheus.MustNewConstMetric(c.idle, prometheus.GaugeValue, float64(idle))
 	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(waiting))
+	ch <- prometheus.MustNewConstMetric(c.max, prometheus.GaugeValue, float64(c.pool.config().MaxOpen))
 	ch <- prometheus.MustNewConstMetric(c.dials, prometheus.CounterValue, float64(st.Dials.Load()))
 	ch <- prometheus.MustNewConstMetric(c.dialErrors, prometheus.CounterValue, float64(st.DialErrors.Load()))
 	ch <- prometheus.MustNewConstMetric(c.waits, prometheus.CounterValue, float64(st.Waits.Load()))
 	ch <- prometheus.MustNewConstMetric(c.waitTimeouts, prometheus.CounterValue, float64(st.Timeouts.Load()))
 	ch <- prometheus.MustNewConstMetric(c.discarded, prometheus.CounterValue, float64(st.Discarded.Load()))
+	c.pool.waitSeconds.Collect(ch)
 }
 
 // ServerCollector exports what the health checks and the router know about

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/shardgate/shardgate/internal/mysql"
 )
 
@@ -73,6 +75,10 @@ type Pool struct {
 	back chan struct{}
 
 	Stats PoolStats
+	// waitSeconds is how long acquires that queued waited (exported by
+	// PoolCollector): observed off the fast path only, where the wait has
+	// read the clock already.
+	waitSeconds prometheus.Histogram
 
 	// server is the Server this pool connects to, set by NewServer after
 	// maintain has started (so atomic).
@@ -95,6 +101,7 @@ type PoolStats struct {
 // timer heap updates, allocation, the timer channel in the select).
 type waiter struct {
 	foundRows bool
+	queued    time.Time // for the wait-time histogram
 	deadline  time.Time
 	ch        chan *Conn // receives a conn, nil as permission to dial, or waitExpired
 }
@@ -108,7 +115,8 @@ var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan *Conn,
 // up MinIdle connections in the background.
 func NewPool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger) *Pool {
 	p := &Pool{Name: name, dial: dc, cfg: cfg.withDefaults(dc), log: log.With("pool", name, "addr", dc.Addr),
-		stop: make(chan struct{}), done: make(chan struct{}), back: make(chan struct{}, 1)}
+		stop: make(chan struct{}), done: make(chan struct{}), back: make(chan struct{}, 1),
+		waitSeconds: newWaitHistogram(name, dc.Addr)}
 	go p.maintain()
 	return p
 }
@@ -167,7 +175,8 @@ func (p *Pool) Acquire(ctx context.Context, foundRows bool) (*Conn, error) {
 			p.Name, p.dial.Addr, maxWaiters)
 	}
 	w := waiterPool.Get().(*waiter)
-	w.foundRows, w.deadline = foundRows, time.Now().Add(p.cfg.WaitTimeout)
+	now := time.Now()
+	w.foundRows, w.queued, w.deadline = foundRows, now, now.Add(p.cfg.WaitTimeout)
 	p.waiters = append(p.waiters, w)
 	p.armWaitTimer()
 	p.mu.Unlock()
@@ -175,7 +184,16 @@ func (p *Pool) Acquire(ctx context.Context, foundRows bool) (*Conn, error) {
 	return p.wait(ctx, w)
 }
 
+// wait waits for a connection and observes how long it took: granted,
+// timed out or cancelled, the statement was held up that long.
 func (p *Pool) wait(ctx context.Context, w *waiter) (*Conn, error) {
+	queued := w.queued // w goes back to waiterPool in awaitTurn
+	c, err := p.awaitTurn(ctx, w)
+	p.waitSeconds.Observe(time.Since(queued).Seconds())
+	return c, err
+}
+
+func (p *Pool) awaitTurn(ctx context.Context, w *waiter) (*Conn, error) {
 	var c *Conn
 	select {
 	case c = <-w.ch:

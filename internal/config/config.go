@@ -20,9 +20,10 @@ import (
 // Diff): "restart" keys need a restart.
 type Config struct {
 	Listeners []Listener `yaml:"listeners" reload:"restart,byposition"`
-	Admin     Admin      `yaml:"admin" reload:"restart"`
+	Admin     Admin      `yaml:"admin"`
 	Server    Server     `yaml:"server"`
 	Log       Log        `yaml:"log"`
+	Telemetry Telemetry  `yaml:"telemetry"`
 	Users     []User     `yaml:"users"`
 	Clusters  []Cluster  `yaml:"clusters" reload:"addonly"`
 	// Schemas are the logical databases whose tables are sharded or
@@ -55,9 +56,23 @@ type ListenerTLS struct {
 	KeyFile  string `yaml:"key_file"`
 }
 
-// Admin configures the operator HTTP endpoint.
+// Admin configures the operator endpoints: the HTTP server and the admin
+// SQL port with its own accounts.
 type Admin struct {
-	HTTP string `yaml:"http"` // "" disables it
+	HTTP string `yaml:"http" reload:"restart"` // "" disables it
+	// SQL is the address of the admin MySQL-protocol listener; "" disables it.
+	SQL string `yaml:"sql" reload:"restart"`
+	// Users are the accounts of the admin SQL port, and only of it: they
+	// cannot log in on the client listeners, nor users[] on this port.
+	Users []AdminUser `yaml:"users"`
+}
+
+// AdminUser is an account of the admin SQL port. The password forms are
+// those of users[].
+type AdminUser struct {
+	Name         string `yaml:"name"`
+	Password     string `yaml:"password" reload:"secret"`
+	PasswordHash string `yaml:"password_hash" reload:"secret"`
 }
 
 // Server holds settings of the MySQL server the proxy presents to clients.
@@ -108,6 +123,28 @@ type AuthFailureDelay struct {
 type Log struct {
 	Level  string `yaml:"level"`                   // debug | info | warn | error
 	Format string `yaml:"format" reload:"restart"` // text | json
+}
+
+// Telemetry configures statement telemetry: the per-digest statistics of
+// SHOW QUERY DIGESTS and the slow query log (internal/telemetry).
+type Telemetry struct {
+	// Enabled: time and record every client statement (the statement
+	// metrics too). Off only to measure what telemetry costs.
+	Enabled bool `yaml:"enabled" reload:"restart"`
+	// Digests: keep per-digest statistics, at most MaxDigests rows (the
+	// statements of further digests count in one overflow row).
+	Digests    bool    `yaml:"digests"`
+	MaxDigests int     `yaml:"max_digests"`
+	SlowLog    SlowLog `yaml:"slow_log"`
+}
+
+// SlowLog configures the slow query log: JSON lines, one per statement
+// over Threshold, and SampleRate of all the others.
+type SlowLog struct {
+	File         string        `yaml:"file" reload:"restart"` // "": off
+	Threshold    time.Duration `yaml:"threshold"`
+	SampleRate   float64       `yaml:"sample_rate"`   // 0..1
+	MaskLiterals bool          `yaml:"mask_literals"` // log the digest text instead of the statement
 }
 
 // User is an account clients use to log in to the proxy.

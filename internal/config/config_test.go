@@ -172,6 +172,8 @@ clusters:
 			AuthFailureDelay: AuthFailureDelay{Threshold: 5, MinDelay: 250 * time.Millisecond, MaxDelay: time.Minute},
 		},
 		Log: Log{Level: "debug", Format: "json"},
+		Telemetry: Telemetry{Enabled: true, Digests: true, MaxDigests: DefaultMaxDigests,
+			SlowLog: SlowLog{Threshold: DefaultSlowThreshold}},
 		Users: []User{
 			{Name: "app", PasswordHash: appSecretHash, Cluster: "main", DefaultDatabase: "shop", Admin: true},
 			{Name: "legacy", PasswordHash: "*6C7A370C07660BC788681B3238D93E08BD74303C", Cluster: "reports"},
@@ -241,7 +243,9 @@ func TestDefaults(t *testing.T) {
 			HandshakeTimeout: 10 * time.Second, BusyPoll: DefaultBusyPoll,
 			AuthFailureDelay: AuthFailureDelay{Threshold: 3, MinDelay: time.Second, MaxDelay: 30 * time.Second},
 		},
-		Log:   Log{Level: "info", Format: "text"},
+		Log: Log{Level: "info", Format: "text"},
+		Telemetry: Telemetry{Enabled: true, Digests: true, MaxDigests: DefaultMaxDigests,
+			SlowLog: SlowLog{Threshold: DefaultSlowThreshold}},
 		Users: []User{{Name: "app", PasswordHash: appSecretHash, Cluster: "main"}},
 		Clusters: []Cluster{{
 			Name: "main", User: "shardgate", Password: "secret",
@@ -331,7 +335,7 @@ func TestProblems(t *testing.T) {
 		{"unknown key camel case", "server:\n  shutdownTimeout: 5s\n" + validTail, []string{
 			f + `:2: server.shutdownTimeout: unknown key (did you mean "shutdown_timeout"?)`}},
 		{"unknown key without suggestion", "frobnicate: 1\n" + validTail, []string{
-			f + ":1: frobnicate: unknown key (known keys: listeners, admin, server, log, users, clusters, schemas)"}},
+			f + ":1: frobnicate: unknown key (known keys: listeners, admin, server, log, telemetry, users, clusters, schemas)"}},
 		{"non-string key", "log:\n  [a]: b\n" + validTail, []string{
 			f + ":2: log: keys must be strings, got a list"}},
 		{"bad merge value", "log:\n  <<: [1]\n" + validTail, []string{
@@ -410,6 +414,14 @@ func TestProblems(t *testing.T) {
 			f + `:6: server.caching_sha2_full_auth: must be one of first_login, always, never (got "sometimes")`,
 			f + `:8: log.level: must be one of debug, info, warn, error (got "verbose")`,
 			f + `:9: log.format: must be one of text, json (got "xml")`}},
+		{"telemetry", "telemetry:\n  max_digests: 0\n  slow_log:\n    file: /nonexistent/dir/slow.log\n    threshold: 0s\n    sample_rate: 1.5\n    mask_literals: maybe\n" + validTail, []string{
+			f + ":2: telemetry.max_digests: must be > 0 (got 0)",
+			f + ":4: telemetry.slow_log.file: directory /nonexistent/dir does not exist",
+			f + ":5: telemetry.slow_log.threshold: must be > 0 (got 0s)",
+			f + ":6: telemetry.slow_log.sample_rate: must be between 0 and 1 (got 1.5)",
+			f + ":7: telemetry.slow_log.mask_literals: expected true or false, got string \"maybe\""}},
+		{"telemetry sample rate type", "telemetry:\n  slow_log:\n    sample_rate: often\n" + validTail, []string{
+			f + ":3: telemetry.slow_log.sample_rate: expected a number, got string \"often\""}},
 		{"server version", "server:\n  version: v8.0\n  shutdown_timeout: 0s\n  max_prepared_statements_per_session: 0\n" + validTail, []string{
 			f + `:2: server.version: must start with a digit, like "8.0.36-shardgate" (got "v8.0")`,
 			f + ":3: server.shutdown_timeout: must be > 0 (got 0s)",
@@ -469,6 +481,20 @@ func TestProblems(t *testing.T) {
 			f + ":6: clusters[0].tls.cert_file: required when key_file is set",
 			f + `:13: clusters[1].tls.mode: must be one of off, preferred, required, verify (got "strict")`,
 			f + ":14: clusters[1].tls.ca_file: file " + filepath.Join(dir, "nope.pem") + " does not exist"}},
+
+		// --- admin SQL port ---
+		{"admin sql without users", "admin:\n  sql: 127.0.0.1:6034\n" + validTail, []string{
+			f + ":1: admin.users: at least one admin user is required when admin.sql is set (users[] cannot log in on the admin port)"}},
+		{"admin sql bad address", "admin:\n  sql: nope\n  users: [{name: root, password: x}]\n" + validTail, []string{
+			f + `:2: admin.sql: invalid address "nope": missing port in address; want host:port`}},
+		{"admin sql clashes", "listeners: [{address: \"127.0.0.1:6033\"}]\nadmin:\n  http: 127.0.0.1:6033\n  sql: 127.0.0.1:6033\n  users: [{name: root, password: x}]\n" + validTail, []string{
+			f + ":4: admin.sql: same address as admin.http (127.0.0.1:6033)",
+			f + ":4: admin.sql: same address as listeners[0].address (127.0.0.1:6033): the admin port is a listener of its own"}},
+		{"admin users", "admin:\n  sql: 127.0.0.1:0\n  users:\n    - name: root\n    - {name: root, password: a, password_hash: b}\n    - {password: x}\n" + validTail, []string{
+			f + ":4: admin.users[0].password_hash: required (or password); create it with: shardgate hash-password",
+			f + `:5: admin.users[1].name: duplicate admin user name "root" (also admin.users[0])`,
+			f + ":5: admin.users[1].password_hash: password and password_hash are both set; set exactly one",
+			f + ":6: admin.users[2].name: required"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -539,7 +565,7 @@ clusters:
 		t.Fatal(err)
 	}
 	want := []string{
-		"shardgate.yaml:2: admin.http: 0.0.0.0:6080 is not a loopback address; /metrics and /debug/pprof have no authentication",
+		"shardgate.yaml:2: admin.http: 0.0.0.0:6080 is not a loopback address; the status page, /api, /metrics and /debug/pprof have no authentication",
 		"shardgate.yaml:5: users[0] (app): plaintext password; store password_hash instead (shardgate hash-password)",
 		"shardgate.yaml:7: users[1] (empty): empty plaintext password; anyone who knows the user name can log in",
 	}
@@ -548,6 +574,29 @@ clusters:
 	}
 	if got := cfg.User("empty"); got == nil || got.Password != "" {
 		t.Errorf("User(empty) = %+v", got)
+	}
+}
+
+// An admin SQL port with its accounts parses; admin.users without the port
+// is only a warning.
+func TestAdminSQL(t *testing.T) {
+	cfg, err := Parse([]byte("admin:\n  sql: 0.0.0.0:6034\n  users:\n    - {name: ops, password_hash: \""+appSecretHash+"\"}\n"+validTail), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Admin.SQL != "0.0.0.0:6034" || len(cfg.Admin.Users) != 1 || cfg.Admin.Users[0].Name != "ops" {
+		t.Errorf("admin = %+v", cfg.Admin)
+	}
+	if w := cfg.Warnings(); len(w) != 0 {
+		t.Errorf("unexpected warnings %q", w)
+	}
+	cfg, err = Parse([]byte("admin:\n  users:\n    - {name: ops, password_hash: \""+appSecretHash+"\"}\n"+validTail), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a.yaml:2: admin.users: admin.sql is not set, so the admin SQL port is off and these accounts cannot log in"}
+	if got := cfg.Warnings(); !reflect.DeepEqual(got, want) {
+		t.Errorf("warnings %q, want %q", got, want)
 	}
 }
 

@@ -115,6 +115,8 @@ func (d *decoder) value(n *yaml.Node, path string, v reflect.Value) {
 		d.integer(n, path, v)
 	case v.Kind() == reflect.Bool:
 		d.boolean(n, path, v)
+	case v.Kind() == reflect.Float64:
+		d.float(n, path, v)
 	case v.Kind() == reflect.Slice:
 		d.sequence(n, path, v)
 	case v.Kind() == reflect.Struct:
@@ -134,6 +136,19 @@ func (d *decoder) str(n *yaml.Node, path string, v reflect.Value) {
 	// Any scalar is accepted as its literal text, so that a password such as
 	// 12345 or a version such as 8.0 need no quotes.
 	v.SetString(n.Value)
+}
+
+func (d *decoder) float(n *yaml.Node, path string, v reflect.Value) {
+	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!float" && n.ShortTag() != "!!int") {
+		d.typeError(n, path, "a number")
+		return
+	}
+	var f float64
+	if err := n.Decode(&f); err != nil {
+		d.typeError(n, path, "a number")
+		return
+	}
+	v.SetFloat(f)
 }
 
 func (d *decoder) integer(n *yaml.Node, path string, v reflect.Value) {

@@ -40,6 +40,12 @@ const maxBusyPoll = time.Millisecond
 const defaultAuthMaxDelay = 30 * time.Second
 
 // defaulter is implemented by list element types whose fresh elements need
+// Telemetry defaults.
+const (
+	DefaultMaxDigests    = 10000
+	DefaultSlowThreshold = time.Second
+)
+
 // defaults before the YAML item is decoded into them.
 type defaulter interface {
 	setDefaults()
@@ -62,6 +68,10 @@ func defaultConfig() *Config {
 			},
 		},
 		Log: Log{Level: "info", Format: "text"},
+		Telemetry: Telemetry{
+			Enabled: true, Digests: true, MaxDigests: DefaultMaxDigests,
+			SlowLog: SlowLog{Threshold: DefaultSlowThreshold},
+		},
 	}
 }
 

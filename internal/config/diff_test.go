@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -92,5 +93,38 @@ func TestDiff(t *testing.T) {
 	}
 	if got := Diff(old, old); len(got) != 0 {
 		t.Errorf("Diff of a configuration with itself: %+v", got)
+	}
+}
+
+// Settings lists every key with its value, list items named as Diff
+// names them, and masks every secret.
+func TestSettingsMaskSecrets(t *testing.T) {
+	cfg, err := Parse([]byte(`admin:
+  sql: 127.0.0.1:0
+  users: [{name: ops, password: adminpw}]
+users: [{name: app, password: apppw}]
+clusters:
+  - {name: main, user: sg, password: clusterpw, primary: {address: "h:1"}, replicas: [{address: "r:2", weight: 3}]}
+`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, s := range Settings(cfg) {
+		got[s.Key] = s.Value
+		for _, secret := range []string{"adminpw", "apppw", "clusterpw"} {
+			if strings.Contains(s.Value, secret) {
+				t.Errorf("%s = %s shows a secret", s.Key, s.Value)
+			}
+		}
+	}
+	for key, want := range map[string]string{
+		"admin.sql": "127.0.0.1:0", "admin.users[ops].password": "***", "admin.users[ops].password_hash": "",
+		"users[app].password": "***", "clusters[main].password": "***", "clusters[main].replicas[r:2].weight": "3",
+		"listeners[0].address": "127.0.0.1:6033", "clusters[main].pool.wait_timeout": "5s", "schemas": "(none)",
+	} {
+		if got[key] != want {
+			t.Errorf("%s = %q, want %q", key, got[key], want)
+		}
 	}
 }

@@ -16,6 +16,7 @@ const completeExample = "../../examples/shardgate.yaml"
 // leaves out on purpose, and why.
 var notInExample = map[string]string{
 	"users[].password":          "plaintext passwords draw a warning; the example shows password_hash and says so in a comment",
+	"admin.users[].password":    "as users[].password",
 	"clusters[].primary.weight": "rejected for the primary (Backend is shared with replicas)",
 }
 

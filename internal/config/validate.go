@@ -89,9 +89,10 @@ func (v *validator) warn(key, linePath string, format string, args ...any) {
 
 func (v *validator) config(c *Config) {
 	v.listeners(c.Listeners)
-	v.admin(c.Admin)
+	v.admin(c.Admin, c.Listeners)
 	v.server(&c.Server)
 	v.log(c.Log)
+	v.telemetry(&c.Telemetry)
 	v.clusters(c.Clusters)
 	buildSchemas(c.Schemas, c.Clusters, v.fail)
 	v.users(c.Users, c.Clusters, c.Schemas)
@@ -120,13 +121,54 @@ func (v *validator) listeners(ls []Listener) {
 	}
 }
 
-func (v *validator) admin(a Admin) {
-	if a.HTTP == "" {
+func (v *validator) admin(a Admin, ls []Listener) {
+	if a.HTTP != "" && v.address("admin.http", a.HTTP, false) && !isLoopback(a.HTTP) {
+		v.warn("admin.http", "admin.http",
+			"%s is not a loopback address; the status page, /api, /metrics and /debug/pprof have no authentication", a.HTTP)
+	}
+	v.adminSQL(a, ls)
+	seen := map[string]int{}
+	for i := range a.Users {
+		u := &a.Users[i]
+		p := fmt.Sprintf("admin.users[%d]", i)
+		if v.required(p+".name", u.Name) {
+			if n := utf8.RuneCountInString(u.Name); n > maxUserNameLen {
+				v.fail(p+".name", "must be at most %d characters (got %d)", maxUserNameLen, n)
+			}
+			if j, dup := seen[u.Name]; dup {
+				v.fail(p+".name", "duplicate admin user name %q (also admin.users[%d])", u.Name, j)
+			}
+			seen[u.Name] = i
+		}
+		v.password(p, u.Name, u.Password, u.PasswordHash)
+	}
+}
+
+// adminSQL checks admin.sql: an address no other listener of the proxy
+// has, and at least one admin user to log in with. admin.users without it
+// is a warning: nobody can use them.
+func (v *validator) adminSQL(a Admin, ls []Listener) {
+	if a.SQL == "" {
+		if len(a.Users) > 0 {
+			v.warn("admin.users", "admin.users", "admin.sql is not set, so the admin SQL port is off and these accounts cannot log in")
+		}
 		return
 	}
-	if v.address("admin.http", a.HTTP, false) && !isLoopback(a.HTTP) {
-		v.warn("admin.http", "admin.http",
-			"%s is not a loopback address; /metrics and /debug/pprof have no authentication", a.HTTP)
+	if !v.address("admin.sql", a.SQL, false) {
+		return
+	}
+	_, port, _ := net.SplitHostPort(a.SQL)
+	fixed := port != "0" // port 0 picks a free port: no clash
+	if fixed && a.SQL == a.HTTP {
+		v.fail("admin.sql", "same address as admin.http (%s)", a.HTTP)
+	}
+	for i, l := range ls {
+		if fixed && l.Address == a.SQL {
+			v.fail("admin.sql", "same address as listeners[%d].address (%s): the admin port is a listener of its own", i, l.Address)
+		}
+	}
+	if len(a.Users) == 0 {
+		v.fail("admin.users", "at least one admin user is required when admin.sql is set (users[] cannot log in on the admin port)")
 	}
 }
 
@@ -187,6 +229,23 @@ const (
 func (v *validator) log(l Log) {
 	v.oneOf("log.level", l.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", l.Format, "text", "json")
+}
+
+func (v *validator) telemetry(t *Telemetry) {
+	v.positive("telemetry.max_digests", t.MaxDigests)
+	v.positiveDuration("telemetry.slow_log.threshold", t.SlowLog.Threshold)
+	if r := t.SlowLog.SampleRate; r < 0 || r > 1 || r != r {
+		v.fail("telemetry.slow_log.sample_rate", "must be between 0 and 1 (got %v)", r)
+	}
+	if f := &t.SlowLog.File; *f != "" {
+		if !filepath.IsAbs(*f) {
+			*f = filepath.Join(v.baseDir, *f)
+		}
+		*f = filepath.Clean(*f)
+		if info, err := os.Stat(filepath.Dir(*f)); err != nil || !info.IsDir() {
+			v.fail("telemetry.slow_log.file", "directory %s does not exist", filepath.Dir(*f))
+		}
+	}
 }
 
 func (v *validator) clusters(cs []Cluster) {
@@ -305,7 +364,7 @@ func (v *validator) users(us []User, cs []Cluster, schemas []Schema) {
 			}
 			seen[u.Name] = i
 		}
-		v.userPassword(p, u)
+		v.password(p, u.Name, u.Password, u.PasswordHash)
 		v.userCluster(p, u, cs, schemas)
 		if u.ReadFrom != "" {
 			v.oneOf(p+".read_from", u.ReadFrom, "primary", "replica")
@@ -313,9 +372,10 @@ func (v *validator) users(us []User, cs []Cluster, schemas []Schema) {
 	}
 }
 
-// userPassword requires exactly one of password and password_hash. Presence
-// of the key counts, so `password: ""` is an (empty) password.
-func (v *validator) userPassword(p string, u *User) {
+// password requires exactly one of password and password_hash in the
+// account at p (users[i], admin.users[i]) named name. Presence of the key
+// counts, so `password: ""` is an (empty) password.
+func (v *validator) password(p, name, password, hash string) {
 	hasPlain, hasHash := v.has(p+".password"), v.has(p+".password_hash")
 	switch {
 	case hasPlain && hasHash:
@@ -323,13 +383,13 @@ func (v *validator) userPassword(p string, u *User) {
 	case !hasPlain && !hasHash:
 		v.fail(p+".password_hash", "required (or password); create it with: shardgate hash-password")
 	case hasHash:
-		if !sg1HashRE.MatchString(u.PasswordHash) && !nativeHashRE.MatchString(u.PasswordHash) {
+		if !sg1HashRE.MatchString(hash) && !nativeHashRE.MatchString(hash) {
 			v.fail(p+".password_hash",
 				"not a valid stored password: want $sg1$<40 hex>$<64 hex> from shardgate hash-password, or *<40 uppercase hex> (MySQL mysql_native_password)")
 		}
 	case v.plaintextWarnings:
-		who := fmt.Sprintf("%s (%s)", p, u.Name)
-		if u.Password == "" {
+		who := fmt.Sprintf("%s (%s)", p, name)
+		if password == "" {
 			v.warn(who, p+".password", "empty plaintext password; anyone who knows the user name can log in")
 		} else {
 			v.warn(who, p+".password", "plaintext password; store password_hash instead (shardgate hash-password)")

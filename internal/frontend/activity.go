@@ -1,16 +1,21 @@
 package frontend
 
-import "time"
+import (
+	"strings"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/backend"
+)
 
 // Activity is what a session is doing now, for SHOW SESSIONS: read by
 // another goroutine, so every field is a copy.
 type Activity struct {
-	ID       uint32
-	User     string
-	Client   string // the client's address
-	DB       string
-	State    string // idle | running | in transaction | pinned (reason)
-	Since    time.Time
+	ID     uint32
+	User   string
+	Client string // the client's address
+	DB     string
+	State  string // idle | running | in transaction | pinned (reason)
+	Since  time.Time
 	// Statement is the current (or, when idle, the last) statement, cut
 	// to a few hundred bytes; Digest its router.Stmt.Digest.
 	Statement string
@@ -18,8 +23,132 @@ type Activity struct {
 	Backends  []string // addresses of the backend connections it holds or runs on
 }
 
-// Activity returns a snapshot of the session. STUB: the telemetry and
-// admin helpers fill it in; the field names are the contract.
+// activity is what the session publishes under s.mu for Activity, at the
+// two points where it takes that lock per statement anyway: when it
+// starts waiting for a command (publishIdle) and when a statement's
+// backend connection starts running it (publishRunning). Copies go into
+// fixed buffers: publishing allocates nothing.
+type activity struct {
+	user, db string
+	running  bool
+	pins     pinReason
+	since    time.Time
+	stmt     [activityStmtMax]byte
+	stmtLen  int
+	digest   uint64
+	held     [4]*backend.Conn // connections held between statements (the first ones)
+	nheld    int
+}
+
+// activityStmtMax is how much of a statement SHOW SESSIONS shows.
+const activityStmtMax = 256
+
+// publishIdle records, under s.mu, the session waiting for its next
+// command and what it holds meanwhile.
+func (s *Session) publishIdle() {
+	a := &s.act
+	if s.user != nil {
+		a.user = s.user.Name
+	}
+	a.db = s.db
+	a.running = false
+	a.pins = s.heldPins()
+	if !s.tele.end.IsZero() {
+		a.since = s.tele.end
+	} else if a.since.IsZero() {
+		a.since = time.Now() // logged in, no statement timed yet
+	}
+	a.nheld = 0
+	if s.pinned != nil {
+		a.held[0], a.nheld = s.pinned, 1
+	}
+	for _, h := range s.others {
+		if a.nheld == len(a.held) {
+			break
+		}
+		a.held[a.nheld] = h.conn
+		a.nheld++
+	}
+	s.publishStatement()
+}
+
+// publishRunning records, under s.mu, the statement running.
+func (s *Session) publishRunning() {
+	a := &s.act
+	if !a.running {
+		a.running = true
+		if !s.tele.start.IsZero() {
+			a.since = s.tele.start
+		}
+	}
+	s.publishStatement()
+}
+
+// publishStatement copies the statement's text, once per statement.
+func (s *Session) publishStatement() {
+	if s.tele.published {
+		return
+	}
+	s.tele.published = true
+	a := &s.act
+	a.stmtLen = copy(a.stmt[:], s.tele.sql)
+	a.digest = s.tele.digest
+}
+
+// Activity returns a snapshot of the session.
 func (s *Session) Activity() Activity {
-	return Activity{ID: s.id, Client: s.remote}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := &s.act
+	act := Activity{ID: s.id, Client: s.remote, User: a.user, DB: a.db, Since: a.since,
+		Statement: string(a.stmt[:a.stmtLen]), Digest: a.digest, State: a.state()}
+	addr := func(c *backend.Conn) {
+		if c != nil {
+			act.Backends = append(act.Backends, c.Pool().Addr())
+		}
+	}
+	if a.running {
+		addr(s.running)
+		for _, c := range s.partsRunning {
+			addr(c)
+		}
+	} else {
+		for _, c := range a.held[:a.nheld] {
+			addr(c)
+		}
+	}
+	return act
+}
+
+func (a *activity) state() string {
+	p := a.pins &^ pinHeld
+	switch {
+	case a.running:
+		return "running"
+	case p == 0:
+		return "idle"
+	case p == pinTrx:
+		return "in transaction"
+	}
+	return "pinned (" + p.String() + ")"
+}
+
+var pinNames = []struct {
+	p    pinReason
+	name string
+}{
+	{pinTrx, "transaction"}, {pinLock, "LOCK TABLES"}, {pinSession, "session state"},
+	{pinNextTrx, "SET TRANSACTION"}, {pinCursor, "open cursor"}, {pinLongData, "long data"},
+	{pinHeld, "diagnostics"},
+}
+
+// String names the reasons, for SHOW SESSIONS.
+func (p pinReason) String() string {
+	var names []string
+	for _, n := range pinNames {
+		if p&n.p != 0 {
+			names = append(names, n.name)
+		}
+	}
+	return strings.Join(names, ", ")
 }

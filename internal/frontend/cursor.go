@@ -31,6 +31,7 @@ func (s *Session) Acquire(cl *backend.Cluster, replicaOK bool) (*backend.Conn, b
 	if c != nil {
 		s.pinned = c
 		s.partRunning(c, true)
+		s.teleRan(cl, c)
 	}
 	return c, ok
 }
@@ -78,6 +79,7 @@ func (s *Session) Relay(c *backend.Conn) *mysql.Relay {
 // Done implements engine.Cursor.
 func (s *Session) Done(c *backend.Conn, info *mysql.ResponseInfo) {
 	s.enterPart(c)
+	s.teleResult(info)
 	if info.Err == nil && info.Warnings > 0 && !s.cmd.skipWarns || info.Err != nil && s.cmd.renameWarns != nil {
 		s.collectWarnings(c, s.cmd.renameWarns)
 	}
@@ -123,6 +125,7 @@ func (s *Session) Status() uint16 { return s.status() }
 // Answer implements engine.Cursor.
 func (s *Session) Answer(ok *mysql.OKPacket) bool {
 	s.lastRowCount = int64(ok.AffectedRows)
+	s.tele.affected = ok.AffectedRows // the whole statement's, not the sum of its parts' again
 	if ok.LastInsertID != 0 {
 		s.lastInsertID = ok.LastInsertID
 	}
@@ -132,6 +135,7 @@ func (s *Session) Answer(ok *mysql.OKPacket) bool {
 // AnswerResult implements engine.Cursor.
 func (s *Session) AnswerResult(rs *mysql.ResultSet) bool {
 	s.lastRowCount, s.lastFoundRows = -1, uint64(len(rs.Rows))
+	s.tele.rows = uint64(len(rs.Rows))
 	if err := s.client.WriteResultSet(rs, s.caps, s.status()); err != nil {
 		return false
 	}
@@ -141,6 +145,7 @@ func (s *Session) AnswerResult(rs *mysql.ResultSet) bool {
 // AnswerInsert implements engine.Cursor.
 func (s *Session) AnswerInsert(ok *mysql.OKPacket, generated uint64) bool {
 	s.lastRowCount = int64(ok.AffectedRows)
+	s.tele.affected = ok.AffectedRows
 	if generated != 0 {
 		s.lastInsertID = generated
 	}

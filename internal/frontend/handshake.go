@@ -174,7 +174,9 @@ func (s *Session) authenticate(user, plugin string, resp []byte) error {
 		return err
 	}
 	s.srv.opt.AuthGuard.Succeeded(host)
+	s.mu.Lock() // other goroutines read it: Sessions, Activity, KILL
 	s.user = u
+	s.mu.Unlock()
 	s.home = s.homeCluster(u)
 	if len(s.srv.opt.Keyspaces) > 0 && s.renamer == nil {
 		s.renamer = s.renameSubTable

@@ -26,7 +26,7 @@ func (s *Session) login(user, db string, charset byte) error {
 	if !named {
 		db = s.user.DefaultDB
 	}
-	if db != "" {
+	if db != "" && s.srv.opt.Local == nil {
 		if e := s.checkDB(db); e != nil {
 			if named || e.Code != mysql.ERBadDB {
 				return s.fail(e)

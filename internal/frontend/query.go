@@ -58,6 +58,7 @@ func (s *Session) comQuery(p []byte) bool {
 			st.Flags |= router.FlagHintPrimary
 		}
 	}
+	s.teleNote(st, p[1:])
 	if s.trxAborted && st.Kind != router.KindBegin {
 		return s.abortedTrx(st)
 	}
@@ -320,6 +321,10 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 		srv.Begin()
 		info, err := s.run(c, p, rk)
 		srv.End()
+		if err == nil {
+			s.teleRan(s.cl, c)
+			s.teleResult(info)
+		}
 		if pf := asPrepareFailed(err); pf != nil {
 			s.release(c)
 			return s.writeErr(pf.SQLError)

@@ -22,6 +22,7 @@ import (
 	"github.com/shardgate/shardgate/internal/mysql/auth"
 	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
+	"github.com/shardgate/shardgate/internal/telemetry"
 )
 
 // User is an account clients log in with. A session keeps the User it
@@ -116,6 +117,17 @@ type Options struct {
 	// Keyspaces are the sharded schemas: statements in these databases
 	// are planned by the sharding planner.
 	Keyspaces planner.Keyspaces
+	// Local, when set, makes the server answer every statement itself
+	// through it (local.go), never touching a backend: the admin SQL port.
+	// Its users have no cluster.
+	Local LocalHandler
+	// IDs numbers the sessions; the listeners of a proxy share one, so
+	// that a connection id names one session of the proxy (KILL, SHOW
+	// SESSIONS). nil: the server numbers its own.
+	IDs *atomic.Uint32
+	// Telemetry records every client statement (telemetry.go); nil
+	// records nothing.
+	Telemetry *telemetry.Recorder
 }
 
 // Server accepts clients on one listener.
@@ -133,8 +145,8 @@ type Server struct {
 
 	lnMu     sync.Mutex // Serve sets ln while Shutdown may read it
 	ln       net.Listener
-	nextID   atomic.Uint32
-	sessions sync.Map // id -> *Session
+	ids      *atomic.Uint32 // opt.IDs, or one of its own
+	sessions sync.Map       // id -> *Session
 	count    atomic.Int64
 	wg       sync.WaitGroup
 
@@ -170,7 +182,10 @@ func NewServer(opt Options) (*Server, error) {
 	if opt.AuthGuard == nil {
 		opt.AuthGuard = NewAuthGuard(AuthDelayConfig{}, opt.Log, opt.Metrics)
 	}
-	s := &Server{opt: opt, standInKey: make([]byte, 32), closing: make(chan struct{})}
+	s := &Server{opt: opt, ids: opt.IDs, standInKey: make([]byte, 32), closing: make(chan struct{})}
+	if s.ids == nil {
+		s.ids = new(atomic.Uint32)
+	}
 	if _, err := rand.Read(s.standInKey); err != nil {
 		return nil, fmt.Errorf("generate the key of unknown users' stand-ins: %w", err)
 	}
@@ -240,6 +255,9 @@ func (s *Server) SetIdentity(id Identity) {
 // identity returns what the server presents itself as now.
 func (s *Server) identity() *Identity { return s.ident.Load() }
 
+// Identity returns what the server presents itself as now.
+func (s *Server) Identity() Identity { return *s.identity() }
+
 // Addr returns the listening address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
@@ -251,7 +269,7 @@ func (s *Server) handle(nc net.Conn) {
 		_ = tc.SetNoDelay(true)
 		_ = tc.SetKeepAlive(true)
 	}
-	sess := newSession(s, nc, s.nextID.Add(1))
+	sess := newSession(s, nc, s.ids.Add(1))
 	if !s.admit(sess) {
 		s.wg.Done()
 		return

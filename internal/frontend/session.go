@@ -71,6 +71,7 @@ type Session struct {
 	mu      sync.Mutex
 	idle    bool          // blocked reading the next command
 	running *backend.Conn // backend connection running a statement now
+	act     activity      // what the session does, for SHOW SESSIONS (activity.go)
 	// The connections of a statement in parts (engine.Cursor.Acquire)
 	// not done yet: a merge runs one on every shard at once.
 	partsRunning []*backend.Conn
@@ -148,6 +149,8 @@ type Session struct {
 
 	scratch []byte // state-sync statements
 	rewrite []byte // a client statement rewritten by the proxy
+
+	tele stmtTele // the statement being timed (telemetry.go)
 }
 
 func newSession(srv *Server, nc net.Conn, id uint32) *Session {
@@ -243,6 +246,7 @@ func (s *Session) readCommand() ([]byte, error) {
 	}
 	s.mu.Lock()
 	s.idle = true
+	s.publishIdle()
 	shutting := s.srv.shuttingDown.Load()
 	s.mu.Unlock()
 	if shutting {
@@ -555,6 +559,9 @@ const drainOnCloseFor = 2 * time.Second
 
 // dispatch runs one command; false ends the session.
 func (s *Session) dispatch(p []byte) bool {
+	if s.srv.opt.Local != nil {
+		return s.dispatchLocal(p)
+	}
 	s.srv.opt.Metrics.Commands.Inc()
 	if s.stream != nil && p[0] != mysql.ComQuery && p[0] != mysql.ComStmtExecute {
 		// Only statements are streamed; other commands this large are
@@ -565,7 +572,10 @@ func (s *Session) dispatch(p []byte) bool {
 	}
 	switch p[0] {
 	case mysql.ComQuery:
-		return s.comQuery(p)
+		s.teleBegin()
+		ok := s.comQuery(p)
+		s.teleEnd()
+		return ok
 	case mysql.ComQuit:
 		return false
 	case mysql.ComPing:
@@ -587,7 +597,10 @@ func (s *Session) dispatch(p []byte) bool {
 	case mysql.ComStmtPrepare:
 		return s.comStmtPrepare(p)
 	case mysql.ComStmtExecute:
-		return s.comStmtExecute(p)
+		s.teleBegin()
+		ok := s.comStmtExecute(p)
+		s.teleEnd()
+		return ok
 	case mysql.ComStmtSendLongData:
 		return s.comStmtSendLongData(p)
 	case mysql.ComStmtClose:
@@ -638,6 +651,7 @@ func (s *Session) writeErr(e *mysql.SQLError) bool {
 	if s.annotate != nil {
 		e = s.annotate(e)
 	}
+	s.teleError(e)
 	if err := s.client.WriteErr(e); err != nil {
 		return false
 	}
@@ -787,6 +801,9 @@ func (s *Session) sync(c *backend.Conn, n needs) error {
 func (s *Session) setRunning(c *backend.Conn) {
 	s.mu.Lock()
 	s.running = c
+	if c != nil {
+		s.publishRunning()
+	}
 	s.mu.Unlock()
 }
 
@@ -797,6 +814,7 @@ func (s *Session) partRunning(c *backend.Conn, on bool) {
 	defer s.mu.Unlock()
 	if on {
 		s.partsRunning = append(s.partsRunning, c)
+		s.publishRunning()
 		return
 	}
 	for i, r := range s.partsRunning {
@@ -903,6 +921,7 @@ func (s *Session) backendFailed(c *backend.Conn, err error, sent bool) bool {
 	if s.annotate != nil {
 		e = s.annotate(e)
 	}
+	s.teleError(e)
 	if sent && !lostState {
 		// Mid-result: an ERR in place of the next row tells the client the
 		// result is incomplete.

@@ -15,6 +15,7 @@ import (
 type pstmt struct {
 	id      uint32
 	sql     string
+	text    []byte // sql, for telemetry
 	db      string // database current at PREPARE: tables resolve there
 	params  uint16
 	columns uint16
@@ -60,7 +61,7 @@ func (s *Session) prepare(p, q []byte, sh *shardedStmt) bool {
 	if ok {
 		s.nextStmtID = id
 		sql := string(p[1:])
-		ps := &pstmt{id: id, sql: sql, db: s.db, params: params, columns: cols, stmt: router.Classify(p[1:]), sh: sh}
+		ps := &pstmt{id: id, sql: sql, text: []byte(sql), db: s.db, params: params, columns: cols, stmt: router.Classify(p[1:]), sh: sh}
 		if s.stmts == nil {
 			s.stmts = make(map[uint32]*pstmt)
 		}
@@ -122,6 +123,7 @@ func (s *Session) comStmtExecute(p []byte) bool {
 	if e != nil {
 		return s.writeErr(e)
 	}
+	s.teleNote(ps.stmt, ps.text)
 	if len(p) < 10 {
 		return s.writeErr(mysql.NewError(mysql.ERMalformedPacket, mysql.StateGeneral, "Malformed communication packet"))
 	}

@@ -42,19 +42,8 @@ func AppendColumnDef(b []byte, c *Column) []byte {
 // WriteTextResult queues a whole text-protocol result set for a client with
 // capabilities caps, ending with status.
 func (c *Conn) WriteTextResult(cols []Column, rows [][]string, caps uint32, status uint16) error {
-	if err := c.EndPacket(AppendLenEncInt(c.BeginPacket(), uint64(len(cols)))); err != nil {
+	if err := c.writeColumns(cols, caps, status); err != nil {
 		return err
-	}
-	for i := range cols {
-		if err := c.EndPacket(AppendColumnDef(c.BeginPacket(), &cols[i])); err != nil {
-			return err
-		}
-	}
-	deprecateEOF := caps&ClientDeprecateEOF != 0
-	if !deprecateEOF {
-		if err := c.EndPacket(AppendEOF(c.BeginPacket(), 0, status)); err != nil {
-			return err
-		}
 	}
 	for _, row := range rows {
 		b := c.BeginPacket()
@@ -66,6 +55,45 @@ func (c *Conn) WriteTextResult(cols []Column, rows [][]string, caps uint32, stat
 		}
 	}
 	return c.WriteTerminator(0, status, caps)
+}
+
+// WriteTextResultNullable is WriteTextResult for rows with NULLs: a nil
+// value is NULL.
+func (c *Conn) WriteTextResultNullable(cols []Column, rows [][]*string, caps uint32, status uint16) error {
+	if err := c.writeColumns(cols, caps, status); err != nil {
+		return err
+	}
+	for _, row := range rows {
+		b := c.BeginPacket()
+		for _, v := range row {
+			if v == nil {
+				b = append(b, 0xfb)
+				continue
+			}
+			b = AppendLenEncStr(b, *v)
+		}
+		if err := c.EndPacket(b); err != nil {
+			return err
+		}
+	}
+	return c.WriteTerminator(0, status, caps)
+}
+
+// writeColumns queues a text result set's column count and definitions,
+// and the EOF after them for a client without CLIENT_DEPRECATE_EOF.
+func (c *Conn) writeColumns(cols []Column, caps uint32, status uint16) error {
+	if err := c.EndPacket(AppendLenEncInt(c.BeginPacket(), uint64(len(cols)))); err != nil {
+		return err
+	}
+	for i := range cols {
+		if err := c.EndPacket(AppendColumnDef(c.BeginPacket(), &cols[i])); err != nil {
+			return err
+		}
+	}
+	if caps&ClientDeprecateEOF == 0 {
+		return c.EndPacket(AppendEOF(c.BeginPacket(), 0, status))
+	}
+	return nil
 }
 
 // WriteTerminator queues the packet that ends a result set's rows in the

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/proxy"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
 
@@ -15,6 +16,7 @@ import (
 type hotClient struct {
 	*mfClient
 	query, execute []byte
+	p              *proxy.Proxy
 }
 
 func newHotClient(t testing.TB) *hotClient {
@@ -33,7 +35,7 @@ func newHotClient(t testing.TB) *hotClient {
 	exec := []byte{mysql.ComStmtExecute, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, byte(mysql.TypeLong), 0}
 	binary.LittleEndian.PutUint32(exec[1:], id)
 	exec = binary.LittleEndian.AppendUint32(exec, 5000)
-	return &hotClient{mfClient: cl,
+	return &hotClient{mfClient: cl, p: p,
 		query:   append([]byte{mysql.ComQuery}, "SELECT c FROM sbtest1 WHERE id=5000"...),
 		execute: exec}
 }
@@ -82,6 +84,22 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 			t.Errorf("%s protocol: %.2f allocations per forwarded query, want 0", tc.name, n)
 		}
 	}
+	h.telemetryRecorded(t, "SELECT c FROM sbtest1 WHERE id = ?", 1000)
+}
+
+// telemetryRecorded checks that statement telemetry was on while the
+// hot path was measured: the digest of text counted at least n statements.
+func (h *hotClient) telemetryRecorded(t *testing.T, text string, n uint64) {
+	t.Helper()
+	for _, d := range h.p.Telemetry().Digests() {
+		if d.Text == text {
+			if d.Count < n {
+				t.Errorf("digest %q counted %d statements, want at least %d", text, d.Count, n)
+			}
+			return
+		}
+	}
+	t.Errorf("no digest %q: telemetry was off", text)
 }
 
 func BenchmarkPointSelectText(b *testing.B) {

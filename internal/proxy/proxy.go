@@ -15,8 +15,10 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -29,6 +31,7 @@ import (
 	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
 	"github.com/shardgate/shardgate/internal/sequence"
+	"github.com/shardgate/shardgate/internal/telemetry"
 )
 
 // Proxy is a running shardgate.
@@ -40,6 +43,24 @@ type Proxy struct {
 	lns      []net.Listener
 	admin    *admin.Server
 	registry *prometheus.Registry
+	metrics  *frontend.Metrics // the client listeners'
+
+	// The admin SQL port (adminsource.go): its server and listener, nil
+	// when admin.sql is off, and its accounts, swapped whole by Reload.
+	adminSQL   *frontend.Server
+	adminLn    net.Listener
+	adminUsers atomic.Pointer[map[string]*frontend.User]
+	// ids numbers the sessions of every listener, so that a connection id
+	// names one session of the proxy.
+	ids atomic.Uint32
+	// What the admin views read besides the clusters: statement telemetry,
+	// the start time, the recent QPS, shardgate's build version and the
+	// binary's RELOAD CONFIG.
+	telemetry    *telemetry.Recorder
+	started      time.Time
+	qps          qpsSampler
+	buildVersion atomic.Pointer[string]
+	reloadFn     atomic.Pointer[ReloadFunc]
 
 	// users is swapped whole by Reload; a login looks a user up in it.
 	users atomic.Pointer[map[string]*frontend.User]
@@ -72,7 +93,7 @@ type Proxy struct {
 func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
 	p := &Proxy{cfg: cfg, log: log, clusters: map[string]*backend.Cluster{},
 		poolCollectors: map[*backend.Pool]prometheus.Collector{}, registry: prometheus.NewRegistry(), err: make(chan error, 1),
-		closed: make(chan struct{})}
+		closed: make(chan struct{}), started: time.Now()}
 	if err := p.buildClusters(); err != nil {
 		p.closeClusters()
 		return nil, err
@@ -350,13 +371,25 @@ func (p *Proxy) buildServers() error {
 	}
 	ident := p.startIdentity()
 	metrics := frontend.NewMetrics(p.registry)
+	p.metrics = metrics
+	rec, err := telemetry.New(telemetryConfig(p.cfg), p.registry, p.log)
+	if err != nil {
+		return err
+	}
+	p.telemetry = rec
 	p.guard = frontend.NewAuthGuard(authDelay(p.cfg), p.log, metrics)
 	poller := mysql.NewPoller(p.cfg.Server.BusyPoll, runtime.NumCPU())
 	registerPollerMetrics(p.registry, poller)
-	for _, l := range p.cfg.Listeners {
+	for i, l := range p.cfg.Listeners {
 		tc, err := listenerTLS(&l.TLS)
 		if err != nil {
 			return fmt.Errorf("listener %s: %w", l.Address, err)
+		}
+		if i == 0 {
+			// The admin port offers the first listener's TLS.
+			if err := p.buildAdminSQL(ident, tc, l.TLS.Mode == "required", rsaKey); err != nil {
+				return err
+			}
 		}
 		srv, err := frontend.NewServer(frontend.Options{
 			Identity: ident, FullAuth: p.cfg.Server.CachingSHA2FullAuth, TLS: tc, TLSRequired: l.TLS.Mode == "required",
@@ -364,7 +397,8 @@ func (p *Proxy) buildServers() error {
 			NetReadTimeout: p.cfg.Server.NetReadTimeout, NetWriteTimeout: p.cfg.Server.NetWriteTimeout,
 			HandshakeTimeout: p.cfg.Server.HandshakeTimeout, MaxConnections: l.MaxConnections,
 			ReservedAdmin: l.ReservedAdminConnections, MaxStmtsPerSess: p.cfg.Server.MaxPreparedStatementsPerSession,
-			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard, Keyspaces: p.keyspaces,
+			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard, Keyspaces: p.keyspaces, IDs: &p.ids,
+			Telemetry: p.telemetry,
 		})
 		if err != nil {
 			return err
@@ -377,7 +411,7 @@ func (p *Proxy) buildServers() error {
 		p.lns = append(p.lns, ln)
 	}
 	if p.cfg.Admin.HTTP != "" {
-		a, err := admin.Listen(p.cfg.Admin.HTTP, p.registry, p.Ready, p.log)
+		a, err := admin.Listen(p.cfg.Admin.HTTP, p.registry, p.Ready, p, p.log)
 		if err != nil {
 			return err
 		}
@@ -386,6 +420,18 @@ func (p *Proxy) buildServers() error {
 	p.startLearning()
 	return nil
 }
+
+// telemetryConfig is the telemetry section for the recorder.
+func telemetryConfig(cfg *config.Config) telemetry.Config {
+	t := cfg.Telemetry
+	return telemetry.Config{Enabled: t.Enabled, Digests: t.Digests, MaxDigests: t.MaxDigests,
+		SlowLog: telemetry.SlowLogConfig{File: t.SlowLog.File, Threshold: t.SlowLog.Threshold,
+			SampleRate: t.SlowLog.SampleRate, MaskLiterals: t.SlowLog.MaskLiterals}}
+}
+
+// Telemetry returns the proxy's statement telemetry (the digests of SHOW
+// QUERY DIGESTS).
+func (p *Proxy) Telemetry() *telemetry.Recorder { return p.telemetry }
 
 // authDelay is server.auth_failure_delay for the frontend.
 func authDelay(cfg *config.Config) frontend.AuthDelayConfig {
@@ -431,6 +477,18 @@ func (p *Proxy) Start() {
 		go func() {
 			defer p.wg.Done()
 			if err := srv.Serve(ln); err != nil {
+				p.fail(err)
+			}
+		}()
+	}
+	p.wg.Add(1)
+	go p.sampleQPS()
+	if p.adminSQL != nil {
+		p.log.Info("admin SQL listening", "addr", p.adminLn.Addr().String())
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			if err := p.adminSQL.Serve(p.adminLn); err != nil {
 				p.fail(err)
 			}
 		}()
@@ -484,7 +542,11 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	var errs []error
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for _, srv := range p.servers {
+	servers := p.servers
+	if p.adminSQL != nil {
+		servers = append(slices.Clip(servers), p.adminSQL)
+	}
+	for _, srv := range servers {
 		wg.Add(1)
 		go func(srv *frontend.Server) {
 			defer wg.Done()
@@ -510,8 +572,16 @@ func (p *Proxy) Close() {
 	for _, ln := range p.lns {
 		_ = ln.Close()
 	}
+	if p.adminLn != nil {
+		_ = p.adminLn.Close()
+	}
 	if p.admin != nil {
 		_ = p.admin.Close()
+	}
+	if p.telemetry != nil {
+		if err := p.telemetry.Close(); err != nil {
+			p.log.Warn("closing the slow log", "err", err)
+		}
 	}
 	p.closeSequences()
 	p.closeClusters()

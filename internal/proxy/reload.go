@@ -15,7 +15,7 @@ import (
 // that can change without dropping a client (users, routing, pool limits,
 // health settings, replicas added, removed, re-weighted or drained, new
 // clusters, the client idle, handshake and net timeouts, the login failure
-// delay). It returns every difference from the running configuration;
+// delay, the admin port's accounts). It returns every difference from the running configuration;
 // those marked Restart were left as they are (see docs/configuration.md).
 // log.level and server.shutdown_timeout are the caller's to apply. On
 // error nothing changed.
@@ -31,6 +31,9 @@ func (p *Proxy) Reload(cfg *config.Config) ([]config.Change, error) {
 	defer p.reloadMu.Unlock()
 	old := p.cfg
 	plan, err := prepareReload(old, cfg)
+	if err == nil {
+		plan.admins, err = adminUserTable(cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("configuration not applied: %w", err)
 	}
@@ -39,12 +42,14 @@ func (p *Proxy) Reload(cfg *config.Config) ([]config.Change, error) {
 		p.applyCluster(old.Cluster(cfg.Clusters[i].Name), &cfg.Clusters[i], plan)
 	}
 	p.applyUsers(old, cfg, plan)
+	p.applyAdminUsers(old, cfg, plan.admins)
 	for _, srv := range p.servers {
 		srv.SetClientIdleTimeout(cfg.Server.ClientIdleTimeout)
 		srv.SetNetTimeouts(cfg.Server.NetReadTimeout, cfg.Server.NetWriteTimeout)
 		srv.SetHandshakeTimeout(cfg.Server.HandshakeTimeout)
 	}
 	p.guard.SetConfig(authDelay(cfg))
+	p.telemetry.Configure(telemetryConfig(cfg))
 	p.cfg = running(old, cfg)
 	return changes, nil
 }
@@ -55,6 +60,7 @@ type reloadPlan struct {
 	clusters map[string][]*backend.DialConfig // new clusters' servers
 	replicas map[string][]*backend.DialConfig // added replicas, by replicaKey
 	stored   map[string]auth.Stored           // users' passwords
+	admins   map[string]*frontend.User        // the admin port's accounts
 }
 
 func replicaKey(cluster, address string) string { return cluster + "\x00" + address }
@@ -225,7 +231,8 @@ func (p *Proxy) forgetFastAuth(user string) {
 // out, which keep serving the sessions logged in to them.
 func running(old, cfg *config.Config) *config.Config {
 	r := *cfg
-	r.Listeners, r.Admin = old.Listeners, old.Admin
+	r.Listeners = old.Listeners
+	r.Admin.HTTP, r.Admin.SQL = old.Admin.HTTP, old.Admin.SQL
 	srv := old.Server
 	srv.ShutdownTimeout, srv.ClientIdleTimeout = cfg.Server.ShutdownTimeout, cfg.Server.ClientIdleTimeout
 	srv.NetReadTimeout, srv.NetWriteTimeout = cfg.Server.NetReadTimeout, cfg.Server.NetWriteTimeout

@@ -19,6 +19,7 @@ func TestShardedHotPathDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(500, func() { h.roundTrip(t, h.query) }); n != 0 {
 		t.Errorf("%.2f allocations per routed point select, want 0", n)
 	}
+	h.telemetryRecorded(t, "SELECT v FROM t WHERE id = ?", 500)
 }
 
 func BenchmarkShardedPointSelectText(b *testing.B) {
@@ -43,5 +44,5 @@ func shardedHot(t testing.TB) *hotClient {
 		t.Fatal(err)
 	}
 	_ = cl.nc.SetDeadline(time.Time{})
-	return &hotClient{mfClient: cl, query: append([]byte{mysql.ComQuery}, "SELECT v FROM t WHERE id=5000"...)}
+	return &hotClient{mfClient: cl, p: p, query: append([]byte{mysql.ComQuery}, "SELECT v FROM t WHERE id=5000"...)}
 }

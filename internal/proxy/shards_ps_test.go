@@ -542,7 +542,7 @@ func TestShardedExecuteDoesNotAllocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cl.nc.SetDeadline(time.Time{})
-	h := &hotClient{mfClient: cl}
+	h := &hotClient{mfClient: cl, p: p}
 	for _, tc := range []struct {
 		name, sql string
 		args      []any
@@ -559,4 +559,5 @@ func TestShardedExecuteDoesNotAllocate(t *testing.T) {
 			t.Errorf("%s: %.2f allocations per execution, want 0", tc.name, n)
 		}
 	}
+	h.telemetryRecorded(t, "SELECT v FROM t WHERE v = ?", 300)
 }

@@ -102,7 +102,7 @@ func (p *Proxy) LogStartup(version string) {
 	}
 	clusters := p.clusterList()
 	p.log.Info("shardgate started", "version", version, "listeners", len(p.lns),
-		"admin", adminText(p.AdminAddr()), "clusters", len(clusters), "users", len(*p.users.Load()))
+		"admin", adminText(p.AdminAddr()), "admin_sql", adminText(p.AdminSQLAddr()), "clusters", len(clusters), "users", len(*p.users.Load()))
 	for i, l := range cfg.Listeners {
 		if i >= len(p.lns) {
 			break

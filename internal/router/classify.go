@@ -226,6 +226,12 @@ type Stmt struct {
 	KillID        uint64
 	KillHasID     bool
 	KillByQueryID bool
+
+	// Digest is the hash of the statement's normalized shape (literals
+	// replaced, whitespace, comments and keyword case left out; see
+	// digest.go): statements that differ only in those share it.
+	// DigestText renders the shape.
+	Digest uint64
 }
 
 // notReadOnlyFlags are the flags that make IsReadOnly false.
@@ -291,30 +297,42 @@ func IsWrite(s Stmt) bool {
 //
 // Strings are lexed with backslash escapes, as in the default SQL mode (not
 // NO_BACKSLASH_ESCAPES); "..." is a string (not ANSI_QUOTES).
+//
+// It also computes the statement's digest (Stmt.Digest, see digest.go) in
+// the same pass.
 func Classify(sql []byte) Stmt {
 	var c classifier
+	c.run(sql)
+	return c.st
+}
+
+func (c *classifier) run(sql []byte) {
 	c.lx.s = sql
 	c.s.withBody = -1
+	c.dig.init()
 	for {
 		t := &c.ring[c.pos&ringMask]
 		c.lx.next(t)
 		if t.kind == tEOF {
 			break
 		}
-		if c.feed(t) {
+		kept := c.feed(t)
+		c.digest(t)
+		if kept {
 			c.pos++
 			c.s.ntok++
 		}
 	}
 	c.endStmt()
 	c.st.Flags |= c.lx.hints
-	return c.st
+	c.st.Digest = c.dig.finish()
 }
 
 const ringMask = 3 // c.ring holds the current token and the ones before it
 
 type classifier struct {
 	lx        lexer
+	dig       digester
 	st        Stmt
 	haveFirst bool // the first non-empty statement has started
 	semi      bool // a statement-ending ';' has been seen

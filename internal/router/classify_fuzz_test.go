@@ -78,6 +78,9 @@ func FuzzClassify(f *testing.F) {
 				t.Fatalf("Classify(%q): IsReadOnly with flags %v", sql, s1.Flags)
 			}
 		}
+		if txt := DigestText(sql); len(txt) > 3*len(sql)+1 {
+			t.Fatalf("DigestText(%q) = %q: longer than the statement allows", sql, txt)
+		}
 		_ = s1.Kind.String()
 		_ = s1.Flags.String()
 	})

@@ -47,6 +47,9 @@ type lexer struct {
 	i     int
 	exec  bool  // inside an executable comment /*! ... */ or /*M! ... */
 	hints Flags // routing hints found in comments
+	// hintStart:hintEnd is the last optimizer hint comment /*+ ... */
+	// skipped, for the digest.
+	hintStart, hintEnd int
 }
 
 // isIdent reports the bytes that may appear in an unquoted identifier, keyword
@@ -100,7 +103,11 @@ skip:
 				l.exec = true
 			default:
 				l.hints |= hintIn(s, i+2)
+				start := i
 				i = skipComment(s, i+2)
+				if start+2 < n && s[start+2] == '+' { // an optimizer hint: part of the digest
+					l.hintStart, l.hintEnd = start, i
+				}
 			}
 		case c == '*' && l.exec && i+1 < n && s[i+1] == '/':
 			i += 2

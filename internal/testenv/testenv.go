@@ -166,6 +166,13 @@ func StartE(opts Options) (*Server, error) {
 	if err := copyTemplate(tmplDir, s.DataDir, manifest); err != nil {
 		return nil, err
 	}
+	// The server's temporary tables live in the instance's own directory,
+	// not in the machine's /tmp, where anything cleaning it could take a
+	// file from under a running query (seen once: error 6 on a reference
+	// server's GROUP BY).
+	if err := os.Mkdir(filepath.Join(dir, "tmp"), 0o700); err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
 	s.Socket = filepath.Join(s.DataDir, "mysqld.sock")
 	if len(s.Socket) > maxSocketPath {
 		sd, err := os.MkdirTemp("/tmp", "sg-sock-")
@@ -230,6 +237,7 @@ func (s *Server) args() []string {
 		"--port=" + strconv.Itoa(s.Port),
 		"--bind-address=127.0.0.1",
 		"--pid-file=" + filepath.Join(s.DataDir, "mysqld.pid"),
+		"--tmpdir=" + filepath.Join(s.dir, "tmp"),
 	}
 	if s.opts.LogBin {
 		args = append(args, "--log-bin=mysql-bin")

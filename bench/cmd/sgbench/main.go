@@ -220,7 +220,7 @@ func parseRunFlags(args []string, stderr io.Writer) (bench.Config, string, envFl
 	fs.IntVar(&cfg.Tables, "tables", cfg.Tables, "number of sysbench tables")
 	fs.Var(&tests, "tests", "sysbench tests, comma-separated")
 	fs.Var(&psModes, "ps-modes", "sysbench --db-ps-mode values, comma-separated (disable, auto)")
-	fs.Var(&targets, "targets", "targets, comma-separated, in round-1 order (direct, relay, shardgate, sharded)")
+	fs.Var(&targets, "targets", "targets, comma-separated, in round-1 order (direct, relay, shardgate, sharded, shardgate-notele)")
 	out := fs.String("out", "bench/results", "directory for <timestamp>.md, latest.md and the PNG charts")
 	ef.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -275,7 +275,7 @@ func parseTargets(names []string) ([]bench.Target, error) {
 // sgbench rate
 
 func runRate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, targetQPS, ef, err := parseRateFlags(args, stderr)
+	cfg, plan, ef, err := parseRateFlags(args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -297,8 +297,8 @@ func runRate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	res, runErr := bench.RunRate(ctx, env, cfg)
 	if res != nil {
 		fmt.Fprint(stdout, res.Markdown())
-		if targetQPS > 0 {
-			fmt.Fprintln(stdout, "\n"+bench.CapacityPlanText(targetQPS, res.MaxPassing))
+		if plan.targetQPS > 0 {
+			fmt.Fprintln(stdout, "\n"+bench.CapacityPlanText(plan.targetQPS, res.MaxPassing, plan.headroom))
 		}
 	}
 	if runErr != nil {
@@ -308,9 +308,17 @@ func runRate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func parseRateFlags(args []string, stderr io.Writer) (bench.RateConfig, int, envFlags, error) {
+// capacityFlags ask `sgbench rate` for a capacity plan.
+type capacityFlags struct {
+	targetQPS int
+	headroom  float64
+}
+
+func parseRateFlags(args []string, stderr io.Writer) (bench.RateConfig, capacityFlags, envFlags, error) {
 	cfg := bench.DefaultRateConfig()
 	var ef envFlags
+	var plan capacityFlags
+	var rates intList
 	fs := flag.NewFlagSet("sgbench rate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	target := fs.String("target", string(cfg.Target), "direct, relay or shardgate")
@@ -318,6 +326,7 @@ func parseRateFlags(args []string, stderr io.Writer) (bench.RateConfig, int, env
 	fs.IntVar(&cfg.Start, "start", cfg.Start, "first rate, queries/s")
 	fs.IntVar(&cfg.Step, "step", cfg.Step, "rate increment per step, queries/s")
 	fs.IntVar(&cfg.Max, "max", cfg.Max, "highest rate to try, queries/s")
+	fs.Var(&rates, "rates", "rates to try instead of --start/--step/--max, queries/s, comma-separated, ascending")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "duration of each step")
 	fs.IntVar(&cfg.Conns, "conns", cfg.Conns, "client connections")
 	fs.StringVar(&cfg.Query, "query", cfg.Query, "workload: point (SELECT c FROM sbtest1 WHERE id=?)")
@@ -325,23 +334,28 @@ func parseRateFlags(args []string, stderr io.Writer) (bench.RateConfig, int, env
 	fs.IntVar(&cfg.TableSize, "table-size", cfg.TableSize, "rows in sbtest1 (ids are drawn uniformly from 1..N)")
 	fs.Float64Var(&cfg.MinAchieved, "min-achieved", cfg.MinAchieved, "a step fails when it achieves less than this fraction of its rate")
 	fs.IntVar(&cfg.Retries, "retries", cfg.Retries, "repeat a failing step this many times before stopping (a rate passes if any attempt does)")
-	targetQPS := fs.Int("target-qps", 0, "print a capacity plan for this many queries/s")
+	fs.IntVar(&plan.targetQPS, "target-qps", 0, "print a capacity plan for this many queries/s at peak")
+	fs.Float64Var(&plan.headroom, "headroom", bench.DefaultHeadroom, "the capacity plan runs each proxy at most at this fraction of its measured capacity")
 	ef.register(fs)
 	if err := parseFlags(fs, args); err != nil {
-		return cfg, 0, ef, err
+		return cfg, plan, ef, err
 	}
 	t, err := bench.ParseTarget(*target)
 	if err != nil {
-		return cfg, 0, ef, err
+		return cfg, plan, ef, err
 	}
-	cfg.Target = t
-	if *targetQPS < 0 {
-		return cfg, 0, ef, fmt.Errorf("target-qps: %d, must be >= 0", *targetQPS)
+	cfg.Target, cfg.Rates = t, rates
+	var errs []error
+	if plan.targetQPS < 0 {
+		errs = append(errs, fmt.Errorf("target-qps: %d, must be >= 0", plan.targetQPS))
 	}
-	if err := errors.Join(cfg.Validate(), ef.validate()); err != nil {
-		return cfg, 0, ef, err
+	if plan.headroom <= 0 || plan.headroom > 1 {
+		errs = append(errs, fmt.Errorf("headroom: %v is not in (0, 1]", plan.headroom))
 	}
-	return cfg, *targetQPS, ef, nil
+	if err := errors.Join(append(errs, cfg.Validate(), ef.validate())...); err != nil {
+		return cfg, plan, ef, err
+	}
+	return cfg, plan, ef, nil
 }
 
 // ---------------------------------------------------------------------------

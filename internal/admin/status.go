@@ -1,0 +1,226 @@
+package admin
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/frontend"
+)
+
+// The status page: the admin views as HTML tables, rendered on the server
+// and refreshed in place by a small inline script. Its files are embedded,
+// so the page needs nothing but this server (no build step, no CDN).
+//
+//go:embed status
+var statusFiles embed.FS
+
+// statusRefresh is how often the page fetches its sections again.
+const statusRefresh = 2 * time.Second
+
+// statusTopDigests is how many digests the page shows, by total latency.
+const statusTopDigests = 20
+
+// statusPage is the parsed page with its inline style and script, and the
+// Content-Security-Policy that lets those two run and nothing else: the
+// page shows text clients chose (statements), so even if one slipped past
+// the escaping it could not run or send anything anywhere.
+type statusPage struct {
+	tmpl   *template.Template
+	style  template.CSS
+	script template.JS
+	csp    string
+}
+
+// thePage is parsed once, at start; its files are compiled in, so a
+// broken one is a build defect every test of this package catches.
+var thePage = mustStatusPage()
+
+func mustStatusPage() *statusPage {
+	p, err := newStatusPage()
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func newStatusPage() (*statusPage, error) {
+	tmpl, err := template.ParseFS(statusFiles, "status/page.html")
+	if err != nil {
+		return nil, fmt.Errorf("status page template: %w", err)
+	}
+	style, err := statusFiles.ReadFile("status/page.css")
+	if err != nil {
+		return nil, fmt.Errorf("status page style: %w", err)
+	}
+	script, err := statusFiles.ReadFile("status/refresh.js")
+	if err != nil {
+		return nil, fmt.Errorf("status page script: %w", err)
+	}
+	csp := fmt.Sprintf("default-src 'none'; script-src '%s'; style-src '%s'; connect-src 'self'; "+
+		"base-uri 'none'; form-action 'none'; frame-ancestors 'none'", cspHash(script), cspHash(style))
+	return &statusPage{tmpl: tmpl, style: template.CSS(style), script: template.JS(script), csp: csp}, nil
+}
+
+// cspHash is a CSP source that allows exactly one inline element's text.
+func cspHash(text []byte) string {
+	sum := sha256.Sum256(text)
+	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// statusRoutes serves the page at / and its sections, the fragment the
+// script swaps in, at /status/sections.
+func statusRoutes(mux *http.ServeMux, src Source) {
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		thePage.serve(w, r, "page.html", src, func(s sections) any {
+			return map[string]any{
+				"RefreshSeconds": int(statusRefresh / time.Second),
+				"RefreshMillis":  statusRefresh.Milliseconds(),
+				"Style":          thePage.style,
+				"Script":         thePage.script,
+				"Sections":       s,
+			}
+		})
+	})
+	mux.HandleFunc("/status/sections", func(w http.ResponseWriter, r *http.Request) {
+		thePage.serve(w, r, "sections", src, func(s sections) any { return s })
+	})
+}
+
+// serve renders the named template with the sections now, to a buffer
+// first, so that a failure answers 500 instead of half a page.
+func (p *statusPage) serve(w http.ResponseWriter, r *http.Request, name string, src Source, data func(sections) any) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "read-only: actions are statements of the admin SQL port", http.StatusMethodNotAllowed)
+		return
+	}
+	s, err := statusSections(src, time.Now())
+	if err != nil {
+		http.Error(w, "status page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	var b bytes.Buffer
+	if err := p.tmpl.ExecuteTemplate(&b, name, data(s)); err != nil {
+		http.Error(w, "status page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", p.csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(b.Bytes())
+}
+
+// sections are the page's tables at one moment.
+type sections struct {
+	At   string
+	List []section
+}
+
+// section is a view as an HTML table. Stateful sections start each row
+// with a status cell whose text is also the row's CSS class.
+type section struct {
+	ID, Title string
+	Columns   []string
+	Stateful  bool
+	Rows      []sectionRow
+}
+
+type sectionRow struct {
+	State string
+	Cells []sectionCell
+}
+
+type sectionCell struct {
+	Text, Class string
+}
+
+// Width is the number of the table's columns.
+func (s section) Width() int {
+	if s.Stateful {
+		return len(s.Columns) + 1
+	}
+	return len(s.Columns)
+}
+
+// statusSections renders the views the page shows.
+func statusSections(src Source, now time.Time) (sections, error) {
+	digests, err := DigestsView(src, "total_ms", true, statusTopDigests)
+	if err != nil {
+		return sections{}, err
+	}
+	return sections{At: text(now), List: []section{
+		sectionOf("status", "Status", StatusView(src, now), nil),
+		sectionOf("backends", "Backends and pools", BackendsView(src), backendState),
+		sectionOf("sharding", "Sharding", ShardingView(src), nil),
+		sectionOf("digests", fmt.Sprintf("Top %d query digests by total latency", statusTopDigests), digests, nil),
+	}}, nil
+}
+
+// sectionOf renders a view's cells as the SQL port does (cell), NULL for
+// unknown; state, when not nil, names each row's state.
+func sectionOf(id, title string, v *View, state func(v *View, row []any) string) section {
+	s := section{ID: id, Title: title, Stateful: state != nil}
+	for _, c := range v.Columns {
+		s.Columns = append(s.Columns, c.Name)
+	}
+	for _, row := range v.Rows {
+		r := sectionRow{Cells: make([]sectionCell, len(row))}
+		if state != nil {
+			r.State = state(v, row)
+		}
+		for i, val := range row {
+			r.Cells[i] = htmlCell(v.Columns[i], val)
+		}
+		s.Rows = append(s.Rows, r)
+	}
+	return s
+}
+
+// htmlCell is a value's text and class: c-<column> to style one column,
+// num to right-align numbers, null for an unknown value.
+func htmlCell(c Column, val any) sectionCell {
+	class := "c-" + c.Name
+	if c.Type == frontend.LocalInteger || c.Type == frontend.LocalDecimal {
+		class += " num"
+	}
+	s := cell(val)
+	if s == nil {
+		return sectionCell{Text: "NULL", Class: class + " null"}
+	}
+	return sectionCell{Text: *s, Class: class}
+}
+
+// backendState is what an operator needs first about a server: up, down
+// (its health check fails or its breaker took it out), offline (drained
+// by SET BACKEND) or unchecked (no health check has finished yet).
+func backendState(v *View, row []any) string {
+	at := func(name string) any {
+		i := slices.IndexFunc(v.Columns, func(c Column) bool { return c.Name == name })
+		if i < 0 {
+			return nil
+		}
+		return row[i]
+	}
+	switch up := at("up"); {
+	case up == nil:
+		return "unchecked"
+	case up == false || at("breaker") == "open":
+		return "down"
+	case at("state") == "offline":
+		return "offline"
+	}
+	return "up"
+}
