@@ -61,9 +61,11 @@ func New(opt Options) (*Tracer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracing exporter for %s: %w", opt.Endpoint, err)
 	}
-	res := resource.NewSchemaless(
-		attribute.String("service.name", opt.ServiceName),
-		attribute.String("service.version", opt.Version))
+	attrs := []attribute.KeyValue{attribute.String("service.name", opt.ServiceName)}
+	if opt.Version != "" {
+		attrs = append(attrs, attribute.String("service.version", opt.Version))
+	}
+	res := resource.NewSchemaless(attrs...)
 	// Statements are sampled before a span exists (Start), so the
 	// provider keeps every span it is given.
 	tp := sdktrace.NewTracerProvider(
@@ -90,14 +92,17 @@ type StatementInfo struct {
 	Statement string // the text, cut by the caller
 }
 
-// Start begins the trace of a statement, or returns nil when tracing is
-// off or the statement is not sampled.
-func (t *Tracer) Start(info StatementInfo) *Statement {
-	if t == nil || (t.ratio < 1 && rand.Float64() >= t.ratio) {
-		return nil
-	}
+// Sampled decides whether the next statement is traced: false when
+// tracing is off, else true for a SampleRatio fraction of the calls.
+func (t *Tracer) Sampled() bool {
+	return t != nil && (t.ratio >= 1 || rand.Float64() < t.ratio)
+}
+
+// Start begins the trace of a statement that Sampled chose, which began
+// at start.
+func (t *Tracer) Start(info StatementInfo, start time.Time) *Statement {
 	ctx, span := t.tr.Start(context.Background(), "statement "+info.Kind,
-		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(start),
 		trace.WithAttributes(
 			attribute.String("db.system", "mysql"),
 			attribute.String("db.operation.name", info.Kind),

@@ -3,59 +3,24 @@ package tracing
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
+	"time"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
+
+	"github.com/shardgate/shardgate/internal/tracing/tracingtest"
 )
 
-// collector is an OTLP/HTTP receiver keeping the spans it is sent.
-type collector struct {
-	mu    sync.Mutex
-	spans []*tracepb.Span
-}
-
-func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/traces" {
-		http.NotFound(w, r)
-		return
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var req coltracepb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(body, &req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	c.mu.Lock()
-	for _, rs := range req.ResourceSpans {
-		for _, ss := range rs.ScopeSpans {
-			c.spans = append(c.spans, ss.Spans...)
-		}
-	}
-	c.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-	w.Write(out)
-}
-
 func TestStatementSpansReachTheCollector(t *testing.T) {
-	var col collector
-	srv := httptest.NewServer(&col)
-	defer srv.Close()
-	tr, err := New(Options{Endpoint: srv.URL, SampleRatio: 1, ServiceName: "shardgate-test"})
+	col := tracingtest.Start(t)
+	tr, err := New(Options{Endpoint: col.URL, SampleRatio: 1, ServiceName: "shardgate-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := tr.Start(StatementInfo{Kind: "select", Session: 7, User: "app", DB: "shop", Digest: 0xabc, Statement: "SELECT 1"})
+	if !tr.Sampled() {
+		t.Fatal("a tracer with sample ratio 1 did not sample a statement")
+	}
+	st := tr.Start(StatementInfo{Kind: "select", Session: 7, User: "app", DB: "shop", Digest: 0xabc, Statement: "SELECT 1"}, time.Now())
 	st.StartPlan()
 	st.EndPlan()
 	b0 := st.StartBackend("s0", "10.0.0.1:3306")
@@ -66,15 +31,14 @@ func TestStatementSpansReachTheCollector(t *testing.T) {
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	col.mu.Lock()
-	defer col.mu.Unlock()
+	spans := col.Spans()
 	byName := map[string]*tracepb.Span{}
-	for _, s := range col.spans {
+	for _, s := range spans {
 		byName[s.Name] = s
 	}
 	root := byName["statement select"]
-	if root == nil || len(col.spans) != 4 {
-		t.Fatalf("got %d spans %v; want statement select, plan, backend s0, backend s1", len(col.spans), names(col.spans))
+	if root == nil || len(spans) != 4 {
+		t.Fatalf("got %d spans %v; want statement select, plan, backend s0, backend s1", len(spans), names(spans))
 	}
 	for _, n := range []string{"plan", "backend s0", "backend s1"} {
 		s := byName[n]
@@ -85,13 +49,9 @@ func TestStatementSpansReachTheCollector(t *testing.T) {
 	if root.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || byName["backend s1"].Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR {
 		t.Errorf("failed statement and backend spans should have error status: %v, %v", root.Status, byName["backend s1"].Status)
 	}
-	attrs := map[string]string{}
-	for _, kv := range root.Attributes {
-		attrs[kv.Key] = kv.Value.String()
-	}
 	for _, k := range []string{"db.query.text", "db.user", "db.namespace", "shardgate.digest", "shardgate.rows_sent", "db.response.status_code"} {
-		if attrs[k] == "" {
-			t.Errorf("statement span lacks attribute %s (has %v)", k, attrs)
+		if tracingtest.Attr(root, k) == "" {
+			t.Errorf("statement span lacks attribute %s", k)
 		}
 	}
 }
@@ -115,7 +75,10 @@ func TestOffCostsNothing(t *testing.T) {
 	defer unsampled.Shutdown(context.Background())
 	for _, tr := range []*Tracer{off, unsampled} {
 		allocs := testing.AllocsPerRun(1000, func() {
-			st := tr.Start(StatementInfo{Kind: "select"})
+			var st *Statement
+			if tr.Sampled() {
+				st = tr.Start(StatementInfo{Kind: "select"}, time.Time{})
+			}
 			st.StartPlan()
 			st.EndPlan()
 			st.StartBackend("c", "a").End(nil)
