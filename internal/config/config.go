@@ -136,6 +136,15 @@ type Telemetry struct {
 	Digests    bool    `yaml:"digests"`
 	MaxDigests int     `yaml:"max_digests"`
 	SlowLog    SlowLog `yaml:"slow_log"`
+	Tracing    Tracing `yaml:"tracing" reload:"restart"`
+}
+
+// Tracing configures OpenTelemetry spans of client statements, exported
+// over OTLP/HTTP to Endpoint ("" = off, the default).
+type Tracing struct {
+	Endpoint    string  `yaml:"endpoint"`     // http(s)://collector:4318
+	SampleRatio float64 `yaml:"sample_ratio"` // 0 < r <= 1: the fraction of statements traced
+	ServiceName string  `yaml:"service_name"`
 }
 
 // SlowLog configures the slow query log: JSON lines, one per statement

@@ -173,7 +173,8 @@ clusters:
 		},
 		Log: Log{Level: "debug", Format: "json"},
 		Telemetry: Telemetry{Enabled: true, Digests: true, MaxDigests: DefaultMaxDigests,
-			SlowLog: SlowLog{Threshold: DefaultSlowThreshold}},
+			SlowLog: SlowLog{Threshold: DefaultSlowThreshold},
+			Tracing: Tracing{SampleRatio: DefaultTraceSampleRatio, ServiceName: "shardgate"}},
 		Users: []User{
 			{Name: "app", PasswordHash: appSecretHash, Cluster: "main", DefaultDatabase: "shop", Admin: true},
 			{Name: "legacy", PasswordHash: "*6C7A370C07660BC788681B3238D93E08BD74303C", Cluster: "reports"},
@@ -245,7 +246,8 @@ func TestDefaults(t *testing.T) {
 		},
 		Log: Log{Level: "info", Format: "text"},
 		Telemetry: Telemetry{Enabled: true, Digests: true, MaxDigests: DefaultMaxDigests,
-			SlowLog: SlowLog{Threshold: DefaultSlowThreshold}},
+			SlowLog: SlowLog{Threshold: DefaultSlowThreshold},
+			Tracing: Tracing{SampleRatio: DefaultTraceSampleRatio, ServiceName: "shardgate"}},
 		Users: []User{{Name: "app", PasswordHash: appSecretHash, Cluster: "main"}},
 		Clusters: []Cluster{{
 			Name: "main", User: "shardgate", Password: "secret",
@@ -420,6 +422,10 @@ func TestProblems(t *testing.T) {
 			f + ":5: telemetry.slow_log.threshold: must be > 0 (got 0s)",
 			f + ":6: telemetry.slow_log.sample_rate: must be between 0 and 1 (got 1.5)",
 			f + ":7: telemetry.slow_log.mask_literals: expected true or false, got string \"maybe\""}},
+		{"tracing", "telemetry:\n  tracing:\n    endpoint: collector:4318\n    sample_ratio: 0\n    service_name: \"\"\n" + validTail, []string{
+			f + ":3: telemetry.tracing.endpoint: want the OTLP/HTTP collector's URL, http://host:port or https://host:port (got \"collector:4318\")",
+			f + ":4: telemetry.tracing.sample_ratio: must be greater than 0 and at most 1 (got 0)",
+			f + ":5: telemetry.tracing.service_name: must not be empty"}},
 		{"telemetry sample rate type", "telemetry:\n  slow_log:\n    sample_rate: often\n" + validTail, []string{
 			f + ":3: telemetry.slow_log.sample_rate: expected a number, got string \"often\""}},
 		{"server version", "server:\n  version: v8.0\n  shutdown_timeout: 0s\n  max_prepared_statements_per_session: 0\n" + validTail, []string{

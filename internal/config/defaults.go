@@ -39,13 +39,14 @@ const maxBusyPoll = time.Millisecond
 // while an address that keeps guessing gets no answers.
 const defaultAuthMaxDelay = 30 * time.Second
 
-// defaulter is implemented by list element types whose fresh elements need
 // Telemetry defaults.
 const (
-	DefaultMaxDigests    = 10000
-	DefaultSlowThreshold = time.Second
+	DefaultMaxDigests       = 10000
+	DefaultSlowThreshold    = time.Second
+	DefaultTraceSampleRatio = 0.01
 )
 
+// defaulter is implemented by list element types whose fresh elements need
 // defaults before the YAML item is decoded into them.
 type defaulter interface {
 	setDefaults()
@@ -71,6 +72,7 @@ func defaultConfig() *Config {
 		Telemetry: Telemetry{
 			Enabled: true, Digests: true, MaxDigests: DefaultMaxDigests,
 			SlowLog: SlowLog{Threshold: DefaultSlowThreshold},
+			Tracing: Tracing{SampleRatio: DefaultTraceSampleRatio, ServiceName: "shardgate"},
 		},
 	}
 }

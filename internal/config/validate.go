@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -232,6 +233,7 @@ func (v *validator) log(l Log) {
 }
 
 func (v *validator) telemetry(t *Telemetry) {
+	v.tracing(&t.Tracing, t.Enabled)
 	v.positive("telemetry.max_digests", t.MaxDigests)
 	v.positiveDuration("telemetry.slow_log.threshold", t.SlowLog.Threshold)
 	if r := t.SlowLog.SampleRate; r < 0 || r > 1 || r != r {
@@ -547,4 +549,21 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+func (v *validator) tracing(t *Tracing, telemetry bool) {
+	if t.Endpoint == "" {
+		return
+	}
+	if u, err := url.Parse(t.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.fail("telemetry.tracing.endpoint", "want the OTLP/HTTP collector's URL, http://host:port or https://host:port (got %q)", t.Endpoint)
+	}
+	if r := t.SampleRatio; !(r > 0 && r <= 1) {
+		v.fail("telemetry.tracing.sample_ratio", "must be greater than 0 and at most 1 (got %v)", r)
+	}
+	v.required("telemetry.tracing.service_name", t.ServiceName)
+	if !telemetry {
+		v.warn("telemetry.tracing", "telemetry.tracing",
+			"telemetry.enabled is false, so no statement is traced; turn it on or remove telemetry.tracing.endpoint")
+	}
 }

@@ -94,6 +94,10 @@ type Cursor interface {
 	// it serves them to COM_STMT_FETCH until the statement is reset,
 	// closed or executed again.
 	KeepCursor(h *mysql.RowHold)
+	// Merged tells the session what the client got from a merge, whose
+	// parts' Done reported what each shard sent: info.Rows is the rows of
+	// the merged answer (held for a cursor, or written).
+	Merged(info *mysql.ResponseInfo)
 }
 
 // Primitive is one step of a plan.

@@ -53,7 +53,8 @@ func (f *fakeCursor) Run(cl *backend.Cluster, replicaOK bool, q []byte) bool {
 	return f.ok
 }
 
-func (f *fakeCursor) KeepCursor(*mysql.RowHold) {}
+func (f *fakeCursor) KeepCursor(*mysql.RowHold)  {}
+func (f *fakeCursor) Merged(*mysql.ResponseInfo) {}
 
 func TestRouteSendsTheClientCommandUnlessRewritten(t *testing.T) {
 	cl := &backend.Cluster{Name: "s0"}

@@ -419,6 +419,7 @@ func (m *Merge) end(c Cursor, err error) bool {
 	default:
 		werr = m.w.Fail(m.answerErr(err))
 	}
+	c.Merged(&m.w.Info)
 	return werr == nil && goOn
 }
 

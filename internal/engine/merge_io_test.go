@@ -126,7 +126,8 @@ func (f *mergeCursor) Drop(c *backend.Conn, err error) bool {
 	return true
 }
 
-func (f *mergeCursor) KeepCursor(*mysql.RowHold) {}
+func (f *mergeCursor) KeepCursor(*mysql.RowHold)  {}
+func (f *mergeCursor) Merged(*mysql.ResponseInfo) {}
 
 // inUse is how many connections of the pools are checked out.
 func (f *mergeCursor) inUse() int {

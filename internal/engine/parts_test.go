@@ -72,6 +72,7 @@ func (f *partsCursor) Drop(c *backend.Conn, err error) bool {
 }
 
 func (f *partsCursor) KeepCursor(*mysql.RowHold)          {}
+func (f *partsCursor) Merged(*mysql.ResponseInfo)         {}
 func (f *partsCursor) Status() uint16                     { return mysql.StatusAutocommit }
 func (f *partsCursor) Answer(ok *mysql.OKPacket) bool     { f.answer = ok; return true }
 func (f *partsCursor) AnswerResult(*mysql.ResultSet) bool { f.t.Fatal("AnswerResult"); return false }

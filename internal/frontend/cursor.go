@@ -32,6 +32,7 @@ func (s *Session) Acquire(cl *backend.Cluster, replicaOK bool) (*backend.Conn, b
 		s.pinned = c
 		s.partRunning(c, true)
 		s.teleRan(cl, c)
+		s.traceBackend(cl, c)
 	}
 	return c, ok
 }
@@ -80,6 +81,7 @@ func (s *Session) Relay(c *backend.Conn) *mysql.Relay {
 func (s *Session) Done(c *backend.Conn, info *mysql.ResponseInfo) {
 	s.enterPart(c)
 	s.teleResult(info)
+	s.traceBackendDone(c, nil)
 	if info.Err == nil && info.Warnings > 0 && !s.cmd.skipWarns || info.Err != nil && s.cmd.renameWarns != nil {
 		s.collectWarnings(c, s.cmd.renameWarns)
 	}
@@ -91,6 +93,9 @@ func (s *Session) Done(c *backend.Conn, info *mysql.ResponseInfo) {
 	s.release(c)
 }
 
+// Merged implements engine.Cursor.
+func (s *Session) Merged(info *mysql.ResponseInfo) { s.teleMerged(info) }
+
 // SkipWarnings implements engine.Cursor.
 func (s *Session) SkipWarnings() { s.cmd.skipWarns = true }
 
@@ -100,6 +105,7 @@ func (s *Session) RenameWarnings(f func(string) string) { s.cmd.renameWarns = f 
 // Failed implements engine.Cursor.
 func (s *Session) Failed(c *backend.Conn, err error, sent bool) bool {
 	s.enterPart(c)
+	s.traceBackendDone(c, err)
 	if pf := asPrepareFailed(err); pf != nil {
 		// The part's statement could not be prepared there: that
 		// server's error ends the answer.
@@ -112,6 +118,7 @@ func (s *Session) Failed(c *backend.Conn, err error, sent bool) bool {
 // Drop implements engine.Cursor.
 func (s *Session) Drop(c *backend.Conn, err error) bool {
 	s.enterPart(c)
+	s.traceBackendDone(c, err)
 	if s.dropBackend(c, err) {
 		s.logger().Warn("closing client whose transaction or session state was lost with its backend connection")
 		return false

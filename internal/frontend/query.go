@@ -96,7 +96,10 @@ func (s *Session) statement(p []byte, st router.Stmt) bool {
 	if st.Flags&router.FlagHintExplain != 0 && s.srv.opt.Keyspaces.Lookup(s.db) != nil {
 		return s.explain(st, p)
 	}
-	return s.plan(st, p).Execute(s, p)
+	s.tele.trace.st.StartPlan()
+	prim := s.plan(st, p)
+	s.tele.trace.st.EndPlan()
+	return prim.Execute(s, p)
 }
 
 // plan returns the plan of statement p. A cursor pins its connection, so
@@ -319,7 +322,9 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 		}
 		srv := c.Pool().Server()
 		srv.Begin()
+		s.traceBackend(s.cl, c)
 		info, err := s.run(c, p, rk)
+		s.traceBackendDone(c, err)
 		srv.End()
 		if err == nil {
 			s.teleRan(s.cl, c)

@@ -23,6 +23,7 @@ import (
 	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
 	"github.com/shardgate/shardgate/internal/telemetry"
+	"github.com/shardgate/shardgate/internal/tracing"
 )
 
 // User is an account clients log in with. A session keeps the User it
@@ -128,6 +129,9 @@ type Options struct {
 	// Telemetry records every client statement (telemetry.go); nil
 	// records nothing.
 	Telemetry *telemetry.Recorder
+	// Tracer exports spans of sampled statements (tracing.go); nil: off.
+	// It needs Telemetry, which times the statements.
+	Tracer *tracing.Tracer
 }
 
 // Server accepts clients on one listener.

@@ -34,6 +34,7 @@ type stmtTele struct {
 	seen     [4]*backend.Cluster
 	// published: the statement's text is in the session's activity.
 	published bool
+	trace     traceState
 
 	rec  telemetry.Statement
 	sess *telemetry.Session // made at the first statement: idle sessions stay small
@@ -73,6 +74,9 @@ func (s *Session) teleBegin() {
 func (s *Session) teleNote(st router.Stmt, sql []byte) {
 	s.tele.digest, s.tele.kind, s.tele.sql = st.Digest, st.Kind, sql
 	s.tele.published = false
+	if s.tele.on {
+		s.traceBegin()
+	}
 }
 
 // teleRan notes that cluster cl ran the statement or a part of it, on c.
@@ -113,6 +117,14 @@ func (s *Session) teleResult(info *mysql.ResponseInfo) {
 	}
 }
 
+// teleMerged replaces the rows the parts of a merge read with the rows
+// the client got.
+func (s *Session) teleMerged(info *mysql.ResponseInfo) {
+	if s.tele.on {
+		s.tele.rows = info.Rows
+	}
+}
+
 // teleError notes the error the client is answered with.
 func (s *Session) teleError(e *mysql.SQLError) {
 	if s.tele.on {
@@ -129,6 +141,7 @@ func (s *Session) teleEnd() {
 	t.on = false
 	r := s.srv.opt.Telemetry
 	t.end = time.Now()
+	s.traceEnd()
 	if t.sess == nil {
 		t.sess = new(telemetry.Session)
 	}

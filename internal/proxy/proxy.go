@@ -32,6 +32,7 @@ import (
 	"github.com/shardgate/shardgate/internal/router"
 	"github.com/shardgate/shardgate/internal/sequence"
 	"github.com/shardgate/shardgate/internal/telemetry"
+	"github.com/shardgate/shardgate/internal/tracing"
 )
 
 // Proxy is a running shardgate.
@@ -57,6 +58,7 @@ type Proxy struct {
 	// the start time, the recent QPS, shardgate's build version and the
 	// binary's RELOAD CONFIG.
 	telemetry    *telemetry.Recorder
+	tracer       *tracing.Tracer // nil: tracing off
 	started      time.Time
 	qps          qpsSampler
 	buildVersion atomic.Pointer[string]
@@ -377,6 +379,11 @@ func (p *Proxy) buildServers() error {
 		return err
 	}
 	p.telemetry = rec
+	tc := p.cfg.Telemetry.Tracing
+	p.tracer, err = tracing.New(tracing.Options{Endpoint: tc.Endpoint, SampleRatio: tc.SampleRatio, ServiceName: tc.ServiceName})
+	if err != nil {
+		return err
+	}
 	p.guard = frontend.NewAuthGuard(authDelay(p.cfg), p.log, metrics)
 	poller := mysql.NewPoller(p.cfg.Server.BusyPoll, runtime.NumCPU())
 	registerPollerMetrics(p.registry, poller)
@@ -398,7 +405,7 @@ func (p *Proxy) buildServers() error {
 			HandshakeTimeout: p.cfg.Server.HandshakeTimeout, MaxConnections: l.MaxConnections,
 			ReservedAdmin: l.ReservedAdminConnections, MaxStmtsPerSess: p.cfg.Server.MaxPreparedStatementsPerSession,
 			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard, Keyspaces: p.keyspaces, IDs: &p.ids,
-			Telemetry: p.telemetry,
+			Telemetry: p.telemetry, Tracer: p.tracer,
 		})
 		if err != nil {
 			return err
@@ -583,8 +590,23 @@ func (p *Proxy) Close() {
 			p.log.Warn("closing the slow log", "err", err)
 		}
 	}
+	p.closeTracer()
 	p.closeSequences()
 	p.closeClusters()
+}
+
+// closeTracer exports the spans not sent yet, waiting a little for the
+// collector.
+func (p *Proxy) closeTracer() {
+	if p.tracer == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := p.tracer.Shutdown(ctx); err != nil {
+		p.log.Warn("the last statement spans could not be exported", "err", err,
+			"endpoint", p.cfg.Telemetry.Tracing.Endpoint)
+	}
 }
 
 func (p *Proxy) closeClusters() {

@@ -79,6 +79,15 @@ var kindLabels = func() []string {
 	}
 }()
 
+// KindLabel is k's name as the kind label and trace spans write it:
+// select, insert, ..., in lower case.
+func KindLabel(k router.Kind) string {
+	if int(k) < len(kindLabels) {
+		return kindLabels[k]
+	}
+	return kindLabels[0]
+}
+
 // ClusterStats are a cluster's metric children, resolved at their first
 // use and kept, so that recording does no label look-up.
 type ClusterStats struct {
