@@ -399,16 +399,8 @@ func (e *Env) startShardgate(ctx context.Context, bin, admin string) error {
 		backend := fmt.Sprintf("%s:%s@%s/%s", testenv.User, testenv.Password, e.Server.Addr, Database)
 		argv := []string{bin, "serve", "--listen", addr, "--backend", backend, "--admin-http", admin}
 		e.logf("starting shardgate on %s (admin http://%s)", addr, admin)
-		c, err := startChild("shardgate", filepath.Join(e.dir, "shardgate.log"), argv)
+		c, err := e.startServing(ctx, "shardgate", argv, addr, admin)
 		if err != nil {
-			return err
-		}
-		if err := waitMySQL(ctx, c, addr); err != nil {
-			_ = c.stop(stopGrace)
-			return err
-		}
-		if err := waitHTTP(ctx, c, "http://"+admin+"/metrics"); err != nil {
-			_ = c.stop(stopGrace)
 			return err
 		}
 		e.proxy, e.addrs[Shardgate], e.AdminAddr, e.admins[Shardgate] = c, addr, admin, admin
@@ -445,22 +437,34 @@ telemetry:
 	return retryPort(func(addr string) error {
 		argv := []string{bin, "serve", "--config", cfgFile, "--listen", addr, "--admin-http", admin}
 		e.logf("starting shardgate without telemetry on %s (admin http://%s)", addr, admin)
-		c, err := startChild("shardgate-notele", filepath.Join(e.dir, "shardgate-notele.log"), argv)
+		c, err := e.startServing(ctx, "shardgate-notele", argv, addr, admin)
 		if err != nil {
-			return err
-		}
-		if err := waitMySQL(ctx, c, addr); err != nil {
-			_ = c.stop(stopGrace)
-			return err
-		}
-		if err := waitHTTP(ctx, c, "http://"+admin+"/metrics"); err != nil {
-			_ = c.stop(stopGrace)
 			return err
 		}
 		e.noTele, e.addrs[ShardgateNoTele], e.admins[ShardgateNoTele] = c, addr, admin
 		e.Commands = append(e.Commands, "shardgate-notele: "+strings.Join(argv, " ")+" with "+cfgFile+":\n"+cfg)
 		return nil
 	})
+}
+
+// startServing starts a shardgate child (its log: name.log) and waits
+// until it serves MySQL at addr and, when admin is not "", /metrics there.
+func (e *Env) startServing(ctx context.Context, name string, argv []string, addr, admin string) (*child, error) {
+	c, err := startChild(name, filepath.Join(e.dir, name+".log"), argv)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitMySQL(ctx, c, addr); err != nil {
+		_ = c.stop(stopGrace)
+		return nil, err
+	}
+	if admin != "" {
+		if err := waitHTTP(ctx, c, "http://"+admin+"/metrics"); err != nil {
+			_ = c.stop(stopGrace)
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // mallocs reads go_memstats_mallocs_total from a shardgate target's

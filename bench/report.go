@@ -222,26 +222,16 @@ func row(c *Cell, s Summary, direct, relay *Summary) []string {
 // writeSharded compares the Sharded target with the unsharded shardgate
 // of the same cell: issue 13 asks QPS ≥ 0.9× and proxy CPU per query ≤ 1.2×.
 func (r *Report) writeSharded(b *strings.Builder) {
-	var rows []string
 	res := r.Results
-	for _, test := range res.Config.Tests {
-		for _, ps := range res.Config.PSModes {
-			for _, threads := range res.Config.Threads {
-				sh := res.Cell(test, ps, threads, Sharded)
-				if sh == nil {
-					continue
-				}
-				s, u := summaryOf(sh), summaryOf(res.Cell(test, ps, threads, Shardgate))
-				if s == nil || u == nil {
-					rows = append(rows, fmt.Sprintf("| %s | %s | %d | failed | | | | | | | |", test, ps, threads))
-					continue
-				}
-				rows = append(rows, fmt.Sprintf("| %s | %s | %d | %.0f | %.0f | %s | %s | %s | %.1f | %.1f | %s |", test, ps, threads,
-					s.QPS, u.QPS, ratio(s.QPS, u.QPS), ms(s.P99), ms(u.P99),
-					s.ProxyCPUPerQuery, u.ProxyCPUPerQuery, ratio(s.ProxyCPUPerQuery, u.ProxyCPUPerQuery)))
-			}
+	rows := res.cellRows(Sharded, func(test, ps string, threads int) string {
+		s, u := summaryOf(res.Cell(test, ps, threads, Sharded)), summaryOf(res.Cell(test, ps, threads, Shardgate))
+		if s == nil || u == nil {
+			return fmt.Sprintf("| %s | %s | %d | failed | | | | | | | |", test, ps, threads)
 		}
-	}
+		return fmt.Sprintf("| %s | %s | %d | %.0f | %.0f | %s | %s | %s | %.1f | %.1f | %s |", test, ps, threads,
+			s.QPS, u.QPS, ratio(s.QPS, u.QPS), ms(s.P99), ms(u.P99),
+			s.ProxyCPUPerQuery, u.ProxyCPUPerQuery, ratio(s.ProxyCPUPerQuery, u.ProxyCPUPerQuery))
+	})
 	if len(rows) == 0 {
 		return
 	}
@@ -251,34 +241,39 @@ func (r *Report) writeSharded(b *strings.Builder) {
 	b.WriteString(strings.Join(rows, "\n") + "\n\n")
 }
 
-// writeTelemetry compares shardgate with and without statement telemetry
-// in the same cell: issue 15 asks for no measurable difference.
-func (r *Report) writeTelemetry(b *strings.Builder) {
+// cellRows returns row's line for each cell in which target ran, by test,
+// ps-mode and threads.
+func (res *Results) cellRows(target Target, row func(test, ps string, threads int) string) []string {
 	var rows []string
-	res := r.Results
 	for _, test := range res.Config.Tests {
 		for _, ps := range res.Config.PSModes {
 			for _, threads := range res.Config.Threads {
-				off := res.Cell(test, ps, threads, ShardgateNoTele)
-				if off == nil {
-					continue
+				if res.Cell(test, ps, threads, target) != nil {
+					rows = append(rows, row(test, ps, threads))
 				}
-				on, o := summaryOf(res.Cell(test, ps, threads, Shardgate)), summaryOf(off)
-				relay := summaryOf(res.Cell(test, ps, threads, Relay))
-				if on == nil || o == nil {
-					rows = append(rows, fmt.Sprintf("| %s | %s | %d | failed | | | | | | | | |", test, ps, threads))
-					continue
-				}
-				vsRelayOn, vsRelayOff := "", ""
-				if relay != nil {
-					vsRelayOn, vsRelayOff = ratio(on.QPS, relay.QPS), ratio(o.QPS, relay.QPS)
-				}
-				rows = append(rows, fmt.Sprintf("| %s | %s | %d | %.0f | %.0f | %s | %s | %s | %s | %.1f | %.1f | %.3f | %.3f |", test, ps, threads,
-					on.QPS, o.QPS, ratio(on.QPS, o.QPS), vsRelayOn, vsRelayOff, ms(on.P99)+" / "+ms(o.P99),
-					on.ProxyCPUPerQuery, o.ProxyCPUPerQuery, on.AllocsPerQuery, o.AllocsPerQuery))
 			}
 		}
 	}
+	return rows
+}
+
+// writeTelemetry compares shardgate with and without statement telemetry
+// in the same cell: issue 15 asks for no measurable difference.
+func (r *Report) writeTelemetry(b *strings.Builder) {
+	res := r.Results
+	rows := res.cellRows(ShardgateNoTele, func(test, ps string, threads int) string {
+		on, o := summaryOf(res.Cell(test, ps, threads, Shardgate)), summaryOf(res.Cell(test, ps, threads, ShardgateNoTele))
+		if on == nil || o == nil {
+			return fmt.Sprintf("| %s | %s | %d | failed | | | | | | | | |", test, ps, threads)
+		}
+		vsRelayOn, vsRelayOff := "", ""
+		if relay := summaryOf(res.Cell(test, ps, threads, Relay)); relay != nil {
+			vsRelayOn, vsRelayOff = ratio(on.QPS, relay.QPS), ratio(o.QPS, relay.QPS)
+		}
+		return fmt.Sprintf("| %s | %s | %d | %.0f | %.0f | %s | %s | %s | %s | %.1f | %.1f | %.3f | %.3f |", test, ps, threads,
+			on.QPS, o.QPS, ratio(on.QPS, o.QPS), vsRelayOn, vsRelayOff, ms(on.P99)+" / "+ms(o.P99),
+			on.ProxyCPUPerQuery, o.ProxyCPUPerQuery, on.AllocsPerQuery, o.AllocsPerQuery)
+	})
 	if len(rows) == 0 {
 		return
 	}

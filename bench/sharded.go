@@ -54,12 +54,8 @@ func (e *Env) StartSharded(ctx context.Context, tables int) error {
 		}
 		argv := []string{e.shardgateBin, "serve", "--config", cfg}
 		e.logf("starting shardgate (sharded: %d shards x %d sub-tables) on %s", ShardedShards, ShardedSubTables, addr)
-		c, err := startChild("shardgate-sharded", filepath.Join(e.dir, "shardgate-sharded.log"), argv)
+		c, err := e.startServing(ctx, "shardgate-sharded", argv, addr, "")
 		if err != nil {
-			return err
-		}
-		if err := waitMySQL(ctx, c, addr); err != nil {
-			_ = c.stop(stopGrace)
 			return err
 		}
 		e.sharded, e.addrs[Sharded] = c, addr

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"iter"
 	"reflect"
 	"strconv"
 	"strings"
@@ -73,17 +74,35 @@ func (d *differ) value(key string, a, b reflect.Value, tag fieldTag) {
 }
 
 func (d *differ) fields(key string, a, b reflect.Value, tag fieldTag) {
-	t := a.Type()
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if !f.IsExported() || name == "" || name == "-" {
-			continue
+	for i, f := range yamlFields(a.Type(), key, tag) {
+		d.value(f.key, a.Field(i), b.Field(i), f.tag)
+	}
+}
+
+// yamlField is a struct field's configuration key and reload tag.
+type yamlField struct {
+	key string
+	tag fieldTag
+}
+
+// yamlFields yields the index, YAML key (prefixed with key and a dot) and
+// reload tag (inheriting tag's) of each configuration field of struct
+// type t.
+func yamlFields(t reflect.Type, key string, tag fieldTag) iter.Seq2[int, yamlField] {
+	return func(yield func(int, yamlField) bool) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if !f.IsExported() || name == "" || name == "-" {
+				continue
+			}
+			if key != "" {
+				name = key + "." + name
+			}
+			if !yield(i, yamlField{name, parseFieldTag(f, tag)}) {
+				return
+			}
 		}
-		if key != "" {
-			name = key + "." + name
-		}
-		d.value(name, a.Field(i), b.Field(i), parseFieldTag(f, tag))
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
-	"strings"
 )
 
 // Setting is one key of a configuration with its value, as SHOW CONFIG
@@ -25,17 +24,8 @@ func Settings(c *Config) []Setting {
 func settings(key string, v reflect.Value, tag fieldTag, out *[]Setting) {
 	switch {
 	case v.Kind() == reflect.Struct && !reflect.PointerTo(v.Type()).Implements(nodeValueType):
-		t := v.Type()
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if !f.IsExported() || name == "" || name == "-" {
-				continue
-			}
-			if key != "" {
-				name = key + "." + name
-			}
-			settings(name, v.Field(i), parseFieldTag(f, tag), out)
+		for i, f := range yamlFields(v.Type(), key, tag) {
+			settings(f.key, v.Field(i), f.tag, out)
 		}
 	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Struct:
 		if v.Len() == 0 {

@@ -132,17 +132,24 @@ func (v *validator) admin(a Admin, ls []Listener) {
 	for i := range a.Users {
 		u := &a.Users[i]
 		p := fmt.Sprintf("admin.users[%d]", i)
-		if v.required(p+".name", u.Name) {
-			if n := utf8.RuneCountInString(u.Name); n > maxUserNameLen {
-				v.fail(p+".name", "must be at most %d characters (got %d)", maxUserNameLen, n)
-			}
-			if j, dup := seen[u.Name]; dup {
-				v.fail(p+".name", "duplicate admin user name %q (also admin.users[%d])", u.Name, j)
-			}
-			seen[u.Name] = i
-		}
+		v.accountName(p, "admin.users", "admin user", u.Name, i, seen)
 		v.password(p, u.Name, u.Password, u.PasswordHash)
 	}
+}
+
+// accountName checks the name of account i of list (users, admin.users):
+// present, not too long, not the name of an earlier one (seen, by name).
+func (v *validator) accountName(p, list, what, name string, i int, seen map[string]int) {
+	if !v.required(p+".name", name) {
+		return
+	}
+	if n := utf8.RuneCountInString(name); n > maxUserNameLen {
+		v.fail(p+".name", "must be at most %d characters (got %d)", maxUserNameLen, n)
+	}
+	if j, dup := seen[name]; dup {
+		v.fail(p+".name", "duplicate %s name %q (also %s[%d])", what, name, list, j)
+	}
+	seen[name] = i
 }
 
 // adminSQL checks admin.sql: an address no other listener of the proxy
@@ -357,15 +364,7 @@ func (v *validator) users(us []User, cs []Cluster, schemas []Schema) {
 	for i := range us {
 		u := &us[i]
 		p := fmt.Sprintf("users[%d]", i)
-		if v.required(p+".name", u.Name) {
-			if n := utf8.RuneCountInString(u.Name); n > maxUserNameLen {
-				v.fail(p+".name", "must be at most %d characters (got %d)", maxUserNameLen, n)
-			}
-			if j, dup := seen[u.Name]; dup {
-				v.fail(p+".name", "duplicate user name %q (also users[%d])", u.Name, j)
-			}
-			seen[u.Name] = i
-		}
+		v.accountName(p, "users", "user", u.Name, i, seen)
 		v.password(p, u.Name, u.Password, u.PasswordHash)
 		v.userCluster(p, u, cs, schemas)
 		if u.ReadFrom != "" {
