@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -354,6 +355,54 @@ func TestAdminSQLMariadbCLI(t *testing.T) {
 	r = run("FLUSH TABLES")
 	if r.exitCode == 0 || !strings.Contains(r.stderr, "ERROR 1064") || !strings.Contains(r.stderr, "SHOW BACKENDS") {
 		t.Errorf("unknown statement:\n%s", r)
+	}
+}
+
+// PyMySQL on the admin port: it logs in, reads a view as dictionaries
+// (the column names and types it decodes), and gets the unknown
+// statement's error as a MySQL error with its code.
+func TestAdminSQLPyMySQL(t *testing.T) {
+	srv := testenv.Shared(t)
+	p := startProxy(t, withAdminSQL(proxyConfig(t, srv, "")))
+	waitChecked(t, p)
+	py := clientsPython(t)
+	host, port, err := net.SplitHostPort(p.AdminSQLAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import json, sys, pymysql, pymysql.cursors
+conn = pymysql.connect(host=sys.argv[1], port=int(sys.argv[2]), user=sys.argv[3], password=sys.argv[4],
+                       cursorclass=pymysql.cursors.DictCursor, autocommit=True)
+with conn.cursor() as c:
+    c.execute("SHOW BACKENDS")
+    rows = c.fetchall()
+    print(json.dumps([{"address": r["address"], "role": r["role"], "pool_open": r["pool_open"]} for r in rows]))
+    try:
+        c.execute("SHOW DATABASES")
+        print("no error")
+    except pymysql.MySQLError as e:
+        print("error", e.args[0])
+conn.close()
+`
+	r := clientsExec(t, 30*time.Second, nil, py, "-c", script, host, port, adminUser, adminPass)
+	if r.exitCode != 0 {
+		t.Fatalf("PyMySQL on the admin port:\n%s", r)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var backends []struct {
+		Address  string `json:"address"`
+		Role     string `json:"role"`
+		PoolOpen int    `json:"pool_open"`
+	}
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &backends) != nil {
+		t.Fatalf("PyMySQL printed:\n%s", r)
+	}
+	if len(backends) != 1 || backends[0].Address != srv.Addr || backends[0].Role != "writer" {
+		t.Errorf("SHOW BACKENDS through PyMySQL: %+v, want the writer %s", backends, srv.Addr)
+	}
+	if lines[1] != "error 1064" {
+		t.Errorf("SHOW DATABASES through PyMySQL: %q, want error 1064", lines[1])
 	}
 }
 
