@@ -151,6 +151,9 @@ func (sl *slowLog) run() {
 	enc := json.NewEncoder(&b.buf)
 	lost := 0 // records lost since the last write that succeeded; >0: failing
 	flush := func() {
+		if b.buf.Len() == 0 {
+			return // a write of nothing proves nothing about the file
+		}
 		n, err := sl.out.Write(b.buf.Bytes())
 		lost = sl.wrote(&b, n, err, lost)
 		b.buf.Reset()
