@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/router"
 )
 
 // Activity is what a session is doing now, for SHOW SESSIONS: read by
@@ -15,9 +16,13 @@ type Activity struct {
 	Client string // the client's address
 	DB     string
 	State  string // idle | running | in transaction | pinned (reason)
-	Since  time.Time
+	// Since is when the session entered State: zero when unknown, which
+	// is after its first command when telemetry is off (the session then
+	// reads no clock per statement).
+	Since time.Time
 	// Statement is the current (or, when idle, the last) statement, cut
-	// to a few hundred bytes; Digest its router.Stmt.Digest.
+	// to a few hundred bytes, as its digest text when
+	// telemetry.slow_log.mask_literals is on; Digest its router.Stmt.Digest.
 	Statement string
 	Digest    uint64
 	Backends  []string // addresses of the backend connections it holds or runs on
@@ -32,6 +37,7 @@ type activity struct {
 	user, db string
 	running  bool
 	pins     pinReason
+	begun    bool // published once (since: the login)
 	since    time.Time
 	stmt     [activityStmtMax]byte
 	stmtLen  int
@@ -53,10 +59,13 @@ func (s *Session) publishIdle() {
 	a.db = s.db
 	a.running = false
 	a.pins = s.heldPins()
-	if !s.tele.end.IsZero() {
+	switch {
+	case !s.tele.end.IsZero():
 		a.since = s.tele.end
-	} else if a.since.IsZero() {
-		a.since = time.Now() // logged in, no statement timed yet
+	case !a.begun:
+		a.since, a.begun = time.Now(), true // logged in
+	case !s.srv.opt.Telemetry.Enabled():
+		a.since = time.Time{} // no statement timed: unknown
 	}
 	a.nheld = 0
 	if s.pinned != nil {
@@ -70,6 +79,7 @@ func (s *Session) publishIdle() {
 		a.nheld++
 	}
 	s.publishStatement()
+	s.tele.sql = nil // the session's buffer, which the next read reuses
 }
 
 // publishRunning records, under s.mu, the statement running.
@@ -77,14 +87,14 @@ func (s *Session) publishRunning() {
 	a := &s.act
 	if !a.running {
 		a.running = true
-		if !s.tele.start.IsZero() {
-			a.since = s.tele.start
-		}
+		a.since = s.tele.start // zero (unknown) with telemetry off
 	}
 	s.publishStatement()
 }
 
-// publishStatement copies the statement's text, once per statement.
+// publishStatement copies the statement's text, once per statement. The
+// idle state's copy is the last use of the text: a statement the proxy
+// answered itself is published then.
 func (s *Session) publishStatement() {
 	if s.tele.published {
 		return
@@ -102,6 +112,9 @@ func (s *Session) Activity() Activity {
 	a := &s.act
 	act := Activity{ID: s.id, Client: s.remote, User: a.user, DB: a.db, Since: a.since,
 		Statement: string(a.stmt[:a.stmtLen]), Digest: a.digest, State: a.state()}
+	if s.srv.opt.Telemetry.MaskLiterals() {
+		act.Statement = router.DigestText(a.stmt[:a.stmtLen])
+	}
 	addr := func(c *backend.Conn) {
 		if c != nil {
 			act.Backends = append(act.Backends, c.Pool().Addr())

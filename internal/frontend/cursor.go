@@ -28,10 +28,10 @@ func (s *Session) Acquire(cl *backend.Cluster, replicaOK bool) (*backend.Conn, b
 		return nil, s.writeErr(e)
 	}
 	c, ok := s.borrow(s.cmd.n)
+	s.teleRan(cl, c)
 	if c != nil {
 		s.pinned = c
 		s.partRunning(c, true)
-		s.teleRan(cl, c)
 		s.traceBackend(cl, c)
 	}
 	return c, ok

@@ -318,6 +318,7 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 	for attempt := 0; ; attempt++ {
 		c, ok := s.borrow(n)
 		if c == nil {
+			s.teleRan(s.cl, nil) // its cluster's, though no server ran it
 			return ok
 		}
 		srv := c.Pool().Server()
@@ -326,8 +327,8 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 		info, err := s.run(c, p, rk)
 		s.traceBackendDone(c, err)
 		srv.End()
+		s.teleRan(s.cl, c) // failed or not: its cluster's and server's
 		if err == nil {
-			s.teleRan(s.cl, c)
 			s.teleResult(info)
 		}
 		if pf := asPrepareFailed(err); pf != nil {

@@ -396,6 +396,7 @@ func (s *Session) comStmtFetch(p []byte) bool {
 	r := c.Relay(s.client, s.caps)
 	err := r.Rows()
 	s.setRunning(nil)
+	s.teleFetched(ps, r.Info.Rows)
 	if err != nil {
 		return s.relayFailed(c, err, r.Info.Sent)
 	}

@@ -28,10 +28,11 @@ type stmtTele struct {
 	errCode  uint16
 	errMsg   string
 	backend  string
-	// The clusters it ran on: the first one and how many different.
-	cl       *backend.Cluster
-	clusters int
-	seen     [4]*backend.Cluster
+	// seen are the different clusters it ran on, the first one first:
+	// in seenBuf, or in a slice the session grew for a statement over
+	// more (and keeps).
+	seen    []*backend.Cluster
+	seenBuf [4]*backend.Cluster
 	// published: the statement's text is in the session's activity.
 	published bool
 	trace     traceState
@@ -58,15 +59,21 @@ const (
 	clusterNone = "-"
 )
 
-// teleBegin starts timing a statement command just read.
+// teleBegin starts timing a statement command just read. Until teleNote
+// names its statement, it is none (digest 0): a COM_STMT_EXECUTE of an
+// unknown statement id is recorded so, not as the previous statement.
 func (s *Session) teleBegin() {
+	t := &s.tele
+	t.digest, t.kind, t.sql, t.published = 0, router.KindOther, nil, false
 	if !s.srv.opt.Telemetry.Enabled() {
 		return
 	}
-	t := &s.tele
 	t.on, t.start = true, time.Now()
 	t.rows, t.affected, t.errCode, t.errMsg, t.backend = 0, 0, 0, "", ""
-	t.cl, t.clusters = nil, 0
+	if t.seen == nil {
+		t.seen = t.seenBuf[:0]
+	}
+	t.seen = t.seen[:0]
 }
 
 // teleNote records the classification of the statement being timed and
@@ -79,26 +86,25 @@ func (s *Session) teleNote(st router.Stmt, sql []byte) {
 	}
 }
 
-// teleRan notes that cluster cl ran the statement or a part of it, on c.
+// teleRan notes that cluster cl ran the statement or a part of it, on c,
+// or (c nil) was to run it but had no connection for it. A statement
+// over hundreds of shards scans the clusters it saw for each: negligible
+// next to the round trip of each part.
 func (s *Session) teleRan(cl *backend.Cluster, c *backend.Conn) {
 	t := &s.tele
 	if !t.on || cl == nil {
 		return
 	}
-	t.backend = c.Pool().Addr()
-	s.clusterStats(cl).Ran()
-	for i := 0; i < t.clusters && i < len(t.seen); i++ {
-		if t.seen[i] == cl {
+	if c != nil {
+		t.backend = c.Pool().Addr()
+		s.clusterStats(cl).Ran()
+	}
+	for _, seen := range t.seen {
+		if seen == cl {
 			return
 		}
 	}
-	if t.clusters < len(t.seen) {
-		t.seen[t.clusters] = cl
-	}
-	if t.clusters == 0 {
-		t.cl = cl
-	}
-	t.clusters++
+	t.seen = append(t.seen, cl)
 }
 
 // teleResult adds a backend answer's rows and error.
@@ -149,12 +155,12 @@ func (s *Session) teleEnd() {
 	*rec = telemetry.Statement{
 		Digest: t.digest, Kind: t.kind, User: s.user.Name, DB: s.db, SQL: t.sql,
 		Start: t.start, Duration: t.end.Sub(t.start), RowsSent: t.rows, Affected: t.affected,
-		ErrCode: t.errCode, ErrMsg: t.errMsg, Shards: t.clusters, Backend: t.backend,
+		ErrCode: t.errCode, ErrMsg: t.errMsg, Shards: len(t.seen), Backend: t.backend,
 	}
 	switch {
-	case t.clusters == 1:
-		rec.Cluster, rec.ClusterName = s.clusterStats(t.cl), t.cl.Name
-	case t.clusters > 1:
+	case len(t.seen) == 1:
+		rec.Cluster, rec.ClusterName = s.clusterStats(t.seen[0]), t.seen[0].Name
+	case len(t.seen) > 1:
 		if t.multi == nil {
 			t.multi = r.Cluster(clusterMany)
 		}
@@ -166,11 +172,28 @@ func (s *Session) teleEnd() {
 		rec.Cluster = t.local
 	}
 	r.Record(t.sess, rec)
-	rec.SQL, t.sql = nil, nil // the buffers are the session's; not kept between statements
+	rec.SQL = nil // the session's buffer: not kept past the statement (t.sql is, until publishIdle)
+}
+
+// teleFetched adds the rows a COM_STMT_FETCH of ps's cursor sent to the
+// digest row of ps's statement, as a cursor the proxy holds (over several
+// shards) counted them at its execution.
+func (s *Session) teleFetched(ps *pstmt, rows uint64) {
+	r := s.srv.opt.Telemetry
+	if !r.Enabled() || rows == 0 {
+		return
+	}
+	t := &s.tele
+	if t.sess == nil {
+		t.sess = new(telemetry.Session)
+	}
+	t.rec = telemetry.Statement{Digest: ps.stmt.Digest, Kind: ps.stmt.Kind, User: s.user.Name, DB: s.db, SQL: ps.text}
+	r.Fetched(t.sess, &t.rec, rows)
+	t.rec.SQL = nil
 }
 
 // clusterStats returns the metric children of cl, kept for the clusters
-// the session used last.
+// the session used last; the others' the recorder finds without a lock.
 func (s *Session) clusterStats(cl *backend.Cluster) *telemetry.ClusterStats {
 	t := &s.tele
 	for i := range t.cs {

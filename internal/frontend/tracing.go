@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/router"
 	"github.com/shardgate/shardgate/internal/telemetry"
 	"github.com/shardgate/shardgate/internal/tracing"
 )
@@ -40,9 +41,13 @@ func (s *Session) traceBegin() {
 	if len(text) > maxTracedStatement {
 		text = text[:maxTracedStatement]
 	}
+	stmt := string(text)
+	if s.srv.opt.Telemetry.MaskLiterals() {
+		stmt = router.DigestText(text) // a literal the cut left open is masked too
+	}
 	t.trace.st = s.srv.opt.Tracer.Start(tracing.StatementInfo{
 		Kind: telemetry.KindLabel(t.kind), Session: s.id, User: s.user.Name, DB: s.db,
-		Digest: t.digest, Statement: string(text),
+		Digest: t.digest, Statement: stmt,
 	}, t.start)
 	t.trace.n = 0
 }

@@ -3,13 +3,17 @@ package proxy_test
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/shardgate/shardgate/internal/frontend"
+	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/telemetry"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
@@ -133,4 +137,192 @@ func waitSlowRecord(t *testing.T, file, text string) telemetry.SlowRecord {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestStatementTelemetryUnknownStatementID: a COM_STMT_EXECUTE of a
+// statement id the session does not have is recorded under digest 0 (no
+// statement), not as the statement before it.
+func TestStatementTelemetryUnknownStatementID(t *testing.T) {
+	srv := testenv.Shared(t)
+	p := startProxy(t, proxyConfig(t, srv, ""))
+	p.Telemetry().ResetDigests()
+	cl := mfDial(t, p.Addrs()[0])
+	cl.mustLogin(t)
+	cl.mustSelect1(t)
+	for i := 0; i < 3; i++ {
+		cl.writePacket(0, executePacket(0xdeadbeef, 0))
+		if e := cl.expectErr(t); e.Code != 1243 {
+			t.Fatalf("execute of an unknown id: %v", e)
+		}
+	}
+	got := map[string]telemetry.DigestStat{}
+	for _, d := range p.Telemetry().Digests() {
+		got[d.Text] = d
+	}
+	if d := got["SELECT ?"]; d.Count != 1 || d.Errors != 0 {
+		t.Errorf("SELECT 1 ran once without error; its digest row: %+v", d)
+	}
+	if d := got[telemetry.NoStatementText]; d.Count != 3 || d.Errors != 3 || d.Digest != 0 {
+		t.Errorf("the unknown statement's row: %+v; have %v", d, keys(got))
+	}
+}
+
+// TestStatementTelemetryFailedBackend: a statement whose backend
+// connection died under it is filed under its cluster and server, not
+// under "-" (the proxy answered itself).
+func TestStatementTelemetryFailedBackend(t *testing.T) {
+	srv := testenv.Shared(t)
+	srv.Exec(t, "CREATE DATABASE IF NOT EXISTS telefail",
+		"CREATE TABLE IF NOT EXISTS telefail.t (id INT PRIMARY KEY)", "REPLACE INTO telefail.t VALUES (1)")
+	slowFile := filepath.Join(t.TempDir(), "slow.log")
+	p := startProxy(t, proxyConfig(t, srv, `
+telemetry:
+  slow_log:
+    file: `+slowFile+`
+    sample_rate: 1
+`))
+	conn := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, "telefail", "")))
+	mustExec(t, conn, "BEGIN")
+	mustExec(t, conn, "SELECT id FROM t WHERE id = 1 FOR UPDATE") // pins a connection, in a transaction
+	root := srv.RootDB(t)
+	var thread int64
+	if err := root.QueryRow(`SELECT trx_mysql_thread_id FROM information_schema.INNODB_TRX
+		JOIN information_schema.PROCESSLIST ON ID = trx_mysql_thread_id WHERE DB = 'telefail'`).Scan(&thread); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.Exec(fmt.Sprintf("KILL %d", thread)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := conn.ExecContext(context.Background(), "SELECT id FROM t WHERE id = 1 /* killed */"); err == nil {
+		t.Fatal("a statement on a killed connection succeeded")
+	}
+	rec := waitSlowRecord(t, slowFile, "SELECT id FROM t WHERE id = 1 /* killed */")
+	if rec.Cluster != "main" || rec.ErrorCode == 0 || rec.Shards != 1 {
+		t.Errorf("the failed statement's record: %+v", rec)
+	}
+}
+
+// TestStatementTelemetryCursorFetch: the rows a client fetches from a
+// cursor count in the statement's digest row, as the rows of a cursor the
+// proxy holds (over several shards) do.
+func TestStatementTelemetryCursorFetch(t *testing.T) {
+	srv := testenv.Shared(t)
+	srv.Exec(t, "CREATE DATABASE IF NOT EXISTS telecur")
+	p := startProxy(t, proxyConfig(t, srv, ""))
+	cl := mfDial(t, p.Addrs()[0])
+	cl.mustLogin(t)
+	if res := cl.query(t, "USE telecur"); res.err != nil {
+		t.Fatal(res.err)
+	}
+	p.Telemetry().ResetDigests()
+	id, _ := cl.mustPrepare(t, "SELECT seq FROM seq_1_to_10")
+	cl.writePacket(0, executePacket(id, mysql.CursorTypeReadOnly))
+	expectCursorOpened(t, cl)
+	rows := 0
+	for done := false; !done; {
+		fetch := []byte{mysql.ComStmtFetch, 0, 0, 0, 0, 4, 0, 0, 0}
+		binary.LittleEndian.PutUint32(fetch[1:], id)
+		cl.writePacket(0, fetch)
+		for {
+			pkt, err := cl.c.ReadPacket()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mysql.IsErr(pkt) {
+				t.Fatalf("fetch: %v", mysql.ParseErr(pkt))
+			}
+			if mysql.IsEOF(pkt) {
+				_, st, _ := mysql.ParseEOF(pkt)
+				done = st&mysql.StatusLastRowSent != 0
+				break
+			}
+			rows++
+		}
+	}
+	if rows != 10 {
+		t.Fatalf("fetched %d rows", rows)
+	}
+	var found bool
+	for _, d := range p.Telemetry().Digests() {
+		if d.Text == "SELECT seq FROM seq_1_to_10" {
+			found = true
+			if d.Count != 1 || d.RowsSent != 10 {
+				t.Errorf("the cursor's digest row: count %d, rows %d; want 1, 10", d.Count, d.RowsSent)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no digest row of the cursor's statement: %+v", p.Telemetry().Digests())
+	}
+}
+
+// TestStatementTelemetrySessions: SHOW SESSIONS's statement is the last
+// one also when the proxy answered it itself, masked when mask_literals
+// is on; time_in_state follows statements with telemetry on and is
+// unknown after the first command with it off.
+func TestStatementTelemetrySessions(t *testing.T) {
+	srv := testenv.Shared(t)
+	for _, tc := range []struct {
+		on, mask bool
+		want     string
+	}{
+		{true, false, "SELECT 'x'; SELECT 2"},
+		{false, false, "SELECT 'x'; SELECT 2"},
+		{true, true, "SELECT ?; SELECT ?"},
+	} {
+		cfg := proxyConfig(t, srv, "")
+		cfg.Telemetry.Enabled = tc.on
+		cfg.Telemetry.SlowLog.MaskLiterals = tc.mask
+		p := startProxy(t, cfg)
+		cl := mfDial(t, p.Addrs()[0])
+		cl.mustLogin(t)
+		time.Sleep(300 * time.Millisecond)
+		cl.mustSelect1(t)
+		cl.writePacket(0, append([]byte{mysql.ComQuery}, "SELECT 'x'; SELECT 2"...)) // refused by the proxy
+		if e := cl.expectErr(t); e == nil {
+			t.Fatal("a multi-statement went through")
+		}
+		var a frontend.Activity
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if s := p.Sessions(); len(s) == 1 {
+				a = s[0]
+			}
+			if a.Statement == tc.want || time.Now().After(deadline) {
+				break
+			}
+		}
+		if a.Statement != tc.want || a.State != "idle" || a.Digest == 0 {
+			t.Errorf("%+v: activity %+v, want statement %q", tc, a, tc.want)
+		}
+		if tc.on && time.Since(a.Since) > 250*time.Millisecond || !tc.on && !a.Since.IsZero() {
+			t.Errorf("%+v: in state since %v ago", tc, time.Since(a.Since))
+		}
+	}
+}
+
+// TestStatementTelemetrySlowLogReopen: a reload reopens the slow log
+// that logrotate renamed away.
+func TestStatementTelemetrySlowLogReopen(t *testing.T) {
+	srv := testenv.Shared(t)
+	slowFile := filepath.Join(t.TempDir(), "slow.log")
+	cfg := proxyConfig(t, srv, `
+telemetry:
+  slow_log:
+    file: `+slowFile+`
+    sample_rate: 1
+`)
+	p := startProxy(t, cfg)
+	conn := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, "", "")))
+	queryString(t, conn, "SELECT 'before'")
+	waitSlowRecord(t, slowFile, "SELECT 'before'")
+	if err := os.Rename(slowFile, slowFile+".1"); err != nil {
+		t.Fatal(err)
+	}
+	again := *cfg
+	if _, err := p.Reload(&again); err != nil {
+		t.Fatal(err)
+	}
+	queryString(t, conn, "SELECT 'after'")
+	waitSlowRecord(t, slowFile, "SELECT 'after'")
 }

@@ -6,11 +6,13 @@ package proxy_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/shardgate/shardgate/internal/testenv"
 	"github.com/shardgate/shardgate/internal/tracing/tracingtest"
 )
 
@@ -92,4 +94,29 @@ func TestStatementTracing(t *testing.T) {
 	if bad.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || tracingtest.Attr(bad, "db.response.status_code") != "1146" {
 		t.Errorf("the failed statement's span: status %v, code %q; want an error with 1146", bad.Status, tracingtest.Attr(bad, "db.response.status_code"))
 	}
+}
+
+// TestStatementTracingMasked: with telemetry.slow_log.mask_literals on, a
+// span carries the statement's digest text, not its literals.
+func TestStatementTracingMasked(t *testing.T) {
+	col := tracingtest.Start(t)
+	cfg := proxyConfig(t, testenv.Shared(t), "")
+	cfg.Telemetry.Tracing.Endpoint = col.URL
+	cfg.Telemetry.Tracing.SampleRatio = 1
+	cfg.Telemetry.SlowLog.MaskLiterals = true
+	p := startProxy(t, cfg)
+	queryString(t, openDB(t, proxyDSN(p, appUser, appPass, "", "")), "SELECT 'secret' AS masked")
+	var texts []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		texts = texts[:0]
+		for _, s := range col.Spans() {
+			if s.ParentSpanId == nil {
+				texts = append(texts, tracingtest.Attr(s, "db.query.text"))
+			}
+		}
+		if slices.Contains(texts, "SELECT ? AS masked") {
+			return
+		}
+	}
+	t.Errorf("no span with the masked text; statement spans' texts: %q", texts)
 }

@@ -49,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"cluster"}),
 		SlowDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shardgate_slow_log_dropped_total",
-			Help: "Slow log records dropped because the writer fell behind.",
+			Help: "Slow log records lost: the writer fell behind, or the file could not be written (a full disk, see the log).",
 		}),
 	}
 	if reg != nil {

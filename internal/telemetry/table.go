@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shardgate/shardgate/internal/router"
 )
@@ -13,9 +14,10 @@ import (
 // its stripes, each a map under its own lock, taken only on a session's
 // cache miss.
 type table struct {
+	gen      uint64 // Recorder.gen when it was made
 	stripes  [tableStripes]stripe
 	n        atomic.Int64 // entries, for telemetry.max_digests
-	overflow entry        // the statements of the digests beyond it
+	overflow *entry       // the statements of the digests beyond it (not in the table: a session may cache it)
 }
 
 const tableStripes = 64
@@ -31,12 +33,11 @@ type digestKey struct {
 	user, db string
 }
 
-func newTable() *table {
-	t := &table{}
+func newTable(gen uint64) *table {
+	t := &table{gen: gen, overflow: &entry{text: OverflowText}}
 	for i := range t.stripes {
 		t.stripes[i].m = map[digestKey]*entry{}
 	}
-	t.overflow.text = OverflowText
 	return t
 }
 
@@ -51,12 +52,42 @@ func (t *table) lookup(r *Recorder, st *Statement) *entry {
 		return e
 	}
 	if t.n.Load() >= r.maxDigests.Load() {
-		return &t.overflow
+		return t.overflow
 	}
 	t.n.Add(1)
-	e := &entry{key: k, text: router.DigestText(st.SQL), first: st.Start.UnixNano()}
+	e := &entry{key: k, text: digestText(st), first: st.Start.UnixNano()}
 	sp.m[k] = e
 	return e
+}
+
+// find returns the entry of st, nil if the table has none.
+func (t *table) find(st *Statement) *entry {
+	sp := &t.stripes[st.Digest>>58]
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.m[digestKey{digest: st.Digest, user: st.User, db: st.DB}]
+}
+
+// digestText is the text of st's digest row, cut to MaxDigestText.
+func digestText(st *Statement) string {
+	if st.Digest == 0 && st.SQL == nil {
+		return NoStatementText
+	}
+	text, _ := cutText(router.DigestText(st.SQL), MaxDigestText)
+	return text
+}
+
+// cutText cuts s to at most max bytes, at a character's start, with "..."
+// in place of what it drops; cut reports whether it did.
+func cutText(s string, max int) (text string, cut bool) {
+	if len(s) <= max {
+		return s, false
+	}
+	end := max - len("...")
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + "...", true
 }
 
 // entry is one row of the digest table: counters updated with atomic

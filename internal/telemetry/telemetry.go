@@ -60,29 +60,42 @@ type SlowLogConfig struct {
 // digests beyond telemetry.max_digests.
 const OverflowText = "(other statements: the digest table is full, see telemetry.max_digests)"
 
+// NoStatementText is the Text of the row (digest 0) of the commands that
+// failed before they named a statement: a COM_STMT_EXECUTE of a statement
+// id the session does not have.
+const NoStatementText = "(no statement: unknown prepared statement id)"
+
+// MaxDigestText bounds the text a digest row keeps (as ProxySQL's
+// mysql-query_digests_max_digest_length).
+const MaxDigestText = 2 << 10
+
 // Recorder holds the digests, the slow log and the statement metrics.
 type Recorder struct {
 	enabled    bool
 	digests    atomic.Bool
 	maxDigests atomic.Int64
 	tab        atomic.Pointer[table]
+	gen        atomic.Uint64 // the last table's generation
 
 	slow        *slowLog
 	threshold   atomic.Int64  // ns; statements over it are slow
 	sampleBelow atomic.Uint64 // a statement whose random draw is below it is logged
 	mask        atomic.Bool
 
-	m       *Metrics
-	log     *slog.Logger
-	mu      sync.Mutex // guards clusters
-	cluster map[string]*ClusterStats
+	m   *Metrics
+	log *slog.Logger
+	// clusters maps cluster names to their metrics: copied on write
+	// (under mu, at a cluster's first statement), read with an atomic load.
+	mu       sync.Mutex
+	clusters atomic.Pointer[map[string]*ClusterStats]
 }
 
 // New makes a Recorder and registers its metrics with reg (if not nil).
 // It opens the slow log file when one is configured.
 func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Recorder, error) {
-	r := &Recorder{enabled: cfg.Enabled, m: newMetrics(reg), log: log, cluster: map[string]*ClusterStats{}}
-	r.tab.Store(newTable())
+	r := &Recorder{enabled: cfg.Enabled, m: newMetrics(reg), log: log}
+	r.clusters.Store(&map[string]*ClusterStats{})
+	r.tab.Store(newTable(r.gen.Add(1)))
 	r.Configure(cfg)
 	if cfg.Enabled && cfg.SlowLog.File != "" {
 		sl, err := openSlowLog(cfg.SlowLog.File, r.m.SlowDropped, log)
@@ -96,14 +109,24 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Recorder, er
 
 // Configure applies the settings a running proxy can change: the digest
 // switch and bound, the slow log's threshold, sample rate and masking.
-// Enabled and the slow log's file are fixed at New.
+// Enabled and the slow log's file are fixed at New; Configure (a reload)
+// reopens that file if it was renamed away or removed (logrotate), before
+// the next record.
 func (r *Recorder) Configure(cfg Config) {
 	r.digests.Store(cfg.Digests)
 	r.maxDigests.Store(int64(cfg.MaxDigests))
 	r.threshold.Store(int64(cfg.SlowLog.Threshold))
 	r.sampleBelow.Store(sampleBound(cfg.SlowLog.SampleRate))
 	r.mask.Store(cfg.SlowLog.MaskLiterals)
+	if r.slow != nil {
+		r.slow.reopen()
+	}
 }
+
+// MaskLiterals reports whether statement text is shown only as its digest
+// text (telemetry.slow_log.mask_literals): in the slow log, the sessions'
+// activity and trace spans.
+func (r *Recorder) MaskLiterals() bool { return r != nil && r.mask.Load() }
 
 // sampleBound turns a rate into the bound a uniform uint64 draw must be
 // under.
@@ -134,22 +157,32 @@ func (r *Recorder) Digests() []DigestStat {
 }
 
 // ResetDigests forgets every digest (RESET QUERY DIGESTS). Sessions
-// holding entries of the old table notice at their next statement.
+// holding entries of the old table notice at their next statement and drop
+// them; the old table itself is referenced by no session.
 func (r *Recorder) ResetDigests() {
-	r.tab.Store(newTable())
+	r.tab.Store(newTable(r.gen.Add(1)))
 }
 
 // Cluster returns the statement metrics of a cluster ("*" for the
-// statements that ran on several), made at first use. A session keeps
-// what it gets so that recording does no label look-up.
+// statements that ran on several), made at first use. Once made, it is
+// found without a lock, by any session.
 func (r *Recorder) Cluster(name string) *ClusterStats {
+	if cs := (*r.clusters.Load())[name]; cs != nil {
+		return cs
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cs := r.cluster[name]
-	if cs == nil {
-		cs = r.m.cluster(name)
-		r.cluster[name] = cs
+	old := *r.clusters.Load()
+	if cs := old[name]; cs != nil {
+		return cs
 	}
+	cs := r.m.cluster(name)
+	m := make(map[string]*ClusterStats, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[name] = cs
+	r.clusters.Store(&m)
 	return cs
 }
 
@@ -174,6 +207,19 @@ type Statement struct {
 	// the proxy answered itself), ClusterName its name for the slow log.
 	Cluster     *ClusterStats
 	ClusterName string
+}
+
+// Fetched adds the rows a COM_STMT_FETCH of st's cursor sent to st's
+// digest row (only the rows: the fetch is not a statement of its own), so
+// that a cursor's rows count as those of a statement without one do. A
+// row the table no longer has (reset since) is not made again.
+func (r *Recorder) Fetched(sess *Session, st *Statement, rows uint64) {
+	if rows == 0 || !r.digests.Load() {
+		return
+	}
+	if e := sess.find(r, st); e != nil {
+		e.rowsSent.Add(rows)
+	}
 }
 
 // Record accounts for one statement; sess is the recording session's
@@ -205,6 +251,7 @@ func (r *Recorder) Record(sess *Session, st *Statement) {
 // goroutine only.
 type Session struct {
 	cache [sessionCache]cached
+	gen   uint64 // the generation of the table the cached entries are of
 	rng   uint64
 }
 
@@ -214,20 +261,41 @@ type cached struct {
 	digest   uint64
 	user, db string
 	e        *entry
-	tab      *table
 }
 
 // entry returns the entry of st's digest, user and database, from the
-// cache when it is there and of the current table.
+// cache when it is there, else from the table (made if new).
 func (s *Session) entry(r *Recorder, st *Statement) *entry {
-	tab := r.tab.Load()
+	tab := s.table(r)
 	c := &s.cache[st.Digest&(sessionCache-1)]
-	if c.tab == tab && c.digest == st.Digest && c.user == st.User && c.db == st.DB {
+	if c.e != nil && c.digest == st.Digest && c.user == st.User && c.db == st.DB {
 		return c.e
 	}
 	e := tab.lookup(r, st)
-	*c = cached{digest: st.Digest, user: st.User, db: st.DB, e: e, tab: tab}
+	*c = cached{digest: st.Digest, user: st.User, db: st.DB, e: e}
 	return e
+}
+
+// find is entry without making one: nil when the table has no row of st.
+func (s *Session) find(r *Recorder, st *Statement) *entry {
+	tab := s.table(r)
+	c := &s.cache[st.Digest&(sessionCache-1)]
+	if c.e != nil && c.digest == st.Digest && c.user == st.User && c.db == st.DB {
+		return c.e
+	}
+	return tab.find(st)
+}
+
+// table returns the current table, first emptying the cache when it holds
+// entries of a table RESET QUERY DIGESTS replaced, so that the session
+// keeps nothing of it alive.
+func (s *Session) table(r *Recorder) *table {
+	tab := r.tab.Load()
+	if s.gen != tab.gen {
+		s.cache = [sessionCache]cached{}
+		s.gen = tab.gen
+	}
+	return tab
 }
 
 // draw returns a pseudo-random number (xorshift64*), for sampling.

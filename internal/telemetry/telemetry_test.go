@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,10 +10,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -262,4 +267,289 @@ func counterValue(c prometheus.Counter) float64 {
 		panic(err)
 	}
 	return m.Counter.GetValue()
+}
+
+// TestClusterLookupLockFree: once a cluster's metrics exist, any session
+// finds them without the recorder's lock, even while it is held (another
+// cluster being added).
+func TestClusterLookupLockFree(t *testing.T) {
+	r, _ := newTestRecorder(t, Config{Enabled: true})
+	names := []string{"s0", "s1", "s2", "s3", "s4"}
+	first := map[string]*ClusterStats{}
+	for _, n := range names {
+		first[n] = r.Cluster(n)
+	}
+	r.mu.Lock()
+	done := make(chan bool)
+	go func() {
+		same := true
+		for _, n := range names {
+			same = same && r.Cluster(n) == first[n]
+		}
+		done <- same
+	}()
+	select {
+	case same := <-done:
+		if !same {
+			t.Error("a cluster's metrics were made again")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Cluster waited for the recorder's lock for a cluster it knows")
+	}
+	r.mu.Unlock()
+	if n := testing.AllocsPerRun(100, func() { r.Cluster("s3") }); n != 0 {
+		t.Errorf("Cluster of a known cluster: %v allocations", n)
+	}
+}
+
+// TestResetFreesOldTable: after RESET QUERY DIGESTS a session that goes
+// on recording keeps nothing of the old table alive, even if a cached
+// entry is the old table's overflow row.
+func TestResetFreesOldTable(t *testing.T) {
+	r, _ := newTestRecorder(t, Config{Enabled: true, Digests: true, MaxDigests: 1000, SlowLog: SlowLogConfig{Threshold: time.Hour}})
+	var sess Session
+	for i := 0; i < 2000; i++ { // past max_digests: the overflow row gets cached too
+		r.Record(&sess, stmt(fmt.Sprintf("SELECT c%d FROM t", i), time.Millisecond))
+	}
+	freed := make(chan struct{})
+	runtime.SetFinalizer(r.tab.Load(), func(*table) { close(freed) })
+	r.ResetDigests()
+	r.Record(&sess, stmt("SELECT 1", time.Millisecond))
+	deadline := time.After(5 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-freed:
+			runtime.KeepAlive(&sess)
+			return
+		case <-deadline:
+			t.Fatal("the reset table is still reachable (from the session's cache)")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestNoStatementDigest: a command that named no statement is recorded
+// under digest 0 with a text that says so, in the table and the slow log.
+func TestNoStatementDigest(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "slow.log")
+	r, _ := newTestRecorder(t, Config{Enabled: true, Digests: true, MaxDigests: 10, SlowLog: SlowLogConfig{File: file, SampleRate: 1, Threshold: time.Hour}})
+	var sess Session
+	r.Record(&sess, &Statement{User: "app", DB: "db", Start: time.Now(), ErrCode: 1243})
+	ds := r.Digests()
+	if len(ds) != 1 || ds[0].Digest != 0 || ds[0].Text != NoStatementText || ds[0].Errors != 1 {
+		t.Errorf("digests %+v", ds)
+	}
+	if recs := readSlowLog(t, r, file); len(recs) != 1 || recs[0].Text != NoStatementText {
+		t.Errorf("slow log %+v", recs)
+	}
+}
+
+// TestTextLimits: a digest row keeps at most MaxDigestText of text, a
+// slow log record at most MaxSlowLogText, marked truncated, masked or not.
+func TestTextLimits(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "slow.log")
+	r, _ := newTestRecorder(t, Config{Enabled: true, Digests: true, MaxDigests: 10, SlowLog: SlowLogConfig{File: file, SampleRate: 1, Threshold: time.Hour}})
+	var sess Session
+	huge := "SELECT * FROM t WHERE id IN (" + strings.Repeat("1000, ", 100000) + "1) AND name = 'é" + strings.Repeat("é", 50000) + "'"
+	r.Record(&sess, stmt(huge, time.Millisecond))
+	r.Configure(Config{Digests: true, MaxDigests: 10, SlowLog: SlowLogConfig{SampleRate: 1, Threshold: time.Hour, MaskLiterals: true}})
+	long := "SELECT a" + strings.Repeat(", a", 40000) + " FROM t"
+	r.Record(&sess, stmt(long, time.Millisecond))
+	cut := 0
+	for _, d := range r.Digests() {
+		if len(d.Text) > MaxDigestText || !utf8.ValidString(d.Text) {
+			t.Errorf("digest text of %d bytes: %.80q...", len(d.Text), d.Text)
+		}
+		if strings.HasSuffix(d.Text, "...") && strings.HasPrefix(d.Text, "SELECT a, a, a") {
+			cut++
+		}
+	}
+	if cut != 1 {
+		t.Errorf("the long statement's digest text is not cut: %+v", r.Digests())
+	}
+	recs := readSlowLog(t, r, file)
+	if len(recs) != 2 {
+		t.Fatalf("%d records", len(recs))
+	}
+	for _, rec := range recs {
+		if !rec.Truncated || len(rec.Text) > MaxSlowLogText || !strings.HasSuffix(rec.Text, "...") || !utf8.ValidString(rec.Text) {
+			t.Errorf("slow log text of %d bytes, truncated %v", len(rec.Text), rec.Truncated)
+		}
+	}
+	if !strings.HasPrefix(recs[0].Text, "SELECT * FROM t WHERE id IN (1000, 1000") || !strings.HasPrefix(recs[1].Text, "SELECT a, a, a") {
+		t.Errorf("texts %.60q, %.60q", recs[0].Text, recs[1].Text)
+	}
+}
+
+// TestFetchedRows: the rows a cursor's fetches sent count in its
+// statement's digest row, not as statements.
+func TestFetchedRows(t *testing.T) {
+	r, _ := newTestRecorder(t, Config{Enabled: true, Digests: true, MaxDigests: 10, SlowLog: SlowLogConfig{Threshold: time.Hour}})
+	var sess Session
+	st := stmt("SELECT c FROM t WHERE id > 5", time.Millisecond)
+	r.Record(&sess, st)
+	r.Fetched(&sess, st, 7)
+	r.Fetched(&sess, st, 3)
+	if ds := r.Digests(); len(ds) != 1 || ds[0].Count != 1 || ds[0].RowsSent != 10 {
+		t.Errorf("digests %+v", ds)
+	}
+	r.ResetDigests()
+	r.Fetched(&sess, st, 3)
+	if ds := r.Digests(); len(ds) != 0 {
+		t.Errorf("a fetch after a reset made a row: %+v", ds)
+	}
+}
+
+// failingWriter fails its writes while fail is set, as a full disk does.
+type failingWriter struct {
+	mu   sync.Mutex
+	fail bool
+	buf  bytes.Buffer
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fail {
+		return 0, syscall.ENOSPC
+	}
+	return w.buf.Write(p)
+}
+
+func (w *failingWriter) set(fail bool) {
+	w.mu.Lock()
+	w.fail = fail
+	w.mu.Unlock()
+}
+
+func (w *failingWriter) lines() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return bytes.Count(w.buf.Bytes(), []byte("\n"))
+}
+
+// TestSlowLogWriteFailure: records the file refuses are counted as
+// dropped, the failure is logged once, and writing resumes when the file
+// takes records again.
+func TestSlowLogWriteFailure(t *testing.T) {
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logged}, nil))
+	dropped := prometheus.NewCounter(prometheus.CounterOpts{Name: "dropped"})
+	f, err := os.Create(filepath.Join(t.TempDir(), "slow.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &failingWriter{fail: true}
+	sl := newSlowLog(f.Name(), f, w, dropped, log)
+	go sl.run()
+	st := stmt("SELECT SLEEP(1)", time.Second)
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting for %s", what)
+			}
+		}
+	}
+	for i := 0; i < 10; i++ {
+		sl.write(st, false)
+	}
+	waitFor("10 dropped records", func() bool { return counterValue(dropped) == 10 })
+	w.set(false)
+	for i := 0; i < 5; i++ {
+		sl.write(st, false)
+	}
+	waitFor("5 records written", func() bool { return w.lines() == 5 })
+	if err := sl.close(); err != nil {
+		t.Fatal(err)
+	}
+	logMu.Lock()
+	out := logged.String()
+	logMu.Unlock()
+	if n := strings.Count(out, "slow log write failed"); n != 1 {
+		t.Errorf("the failure logged %d times:\n%s", n, out)
+	}
+	if !strings.Contains(out, "slow log writes again") || !strings.Contains(out, "lost_records=10") {
+		t.Errorf("the recovery not logged:\n%s", out)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// TestSlowLogReopen: after logrotate renamed the file away, a reload
+// (Configure) makes the next records go to a new file at the path.
+func TestSlowLogReopen(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "slow.log")
+	cfg := Config{Enabled: true, SlowLog: SlowLogConfig{File: file, SampleRate: 1, Threshold: time.Hour}}
+	r, _ := newTestRecorder(t, cfg)
+	var sess Session
+	r.Record(&sess, stmt("SELECT 1", time.Millisecond))
+	r.Configure(cfg) // nothing renamed: the same file
+	r.Record(&sess, stmt("SELECT 2", time.Millisecond))
+	waitLines(t, file, 2)
+	if err := os.Rename(file, file+".1"); err != nil {
+		t.Fatal(err)
+	}
+	r.Record(&sess, stmt("SELECT 3", time.Millisecond)) // still to the renamed file
+	waitLines(t, file+".1", 3)
+	r.Configure(cfg)
+	waitLines(t, file, 0) // reopened without a record
+	r.Record(&sess, stmt("SELECT 4", time.Millisecond))
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := waitLines(t, file+".1", 3); n != 3 {
+		t.Errorf("the rotated file has %d lines", n)
+	}
+	if n := waitLines(t, file, 1); n != 1 {
+		t.Errorf("the new file has %d lines", n)
+	}
+}
+
+// waitLines waits until file exists with at least n lines; it returns
+// how many it has.
+func waitLines(t *testing.T, file string, n int) int {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		b, err := os.ReadFile(file)
+		if got := bytes.Count(b, []byte("\n")); err == nil && got >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d lines (%v), want %d", file, bytes.Count(b, []byte("\n")), err, n)
+		}
+	}
+}
+
+// readSlowLog closes r and reads its slow log.
+func readSlowLog(t *testing.T, r *Recorder, file string) []SlowRecord {
+	t.Helper()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []SlowRecord
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var rec SlowRecord
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatalf("line %.100q: %v", line, err)
+		}
+		recs = append(recs, rec)
+	}
+	return recs
 }
