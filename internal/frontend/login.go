@@ -150,12 +150,18 @@ func (s *Session) kill(st router.Stmt) (handled, ok bool) {
 func (s *Session) killID(id uint64, queryOnly bool) *mysql.SQLError {
 	var target *Session
 	if id <= 0xffffffff {
-		target = s.srv.Session(uint32(id))
+		target = s.srv.peer(uint32(id))
 	}
-	if target == nil || target.user == nil {
+	var owner *User
+	if target != nil {
+		target.mu.Lock() // set by the target's login
+		owner = target.user
+		target.mu.Unlock()
+	}
+	if owner == nil {
 		return mysql.NewError(mysql.ERNoSuchThread, mysql.StateGeneral, "Unknown thread id: %d", id)
 	}
-	if target.user.Name != s.user.Name {
+	if owner.Name != s.user.Name {
 		return mysql.NewError(mysql.ERKillDenied, mysql.StateGeneral, "You are not owner of thread %d", id)
 	}
 	if queryOnly {

@@ -126,6 +126,9 @@ type Options struct {
 	// that a connection id names one session of the proxy (KILL, SHOW
 	// SESSIONS). nil: the server numbers its own.
 	IDs *atomic.Uint32
+	// Peer finds a session of any of the proxy's client listeners by id,
+	// for a client's KILL; nil: the server's own sessions only.
+	Peer func(id uint32) *Session
 	// Telemetry records every client statement (telemetry.go); nil
 	// records nothing.
 	Telemetry *telemetry.Recorder
@@ -345,6 +348,15 @@ func (s *Server) finish(sess *Session) {
 	s.opt.Metrics.ClientsConnected.Dec()
 	s.count.Add(-1)
 	s.wg.Done()
+}
+
+// peer returns the session KILL id names: one of the proxy's client
+// listeners' (Options.Peer), or of this server's.
+func (s *Server) peer(id uint32) *Session {
+	if s.opt.Peer != nil {
+		return s.opt.Peer(id)
+	}
+	return s.Session(id)
 }
 
 // Session returns a live session by id.

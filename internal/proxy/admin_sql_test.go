@@ -486,6 +486,13 @@ func TestAdminKillSession(t *testing.T) {
 	if adminID == id1 || adminID == id2 {
 		t.Errorf("the admin session's id %s is a client's", adminID)
 	}
+	// A client's KILL reaches its own sessions on the other listener.
+	third := oneConn(t, openDB(t, fmt.Sprintf("%s:%s@tcp(%s)/", appUser, appPass, p.Addrs()[1])))
+	id3 := queryString(t, third, "SELECT CONNECTION_ID()")
+	mustExec(t, first, "KILL CONNECTION "+id3)
+	if _, err := third.ExecContext(context.Background(), "SELECT 1"); err == nil {
+		t.Error("the session a client killed on the other listener still answers")
+	}
 	mustExec(t, admin, "KILL SESSION "+id2)
 	if _, err := second.ExecContext(context.Background(), "SELECT 1"); err == nil {
 		t.Error("the killed session still answers")

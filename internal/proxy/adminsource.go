@@ -279,13 +279,22 @@ func (p *Proxy) SetBackendOffline(cluster, address string, offline bool) error {
 
 // KillSession implements admin.Source.
 func (p *Proxy) KillSession(id uint32) error {
-	for _, srv := range p.servers {
-		if s := srv.Session(id); s != nil {
-			s.Kill()
-			return nil
-		}
+	if s := p.clientSession(id); s != nil {
+		s.Kill()
+		return nil
 	}
 	return admin.ErrNoSession
+}
+
+// clientSession returns the session of a client listener with id (the
+// listeners share the numbering), or nil.
+func (p *Proxy) clientSession(id uint32) *frontend.Session {
+	for _, srv := range p.servers {
+		if s := srv.Session(id); s != nil {
+			return s
+		}
+	}
+	return nil
 }
 
 // ReloadConfig implements admin.Source with the function the binary set.

@@ -404,7 +404,7 @@ func (p *Proxy) buildServers() error {
 			NetReadTimeout: p.cfg.Server.NetReadTimeout, NetWriteTimeout: p.cfg.Server.NetWriteTimeout,
 			HandshakeTimeout: p.cfg.Server.HandshakeTimeout, MaxConnections: l.MaxConnections,
 			ReservedAdmin: l.ReservedAdminConnections, MaxStmtsPerSess: p.cfg.Server.MaxPreparedStatementsPerSession,
-			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard, Keyspaces: p.keyspaces, IDs: &p.ids,
+			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard, Keyspaces: p.keyspaces, IDs: &p.ids, Peer: p.clientSession,
 			Telemetry: p.telemetry, Tracer: p.tracer,
 		})
 		if err != nil {
