@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -284,6 +285,10 @@ type reloadSource struct {
 // logging one line per change and a summary. SIGHUP and the admin port's
 // RELOAD CONFIG both run it. A file with errors changes nothing.
 type reloader struct {
+	// mu makes reloads run one at a time, from reading the file to the
+	// log level: two at once could otherwise apply the file each read in
+	// the other order, leaving an older one in force.
+	mu    sync.Mutex
 	p     *proxy.Proxy
 	src   reloadSource
 	log   *slog.Logger
@@ -294,6 +299,8 @@ type reloader struct {
 
 // reload returns the changes found, or why nothing was applied.
 func (r *reloader) reload() ([]config.Change, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	cfg, err := loadServeConfig(r.src.file, r.src.listen, "", r.src.adminHTTP)
 	if err == nil {
 		var changes []config.Change

@@ -24,7 +24,7 @@ const (
 	SetBackend
 	KillSession
 	ReloadConfig
-	SessionSet      // SET ...: accepted, nothing to set
+	SessionSet      // SET of session variables, names, transaction: accepted, nothing to set
 	SessionSelect   // SELECT @@var, DATABASE(), VERSION(), literals...
 	SessionWarnings // SHOW WARNINGS / SHOW ERRORS: none
 )
@@ -88,6 +88,9 @@ func Parse(sql string) (*Statement, error) {
 	if len(toks) == 0 {
 		return nil, &ParseError{Empty: true}
 	}
+	if err := p.oneStatement(); err != nil {
+		return nil, err
+	}
 	st, err := p.statement()
 	if err != nil {
 		return nil, err
@@ -99,6 +102,19 @@ func Parse(sql string) (*Statement, error) {
 		return nil, p.errorf("unexpected text after the statement (one statement at a time)")
 	}
 	return st, nil
+}
+
+// oneStatement refuses a query holding a ';' with anything after it,
+// before parsing: a statement the parser reads loosely must not hide a
+// second one (SET autocommit=1; RELOAD CONFIG).
+func (p *parser) oneStatement() error {
+	for i, t := range p.toks[:len(p.toks)-1] {
+		if t.is(";") {
+			p.pos = i + 1
+			return p.errorf("more than one statement: the admin port runs one statement per query")
+		}
+	}
+	return nil
 }
 
 type parser struct {
@@ -161,8 +177,7 @@ func (p *parser) statement() (*Statement, error) {
 		if p.accept("backend") {
 			return p.setBackend()
 		}
-		p.pos = len(p.toks) // any other SET: a driver's session setting
-		return &Statement{Kind: SessionSet}, nil
+		return p.sessionSet()
 	case p.accept("kill"):
 		return p.kill()
 	case p.accept("reload"):
@@ -302,7 +317,8 @@ func (p *parser) kill() (*Statement, error) {
 
 // sessionSelect parses the SELECTs drivers and clients send on
 // connecting: items that are system variables, functions without
-// arguments or literals, each maybe with an alias, and LIMIT n.
+// arguments or literals, each maybe with an alias, then FROM DUAL and
+// LIMIT n.
 func (p *parser) sessionSelect() (*Statement, error) {
 	st := &Statement{Kind: SessionSelect}
 	for {
@@ -313,6 +329,12 @@ func (p *parser) sessionSelect() (*Statement, error) {
 		st.Items = append(st.Items, it)
 		if !p.accept(",") {
 			break
+		}
+	}
+	if p.accept("from") {
+		// Pools validate connections with SELECT 1 FROM DUAL.
+		if err := p.expect("dual"); err != nil {
+			return nil, err
 		}
 	}
 	if p.accept("limit") {
@@ -348,7 +370,7 @@ func (p *parser) selectItem() (SelectItem, error) {
 		return it, p.errorf("unknown statement")
 	}
 	if p.accept("as") || p.peek().kind == tokQuoted || p.peek().kind == tokString ||
-		p.peek().kind == tokWord && !p.peek().is("limit") && !isNumber(p.peek().text) {
+		p.peek().kind == tokWord && !p.peek().is("limit") && !p.peek().is("from") && !isNumber(p.peek().text) {
 		a := p.peek()
 		if a.kind != tokWord && a.kind != tokQuoted && a.kind != tokString {
 			return it, p.errorf("expected an alias")

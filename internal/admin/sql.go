@@ -179,6 +179,13 @@ var sessionVars = map[string]struct {
 	"interactive_timeout":      {value: "28800", typ: frontend.LocalInteger},
 	"net_write_timeout":        {value: "60", typ: frontend.LocalInteger},
 	"license":                  {value: "Apache-2.0"},
+	// Connector/J reads these on connecting, too.
+	"init_connect":       {value: ""},
+	"performance_schema": {value: "0", typ: frontend.LocalInteger},
+	"net_buffer_length":  {value: "16384", typ: frontend.LocalInteger},
+	"query_cache_size":   {value: "0", typ: frontend.LocalInteger},
+	"query_cache_type":   {value: "OFF"},
+	"have_query_cache":   {value: "NO"},
 }
 
 // MaxPacket is the largest statement the admin port reads, its

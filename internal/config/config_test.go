@@ -426,6 +426,11 @@ func TestProblems(t *testing.T) {
 			f + ":3: telemetry.tracing.endpoint: want the OTLP/HTTP collector's URL, http://host:port or https://host:port (got \"collector:4318\")",
 			f + ":4: telemetry.tracing.sample_ratio: must be greater than 0 and at most 1 (got 0)",
 			f + ":5: telemetry.tracing.service_name: must not be empty"}},
+		{"tracing endpoint credentials", "telemetry:\n  tracing:\n    endpoint: https://user:s3cret@collector:4318\n" + validTail, []string{
+			f + ":3: telemetry.tracing.endpoint: must not hold credentials (user:password@ before collector:4318): they would not be sent; " +
+				"authenticating to the collector (a header) is not supported yet, so point it at a collector that needs none, on localhost or a private network"}},
+		{"tracing endpoint query", "telemetry:\n  tracing:\n    endpoint: http://collector:4318/v1/traces?api_key=s3cret\n" + validTail, []string{
+			f + ":3: telemetry.tracing.endpoint: must not have a query or fragment (after ? or #): they would not be sent; want http(s)://host:port[/path]"}},
 		{"telemetry sample rate type", "telemetry:\n  slow_log:\n    sample_rate: often\n" + validTail, []string{
 			f + ":3: telemetry.slow_log.sample_rate: expected a number, got string \"often\""}},
 		{"server version", "server:\n  version: v8.0\n  shutdown_timeout: 0s\n  max_prepared_statements_per_session: 0\n" + validTail, []string{

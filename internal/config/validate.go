@@ -554,8 +554,19 @@ func (v *validator) tracing(t *Tracing, telemetry bool) {
 	if t.Endpoint == "" {
 		return
 	}
-	if u, err := url.Parse(t.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := url.Parse(t.Endpoint)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		v.fail("telemetry.tracing.endpoint", "want the OTLP/HTTP collector's URL, http://host:port or https://host:port (got %q)", t.Endpoint)
+	case u.User != nil:
+		// Not echoed: the message is logged, and the credentials are not
+		// a secret SHOW CONFIG masks.
+		v.fail("telemetry.tracing.endpoint", "must not hold credentials (user:password@ before %s): they would not be sent; "+
+			"authenticating to the collector (a header) is not supported yet, so point it at a collector that needs none, "+
+			"on localhost or a private network", u.Host)
+	case u.RawQuery != "" || u.Fragment != "":
+		v.fail("telemetry.tracing.endpoint", "must not have a query or fragment (after ? or #): they would not be sent; "+
+			"want http(s)://host:port[/path]")
 	}
 	if r := t.SampleRatio; !(r > 0 && r <= 1) {
 		v.fail("telemetry.tracing.sample_ratio", "must be greater than 0 and at most 1 (got %v)", r)

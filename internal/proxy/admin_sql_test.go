@@ -126,7 +126,10 @@ func TestAdminSQLStatements(t *testing.T) {
 		if v := queryString(t, db, "SELECT @@version"); v != queryString(t, client, "SELECT @@version") {
 			t.Errorf("@@version on the admin port %q is not the one clients see", v)
 		}
-		mustExec(t, db, "SET NAMES utf8mb4", "SET autocommit=1", "SET sql_mode='STRICT_ALL_TABLES'")
+		mustExec(t, db, "SET NAMES utf8mb4", "SET autocommit=1", "SET sql_mode='STRICT_ALL_TABLES'", "SET character_set_results = NULL")
+		if got := queryString(t, db, "SELECT 1 FROM DUAL"); got != "1" {
+			t.Errorf("SELECT 1 FROM DUAL = %q", got)
+		}
 		wantColumns(t, db, "SHOW WARNINGS", "Level", "Code", "Message")
 		if _, err := db.Exec("SELECT @@no_such_thing"); mysqlErrCode(err) != 1193 {
 			t.Errorf("unknown variable: %v, want 1193", err)
@@ -225,7 +228,8 @@ func TestAdminSQLStatements(t *testing.T) {
 	})
 
 	t.Run("unknown statement", func(t *testing.T) {
-		for _, q := range []string{"SELECT * FROM t", "SHOW DATABASES", "DROP TABLE t", "SHOW BACKENDS; SHOW SESSIONS"} {
+		for _, q := range []string{"SELECT * FROM t", "SHOW DATABASES", "DROP TABLE t", "SHOW BACKENDS; SHOW SESSIONS",
+			"SET BACKENDS main." + srv.Addr + " OFFLINE", "SET autocommit=1; RELOAD CONFIG"} {
 			_, err := db.Exec(q)
 			var me *mysql.MySQLError
 			if !errors.As(err, &me) || me.Number != 1064 || me.SQLState != [5]byte{'4', '2', '0', '0', '0'} ||

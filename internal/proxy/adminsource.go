@@ -55,14 +55,14 @@ type clusterServer struct {
 // serverList lists every server, by cluster name and then in
 // configuration order (the primary first).
 func (p *Proxy) serverList() []clusterServer {
-	// Under reloadMu, the running configuration and the clusters' server
+	// Under stepMu, the running configuration and the clusters' server
 	// lists are in step: a configured address names each server.
-	p.reloadMu.Lock()
-	defer p.reloadMu.Unlock()
+	p.stepMu.Lock()
+	defer p.stepMu.Unlock()
 	var out []clusterServer
 	for _, nc := range p.clusterList() {
 		servers := nc.cluster.Servers()
-		addrs := configuredAddrs(p.cfg.Cluster(nc.name), servers)
+		addrs := configuredAddrs(p.runningConfig().Cluster(nc.name), servers)
 		w := nc.cluster.Writer()
 		for i, s := range servers {
 			out = append(out, clusterServer{nc.name, addrs[i], s, w})
@@ -256,8 +256,8 @@ func metricValue(m *dto.Metric) float64 {
 // server as its state: offline / online in the configuration does. The
 // next reload applies the file's state again.
 func (p *Proxy) SetBackendOffline(cluster, address string, offline bool) error {
-	p.reloadMu.Lock()
-	defer p.reloadMu.Unlock()
+	p.stepMu.Lock()
+	defer p.stepMu.Unlock()
 	cl := p.Cluster(cluster)
 	if cl == nil {
 		var names []string
@@ -267,7 +267,7 @@ func (p *Proxy) SetBackendOffline(cluster, address string, offline bool) error {
 		return fmt.Errorf("no cluster %q (clusters: %s)", cluster, strings.Join(names, ", "))
 	}
 	servers := cl.Servers()
-	addrs := configuredAddrs(p.cfg.Cluster(cluster), servers)
+	addrs := configuredAddrs(p.runningConfig().Cluster(cluster), servers)
 	for i, s := range servers {
 		if addrs[i] == address || s.Addr() == address {
 			s.SetOffline(offline)
@@ -323,10 +323,11 @@ const adminMaxConnections = 64
 // admin accounts, the RSA key, the login guard and TLS (tc, the first
 // listener's) of the client listeners.
 func (p *Proxy) buildAdminSQL(ident frontend.Identity, tc *tls.Config, tlsRequired bool, rsaKey *rsa.PrivateKey) error {
-	if p.cfg.Admin.SQL == "" {
+	cfg := p.runningConfig()
+	if cfg.Admin.SQL == "" {
 		return nil
 	}
-	users, err := adminUserTable(p.cfg)
+	users, err := adminUserTable(cfg)
 	if err != nil {
 		return err
 	}
@@ -334,19 +335,19 @@ func (p *Proxy) buildAdminSQL(ident frontend.Identity, tc *tls.Config, tlsRequir
 	ident.MaxPacket = admin.MaxPacket
 	log := p.log.With("listener", "admin")
 	srv, err := frontend.NewServer(frontend.Options{
-		Identity: ident, FullAuth: p.cfg.Server.CachingSHA2FullAuth, TLS: tc, TLSRequired: tlsRequired,
-		RSAKey: rsaKey, Users: p.lookupAdminUser, ClientIdleTimeout: p.cfg.Server.ClientIdleTimeout,
-		NetReadTimeout: p.cfg.Server.NetReadTimeout, NetWriteTimeout: p.cfg.Server.NetWriteTimeout,
-		HandshakeTimeout: p.cfg.Server.HandshakeTimeout, MaxConnections: adminMaxConnections,
+		Identity: ident, FullAuth: cfg.Server.CachingSHA2FullAuth, TLS: tc, TLSRequired: tlsRequired,
+		RSAKey: rsaKey, Users: p.lookupAdminUser, ClientIdleTimeout: cfg.Server.ClientIdleTimeout,
+		NetReadTimeout: cfg.Server.NetReadTimeout, NetWriteTimeout: cfg.Server.NetWriteTimeout,
+		HandshakeTimeout: cfg.Server.HandshakeTimeout, MaxConnections: adminMaxConnections,
 		Log: log, Metrics: frontend.NewMetrics(nil), AuthGuard: p.guard, IDs: &p.ids,
 		Local: admin.NewHandler(p, ident.Version, log),
 	})
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", p.cfg.Admin.SQL)
+	ln, err := net.Listen("tcp", cfg.Admin.SQL)
 	if err != nil {
-		return fmt.Errorf("admin SQL listen on %s: %w", p.cfg.Admin.SQL, err)
+		return fmt.Errorf("admin SQL listen on %s: %w", cfg.Admin.SQL, err)
 	}
 	p.adminSQL, p.adminLn = srv, ln
 	return nil

@@ -39,8 +39,9 @@ const learnTimeout = 5 * time.Second
 // not be reached, the proxy starts with a generic one and learns the real
 // one in the background once the health checks see the primary up.
 func (p *Proxy) startIdentity() frontend.Identity {
-	if len(p.cfg.Clusters) == 0 {
-		return identityOf(p.cfg.Server, learnt{})
+	cfg := p.runningConfig()
+	if len(cfg.Clusters) == 0 {
+		return identityOf(cfg.Server, learnt{})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), learnTimeout)
 	defer cancel()
@@ -51,15 +52,15 @@ func (p *Proxy) startIdentity() frontend.Identity {
 			"backend", primary.Addr(), "err", err,
 			"hint", "set server.version and server.default_auth_plugin to fix what clients see")
 		p.learnPending = true
-		return identityOf(p.cfg.Server, learnt{})
+		return identityOf(cfg.Server, learnt{})
 	}
-	return identityOf(p.cfg.Server, l)
+	return identityOf(cfg.Server, l)
 }
 
 // firstPrimary is the first cluster's configured primary, whose identity
 // the proxy presents.
 func (p *Proxy) firstPrimary() *backend.Server {
-	return p.Cluster(p.cfg.Clusters[0].Name).Servers()[0]
+	return p.Cluster(p.runningConfig().Clusters[0].Name).Servers()[0]
 }
 
 // learnt is what the primary said of itself; zero values when unknown.
@@ -143,9 +144,10 @@ func (p *Proxy) startLearning() {
 	if !p.learnPending {
 		return
 	}
+	cfg := p.runningConfig()
 	ctx, cancel := context.WithCancel(context.Background())
 	p.learnCancel, p.learnDone = cancel, make(chan struct{})
-	go p.learnLater(ctx, p.firstPrimary(), p.cfg.Clusters[0].Health.Interval, p.cfg.Server)
+	go p.learnLater(ctx, p.firstPrimary(), cfg.Clusters[0].Health.Interval, cfg.Server)
 }
 
 // learnLater waits until the health checks see the first cluster's

@@ -37,7 +37,7 @@ import (
 
 // Proxy is a running shardgate.
 type Proxy struct {
-	cfg      *config.Config // what runs now; Reload replaces it (under reloadMu)
+	cfg      atomic.Pointer[config.Config] // what runs now (runningConfig); Reload replaces it
 	log      *slog.Logger
 	servers  []*frontend.Server
 	guard    *frontend.AuthGuard // failed logins, for every listener
@@ -67,7 +67,13 @@ type Proxy struct {
 	// users is swapped whole by Reload; a login looks a user up in it.
 	users atomic.Pointer[map[string]*frontend.User]
 
-	reloadMu sync.Mutex // one Reload at a time
+	reloadMu sync.Mutex // one Reload at a time, from reading the running configuration to replacing it
+	// stepMu is held while a Reload changes the clusters' servers and the
+	// running configuration together, and by those that need the two in
+	// step (a configured address naming each server). A Reload takes it
+	// only once it has resolved host names: the admin views do not wait
+	// for DNS.
+	stepMu   sync.Mutex
 	mu       sync.Mutex // guards clusters and poolCollectors, which Reload extends
 	clusters map[string]*backend.Cluster
 	// keyspaces are the sharded schemas, bound to clusters at start.
@@ -93,9 +99,10 @@ type Proxy struct {
 
 // New builds the proxy and opens its listeners; Start begins serving.
 func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
-	p := &Proxy{cfg: cfg, log: log, clusters: map[string]*backend.Cluster{},
+	p := &Proxy{log: log, clusters: map[string]*backend.Cluster{},
 		poolCollectors: map[*backend.Pool]prometheus.Collector{}, registry: prometheus.NewRegistry(), err: make(chan error, 1),
 		closed: make(chan struct{}), started: time.Now()}
+	p.cfg.Store(cfg)
 	if err := p.buildClusters(); err != nil {
 		p.closeClusters()
 		return nil, err
@@ -121,7 +128,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
 
 // buildKeyspaces binds the sharded schemas to their clusters.
 func (p *Proxy) buildKeyspaces() error {
-	schemas, err := p.cfg.ShardingSchemas()
+	schemas, err := p.runningConfig().ShardingSchemas()
 	if err != nil {
 		return err
 	}
@@ -139,8 +146,9 @@ func (p *Proxy) buildKeyspaces() error {
 }
 
 func (p *Proxy) buildClusters() error {
-	for i := range p.cfg.Clusters {
-		cc := &p.cfg.Clusters[i]
+	cfg := p.runningConfig()
+	for i := range cfg.Clusters {
+		cc := &cfg.Clusters[i]
 		dcs, err := clusterDialConfigs(cc)
 		if err != nil {
 			return err
@@ -293,13 +301,14 @@ func backendTLS(t *config.BackendTLS, host string) (*tls.Config, bool, error) {
 }
 
 func (p *Proxy) buildUsers() error {
+	cfg := p.runningConfig()
 	users := map[string]*frontend.User{}
-	for _, u := range p.cfg.Users {
+	for _, u := range cfg.Users {
 		stored, err := storedPassword(u)
 		if err != nil {
 			return err
 		}
-		users[u.Name] = newUser(u, stored, p.clusters[u.Cluster], policy(p.cfg, u))
+		users[u.Name] = newUser(u, stored, p.clusters[u.Cluster], policy(cfg, u))
 	}
 	p.users.Store(&users)
 	return nil
@@ -367,6 +376,7 @@ func policy(cfg *config.Config, u config.User) *router.Policy {
 }
 
 func (p *Proxy) buildServers() error {
+	cfg := p.runningConfig()
 	rsaKey, err := p.rsaKey()
 	if err != nil {
 		return err
@@ -374,20 +384,20 @@ func (p *Proxy) buildServers() error {
 	ident := p.startIdentity()
 	metrics := frontend.NewMetrics(p.registry)
 	p.metrics = metrics
-	rec, err := telemetry.New(telemetryConfig(p.cfg), p.registry, p.log)
+	rec, err := telemetry.New(telemetryConfig(cfg), p.registry, p.log)
 	if err != nil {
 		return err
 	}
 	p.telemetry = rec
-	tc := p.cfg.Telemetry.Tracing
+	tc := cfg.Telemetry.Tracing
 	p.tracer, err = tracing.New(tracing.Options{Endpoint: tc.Endpoint, SampleRatio: tc.SampleRatio, ServiceName: tc.ServiceName})
 	if err != nil {
 		return err
 	}
-	p.guard = frontend.NewAuthGuard(authDelay(p.cfg), p.log, metrics)
-	poller := mysql.NewPoller(p.cfg.Server.BusyPoll, runtime.NumCPU())
+	p.guard = frontend.NewAuthGuard(authDelay(cfg), p.log, metrics)
+	poller := mysql.NewPoller(cfg.Server.BusyPoll, runtime.NumCPU())
 	registerPollerMetrics(p.registry, poller)
-	for i, l := range p.cfg.Listeners {
+	for i, l := range cfg.Listeners {
 		tc, err := listenerTLS(&l.TLS)
 		if err != nil {
 			return fmt.Errorf("listener %s: %w", l.Address, err)
@@ -399,11 +409,11 @@ func (p *Proxy) buildServers() error {
 			}
 		}
 		srv, err := frontend.NewServer(frontend.Options{
-			Identity: ident, FullAuth: p.cfg.Server.CachingSHA2FullAuth, TLS: tc, TLSRequired: l.TLS.Mode == "required",
-			RSAKey: rsaKey, Users: p.lookupUser, ClientIdleTimeout: p.cfg.Server.ClientIdleTimeout,
-			NetReadTimeout: p.cfg.Server.NetReadTimeout, NetWriteTimeout: p.cfg.Server.NetWriteTimeout,
-			HandshakeTimeout: p.cfg.Server.HandshakeTimeout, MaxConnections: l.MaxConnections,
-			ReservedAdmin: l.ReservedAdminConnections, MaxStmtsPerSess: p.cfg.Server.MaxPreparedStatementsPerSession,
+			Identity: ident, FullAuth: cfg.Server.CachingSHA2FullAuth, TLS: tc, TLSRequired: l.TLS.Mode == "required",
+			RSAKey: rsaKey, Users: p.lookupUser, ClientIdleTimeout: cfg.Server.ClientIdleTimeout,
+			NetReadTimeout: cfg.Server.NetReadTimeout, NetWriteTimeout: cfg.Server.NetWriteTimeout,
+			HandshakeTimeout: cfg.Server.HandshakeTimeout, MaxConnections: l.MaxConnections,
+			ReservedAdmin: l.ReservedAdminConnections, MaxStmtsPerSess: cfg.Server.MaxPreparedStatementsPerSession,
 			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard, Keyspaces: p.keyspaces, IDs: &p.ids, Peer: p.clientSession,
 			Telemetry: p.telemetry, Tracer: p.tracer,
 		})
@@ -417,8 +427,8 @@ func (p *Proxy) buildServers() error {
 		p.servers = append(p.servers, srv)
 		p.lns = append(p.lns, ln)
 	}
-	if p.cfg.Admin.HTTP != "" {
-		a, err := admin.Listen(p.cfg.Admin.HTTP, p.registry, p.Ready, p, p.log)
+	if cfg.Admin.HTTP != "" {
+		a, err := admin.Listen(cfg.Admin.HTTP, p.registry, p.Ready, p, p.log)
 		if err != nil {
 			return err
 		}
@@ -449,8 +459,9 @@ func authDelay(cfg *config.Config) frontend.AuthDelayConfig {
 func (p *Proxy) lookupUser(name string) *frontend.User { return (*p.users.Load())[name] }
 
 func (p *Proxy) rsaKey() (*rsa.PrivateKey, error) {
-	if p.cfg.Server.RSAPrivateKeyFile != "" {
-		return auth.LoadRSAKeyPair(p.cfg.Server.RSAPrivateKeyFile, p.cfg.Server.RSAPublicKeyFile)
+	cfg := p.runningConfig()
+	if cfg.Server.RSAPrivateKeyFile != "" {
+		return auth.LoadRSAKeyPair(cfg.Server.RSAPrivateKeyFile, cfg.Server.RSAPublicKeyFile)
 	}
 	return auth.GenerateRSAKey()
 }
@@ -605,7 +616,7 @@ func (p *Proxy) closeTracer() {
 	defer cancel()
 	if err := p.tracer.Shutdown(ctx); err != nil {
 		p.log.Warn("the last statement spans could not be exported", "err", err,
-			"endpoint", p.cfg.Telemetry.Tracing.Endpoint)
+			"endpoint", p.runningConfig().Telemetry.Tracing.Endpoint)
 	}
 }
 

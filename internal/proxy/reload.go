@@ -18,7 +18,9 @@ import (
 // delay, the admin port's accounts). It returns every difference from the running configuration;
 // those marked Restart were left as they are (see docs/configuration.md).
 // log.level and server.shutdown_timeout are the caller's to apply. On
-// error nothing changed.
+// error nothing changed. Reloads run one at a time; the admin views read
+// the running configuration meanwhile, and wait only while the changes
+// are applied, not while host names resolve.
 //
 // Sessions see a change at their next statement: a user's routing policy,
 // a cluster's server list and a pool's limits are each swapped atomically.
@@ -29,7 +31,7 @@ import (
 func (p *Proxy) Reload(cfg *config.Config) ([]config.Change, error) {
 	p.reloadMu.Lock()
 	defer p.reloadMu.Unlock()
-	old := p.cfg
+	old := p.runningConfig()
 	plan, err := prepareReload(old, cfg)
 	if err == nil {
 		plan.admins, err = adminUserTable(cfg)
@@ -38,6 +40,8 @@ func (p *Proxy) Reload(cfg *config.Config) ([]config.Change, error) {
 		return nil, fmt.Errorf("configuration not applied: %w", err)
 	}
 	changes := config.Diff(old, cfg)
+	p.stepMu.Lock()
+	defer p.stepMu.Unlock()
 	for i := range cfg.Clusters {
 		p.applyCluster(old.Cluster(cfg.Clusters[i].Name), &cfg.Clusters[i], plan)
 	}
@@ -50,7 +54,7 @@ func (p *Proxy) Reload(cfg *config.Config) ([]config.Change, error) {
 	}
 	p.guard.SetConfig(authDelay(cfg))
 	p.telemetry.Configure(telemetryConfig(cfg))
-	p.cfg = running(old, cfg)
+	p.cfg.Store(running(old, cfg))
 	return changes, nil
 }
 

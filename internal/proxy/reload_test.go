@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -396,5 +397,44 @@ func TestReloadUnderLoad(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Errorf("statement during reloads: %v", err)
+	}
+}
+
+// While a reload holds its lock (resolving the host names of new servers
+// can take seconds), the admin views answer: SHOW BACKENDS and SHOW
+// CONFIG on the admin port, the status page, SET BACKEND.
+func TestReloadLeavesAdminViewsFree(t *testing.T) {
+	srv := testenv.Shared(t)
+	p := startProxy(t, withAdminSQL(proxyConfig(t, srv, "")))
+	db := openDB(t, adminDSN(p, adminUser, adminPass))
+	if err := db.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	unlock := p.LockReload()
+	defer unlock()
+	done := make(chan error, 1)
+	go func() {
+		for _, q := range []string{"SHOW BACKENDS", "SHOW CONFIG", "SHOW SHARDING", "SHOW STATUS",
+			"SET BACKEND main." + srv.Addr + " ONLINE"} {
+			rows, err := db.Query(q)
+			if err != nil {
+				done <- fmt.Errorf("%s: %w", q, err)
+				return
+			}
+			rows.Close()
+		}
+		resp, err := http.Get("http://" + p.AdminAddr() + "/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the admin views waited for the reload lock")
 	}
 }

@@ -44,9 +44,7 @@ func (p *Proxy) clusterList() []namedCluster {
 
 // runningConfig is the configuration in force (a reload replaces it).
 func (p *Proxy) runningConfig() *config.Config {
-	p.reloadMu.Lock()
-	defer p.reloadMu.Unlock()
-	return p.cfg
+	return p.cfg.Load()
 }
 
 // writerProblem says why the cluster has no usable writer, or "" when it

@@ -47,8 +47,8 @@ type lexer struct {
 	i     int
 	exec  bool  // inside an executable comment /*! ... */ or /*M! ... */
 	hints Flags // routing hints found in comments
-	// hintStart:hintEnd is the last optimizer hint comment /*+ ... */
-	// skipped, for the digest.
+	// hintStart:hintEnd spans the optimizer hint comments /*+ ... */ of
+	// the last gap between tokens that had one, for the digest.
 	hintStart, hintEnd int
 }
 
@@ -106,7 +106,10 @@ skip:
 				start := i
 				i = skipComment(s, i+2)
 				if start+2 < n && s[start+2] == '+' { // an optimizer hint: part of the digest
-					l.hintStart, l.hintEnd = start, i
+					if l.hintEnd <= l.i { // the first of this gap (l.i: where it starts)
+						l.hintStart = start
+					}
+					l.hintEnd = i
 				}
 			}
 		case c == '*' && l.exec && i+1 < n && s[i+1] == '/':
@@ -248,17 +251,11 @@ func skipLine(s []byte, i int) int {
 // i: optional '+' and spaces, then "shardgate:primary" or
 // "shardgate:replica" (any case).
 func hintIn(s []byte, i int) Flags {
-	if i < len(s) && s[i] == '+' {
-		i++
-	}
-	for i < len(s) && s[i] <= ' ' {
-		i++
-	}
-	const prefix = "SHARDGATE:"
-	if len(s)-i < len(prefix) || !eqUpper(s[i:i+len(prefix)], prefix) {
+	i, ok := shardgateHint(s, i)
+	if !ok {
 		return 0
 	}
-	w := s[i+len(prefix):]
+	w := s[i:]
 	switch {
 	case len(w) >= 7 && eqUpper(w[:7], "PRIMARY") && (len(w) == 7 || !isIdent[w[7]]):
 		return FlagHintPrimary

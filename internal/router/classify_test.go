@@ -168,6 +168,7 @@ var classifyCases = []classifyCase{
 	{"/**/SELECT 1", KindSelect, 0},
 	{"/*/ still a comment */SELECT 1", KindSelect, 0},
 	{"/*+ hint */ SELECT 1", KindSelect, 0},
+	{"SELECT /*+ BKA(t) */ /* c */ /*+ NO_ICP(t) */ value - 1 FROM t", KindSelect, 0},
 	{"(SELECT 1)", KindSelect, 0},
 	{"((SELECT 1) UNION (SELECT 2))", KindSelect, 0},
 	{"( /* c */ ( select 1))", KindSelect, 0},

@@ -15,8 +15,8 @@ import "math/bits"
 //   - the rows of a multi-row VALUES after the first left out;
 //   - words compared in any ASCII case (keywords and names alike: the
 //     digest folds `T` and `t`), whitespace and comments left out, except
-//     optimizer hints /*+ ... */; the contents of executable comments are
-//     code, their markers are not;
+//     optimizer hints /*+ ... */ (but shardgate's routing hints); the
+//     contents of executable comments are code, their markers are not;
 //   - a trailing ';' left out.
 //
 // DigestText renders the same normalization as text for the admin views.
@@ -101,7 +101,7 @@ func (c *classifier) digest(t *token) {
 	}
 	l := &c.lx
 	if l.hintEnd != d.hintDone {
-		d.hint(l.s[l.hintStart:l.hintEnd])
+		d.hints(l.s, l.hintStart, l.hintEnd)
 		d.hintDone = l.hintEnd
 	}
 	if d.st != 0 && d.rows() == rowsSkip {
@@ -215,11 +215,39 @@ func (c *classifier) afterOperand() bool {
 	}
 	switch p.kind {
 	case tWord:
-		return p.kw == kwNone || !exprKw[p.kw]
+		return p.kw == kwNone || !exprKw[p.kw] || operandKw[p.kw] && c.operandAt(1)
 	case tPunct:
 		return p.c == ')' || p.c == '?'
 	}
 	return true
+}
+
+// operandKw marks the keywords of exprKw that may also be an operand: a
+// column name (value, any, some, escape, do, execute are not reserved) or
+// the DEFAULT value. Where an operand may stand they are one (SET value =
+// value - 1); elsewhere they are keywords (a INT DEFAULT -1, DO -1).
+var operandKw = func() (t [kwCount]bool) {
+	for _, k := range [...]kw{kwVALUE, kwDEFAULT, kwANY, kwSOME, kwESCAPE, kwDO, kwEXECUTE} {
+		t[k] = true
+	}
+	return t
+}()
+
+// operandAt reports whether the token n back stands where an operand may:
+// after '(', ',', an operator or a keyword that starts an expression (not
+// at the start of a statement).
+func (c *classifier) operandAt(n uint) bool {
+	q := c.back(n + 1)
+	if q == nil {
+		return false
+	}
+	switch q.kind {
+	case tWord:
+		return q.kw != kwNone && exprKw[q.kw]
+	case tPunct:
+		return q.c != ')' && q.c != '?' && q.c != ';'
+	}
+	return false
 }
 
 // lit processes a literal or parameter marker that ends at end.
@@ -370,6 +398,21 @@ func (d *digester) flushRows() {
 		d.emitPunct(',')
 	}
 	d.setRows(rowsNone)
+}
+
+// hints mixes in the optimizer hint comments /*+ ... */ in s[i:end], a
+// gap between tokens, each whitespace left out. shardgate's own hints
+// (/*+ shardgate:shard=s1 */) are left out: they route a statement, its
+// shape is the same on every shard.
+func (d *digester) hints(s []byte, i, end int) {
+	walkGap(s, i, end, false, func(at int, k commentEvent) {
+		if k != commentPlain || s[at] != '/' || at+2 >= end || s[at+2] != '+' {
+			return
+		}
+		if _, ok := shardgateHint(s, at+2); !ok {
+			d.hint(s[at:skipComment(s, at+2)])
+		}
+	})
 }
 
 // hint mixes in an optimizer hint comment, whitespace left out.

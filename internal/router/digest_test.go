@@ -18,6 +18,17 @@ func TestDigestEqual(t *testing.T) {
 		{"SELECT /*+ MAX_EXECUTION_TIME(100) */ a FROM t", "select /*+  MAX_EXECUTION_TIME(100)*/ a from t"},
 		{"SELECT /*!50000 SQL_NO_CACHE */ a FROM t WHERE x = 1", "SELECT SQL_NO_CACHE a FROM t WHERE x = 2"},
 		{"SELECT 1", "SELECT 2;", "/* c */ SELECT 'x'"},
+		// A sign after a keyword that is no operand there is the literal's.
+		{"SELECT x FROM t WHERE value = -1", "SELECT x FROM t WHERE value = 2", "SELECT x FROM t WHERE value=+3"},
+		{"INSERT INTO t VALUES (-1)", "INSERT INTO t VALUES (2)", "INSERT INTO t VALUES (+3)"},
+		{"CREATE TABLE t (a INT DEFAULT -1)", "CREATE TABLE t (a INT DEFAULT 1)"},
+		{"SELECT ALL -1", "SELECT ALL 2"},
+		{"DO -1", "DO 1"},
+		// shardgate's hints route; the statement's shape is the same.
+		{"SELECT x FROM t", "SELECT /*+ shardgate:shard=s1 */ x FROM t", "SELECT /*+ SHARDGATE:SHARD=s2 */ x FROM t",
+			"SELECT /* shardgate:shard=s3 */ x FROM t", "/*+ shardgate:primary */ SELECT x FROM t", "SELECT /*+shardgate:explain*/ x FROM t"},
+		{"SELECT /*+ A */ /*+ B(t) */ x FROM t", "SELECT /*+ A */ /* c */ -- c\n /*+ B(t) */ x FROM t",
+			"SELECT /*+ A */ /*+ shardgate:shard=s1 */ /*+ B(t) */ x FROM t"},
 	}
 	for _, g := range groups {
 		want := Classify([]byte(g[0])).Digest
@@ -54,6 +65,22 @@ func TestDigestDiffer(t *testing.T) {
 		"SELECT t.6 FROM t",
 		"SELECT /*+ BKA(t) */ a FROM t",
 		"SELECT a FROM t",
+		"SELECT /*+ BKA(t) */ /*+ NO_ICP(t) */ a FROM t",
+		"SELECT /*+ NO_ICP(t) */ a FROM t",
+		"SELECT /*+ NO_ICP(t) */ a FROM t /*+ BKA(t) */ WHERE x",
+		"SELECT /*+ BKA(t) NO_ICP(t) */ a FROM t WHERE x",
+		"SELECT a FROM t WHERE x",
+		// A column named like a keyword is an operand: the sign after it
+		// is an operator.
+		"UPDATE kv SET value = value + 1",
+		"UPDATE kv SET value = value - 1",
+		"UPDATE kv SET value = value * 1",
+		"SELECT t.value - 1 FROM t",
+		"SELECT t.value + 1 FROM t",
+		"SELECT x FROM t WHERE any - 1 > 0",
+		"SELECT x FROM t WHERE any + 1 > 0",
+		"SELECT value, some - 1 FROM t",
+		"SELECT value, some + 1 FROM t",
 		"SELECT 1; SELECT 2",
 		"INSERT INTO t VALUES (1), (2) ON DUPLICATE KEY UPDATE a = VALUES(a)",
 		"INSERT INTO t VALUES (1)",
@@ -83,6 +110,11 @@ func TestDigestText(t *testing.T) {
 		{"SELECT /*+ MAX_EXECUTION_TIME(1000) */ a.b, @v, @@session.x FROM a", "SELECT /*+ MAX_EXECUTION_TIME(1000) */ a.b, @v, @@session.x FROM a"},
 		{"SELECT SLEEP(0.2);", "SELECT SLEEP(?)"},
 		{"SELECT 1; SELECT 'x'", "SELECT ?; SELECT ?"},
+		{"UPDATE kv SET value = value - 1", "UPDATE kv SET value = value - ?"},
+		{"UPDATE kv SET value=VALUE+1 WHERE value=-1", "UPDATE kv SET value = VALUE + ? WHERE value = ?"},
+		{"CREATE TABLE t (a INT DEFAULT -1)", "CREATE TABLE t (a INT DEFAULT ?)"},
+		{"SELECT /*+ A */ /* c */ /*+ B */ x FROM t", "SELECT /*+ A */ /*+ B */ x FROM t"},
+		{"SELECT /*+ shardgate:shard=s1 */ /*+ BKA(t) */ x FROM t", "SELECT /*+ BKA(t) */ x FROM t"},
 	} {
 		if got := DigestText([]byte(tc.sql)); got != tc.want {
 			t.Errorf("DigestText(%q) = %q, want %q", tc.sql, got, tc.want)

@@ -3,21 +3,32 @@ package router
 // shardHintPrefix follows "shardgate:" in a hint that names a shard.
 const shardHintPrefix = "SHARD="
 
-// hintName reads the name after "shardgate:shard=" in a comment body
-// starting at i (after "/*"): letters, digits, '_', '-' and '.', as
-// cluster names are written.
-func hintName(s []byte, i int) (string, bool) {
+// shardgateHint reports whether a comment body starting at i (after
+// "/*") is one of shardgate's hints: an optional '+' and blanks, then
+// "shardgate:" in any case; and where the text after it starts.
+func shardgateHint(s []byte, i int) (int, bool) {
 	if i < len(s) && s[i] == '+' {
 		i++
 	}
 	for i < len(s) && s[i] <= ' ' {
 		i++
 	}
-	const prefix = "SHARDGATE:" + shardHintPrefix
+	const prefix = "SHARDGATE:"
 	if len(s)-i < len(prefix) || !eqUpper(s[i:i+len(prefix)], prefix) {
+		return 0, false
+	}
+	return i + len(prefix), true
+}
+
+// hintName reads the name after "shardgate:shard=" in a comment body
+// starting at i (after "/*"): letters, digits, '_', '-' and '.', as
+// cluster names are written.
+func hintName(s []byte, i int) (string, bool) {
+	i, ok := shardgateHint(s, i)
+	if !ok || len(s)-i < len(shardHintPrefix) || !eqUpper(s[i:i+len(shardHintPrefix)], shardHintPrefix) {
 		return "", false
 	}
-	i += len(prefix)
+	i += len(shardHintPrefix)
 	j := i
 	for j < len(s) && (isIdent[s[j]] || s[j] == '-' || s[j] == '.') {
 		j++

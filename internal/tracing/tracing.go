@@ -50,6 +50,12 @@ func New(opt Options) (*Tracer, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("tracing endpoint %q: want http://host:port or https://host:port", opt.Endpoint)
 	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		// Only the host and path are used: refuse what would be dropped
+		// (and do not echo credentials).
+		return nil, fmt.Errorf("tracing endpoint %s://%s: credentials, a query or a fragment would not be sent; "+
+			"authenticating to the collector is not supported", u.Scheme, u.Host)
+	}
 	eopts := []otlptracehttp.Option{otlptracehttp.WithEndpoint(u.Host)}
 	if u.Scheme == "http" {
 		eopts = append(eopts, otlptracehttp.WithInsecure())

@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,6 +95,13 @@ func TestBadEndpoint(t *testing.T) {
 	for _, ep := range []string{"otel:4318", "ftp://x:1", "http://"} {
 		if _, err := New(Options{Endpoint: ep, SampleRatio: 1}); err == nil {
 			t.Errorf("New(%q) succeeded", ep)
+		}
+	}
+	// What New would drop is refused, the credentials not echoed.
+	for _, ep := range []string{"https://user:s3cret@otel:4318", "https://s3cret@otel:4318/v1/traces", "http://otel:4318/?token=s3cret", "http://otel:4318/#s3cret"} {
+		_, err := New(Options{Endpoint: ep, SampleRatio: 1})
+		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "otel:4318") {
+			t.Errorf("New(%q) = %v, want an error naming the host, not the secret", ep, err)
 		}
 	}
 }
