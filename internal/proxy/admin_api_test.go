@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/shardgate/shardgate/internal/proxy"
-	"github.com/shardgate/shardgate/internal/testenv"
 )
 
 // apiGet fetches an /api/ endpoint of the admin HTTP port and decodes its
@@ -60,12 +59,7 @@ func sameRows(t *testing.T, what string, api []map[string]any, sqlRows []map[str
 // Each /api/ endpoint answers the rows of its SQL view, as JSON, and
 // only to GET.
 func TestAdminAPI(t *testing.T) {
-	srv := testenv.Shared(t)
-	p := startProxy(t, withAdminSQL(proxyConfig(t, srv, "")))
-	p.SetBuildVersion("v9.9.9-test")
-	waitChecked(t, p)
-	db := openDB(t, adminDSN(p, adminUser, adminPass))
-	client := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, "", "")))
+	srv, p, db, client := startAdminProxy(t)
 	mustExec(t, client, "SELECT 1")
 
 	sameRows(t, "backends", apiGet(t, p, "/api/backends"), adminTable(t, db, "SHOW BACKENDS"),

@@ -98,15 +98,22 @@ func wantColumns(t testing.TB, db *sql.DB, stmt string, want ...string) {
 	}
 }
 
-// Every read statement of the admin port through go-sql-driver, with the
-// statements drivers and clients send on connecting.
-func TestAdminSQLStatements(t *testing.T) {
+// startAdminProxy starts a proxy over the shared server with the admin
+// port, once its health check has run, and opens the admin port and one
+// client connection.
+func startAdminProxy(t *testing.T) (*testenv.Server, *proxy.Proxy, *sql.DB, *sql.Conn) {
+	t.Helper()
 	srv := testenv.Shared(t)
 	p := startProxy(t, withAdminSQL(proxyConfig(t, srv, "")))
 	p.SetBuildVersion("v9.9.9-test")
 	waitChecked(t, p)
-	db := openDB(t, adminDSN(p, adminUser, adminPass))
-	client := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, "", "")))
+	return srv, p, openDB(t, adminDSN(p, adminUser, adminPass)), oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, "", "")))
+}
+
+// Every read statement of the admin port through go-sql-driver, with the
+// statements drivers and clients send on connecting.
+func TestAdminSQLStatements(t *testing.T) {
+	srv, _, db, client := startAdminProxy(t)
 	clientID := queryString(t, client, "SELECT CONNECTION_ID()")
 	for range 5 {
 		mustExec(t, client, "SELECT 1")

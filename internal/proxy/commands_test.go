@@ -29,6 +29,31 @@ func (cl *mfClient) scalar(t testing.TB, sql string) string {
 	return res.rows[0][0]
 }
 
+// fetch sends COM_STMT_FETCH of n rows of statement id's cursor and
+// returns the row packets and whether the server said the last row was
+// sent.
+func (cl *mfClient) fetch(t testing.TB, id, n uint32) (rows [][]byte, last bool) {
+	t.Helper()
+	fetch := []byte{mysql.ComStmtFetch, 0, 0, 0, 0, 0, 0, 0, 0}
+	binary.LittleEndian.PutUint32(fetch[1:], id)
+	binary.LittleEndian.PutUint32(fetch[5:], n)
+	cl.writePacket(0, fetch)
+	for {
+		pkt, err := cl.c.ReadPacket()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mysql.IsErr(pkt) {
+			t.Fatalf("fetch: %v", mysql.ParseErr(pkt))
+		}
+		if mysql.IsEOF(pkt) {
+			_, st, _ := mysql.ParseEOF(pkt)
+			return rows, st&mysql.StatusLastRowSent != 0
+		}
+		rows = append(rows, append([]byte(nil), pkt...))
+	}
+}
+
 func (cl *mfClient) mustOK(t testing.TB, what string) {
 	t.Helper()
 	p, err := cl.c.ReadPacket()
@@ -186,24 +211,9 @@ func TestProtocolCommands(t *testing.T) {
 		other.mustSelect1(t)
 		rows := 0
 		for done := false; !done; {
-			fetch := []byte{mysql.ComStmtFetch, 0, 0, 0, 0, 4, 0, 0, 0}
-			binary.LittleEndian.PutUint32(fetch[1:], id)
-			cl.writePacket(0, fetch)
-			for {
-				pkt, err := cl.c.ReadPacket()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if mysql.IsErr(pkt) {
-					t.Fatalf("fetch: %v", mysql.ParseErr(pkt))
-				}
-				if mysql.IsEOF(pkt) {
-					_, st, _ := mysql.ParseEOF(pkt)
-					done = st&mysql.StatusLastRowSent != 0
-					break
-				}
-				rows++
-			}
+			var got [][]byte
+			got, done = cl.fetch(t, id, 4)
+			rows += len(got)
 			if rows > 20 {
 				t.Fatal("cursor never ended")
 			}

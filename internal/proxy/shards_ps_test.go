@@ -383,29 +383,13 @@ func TestShardedPreparedCursorAndLongData(t *testing.T) {
 			if v := cl.scalar(t, fmt.Sprintf("SELECT v FROM t WHERE id = %d", other)); v != fmt.Sprint(other*10) {
 				t.Fatalf("read on s0 between fetches: %s", v)
 			}
-			fetch := []byte{mysql.ComStmtFetch, 0, 0, 0, 0, 0, 0, 0, 0}
-			binary.LittleEndian.PutUint32(fetch[1:], id)
-			binary.LittleEndian.PutUint32(fetch[5:], n)
-			cl.writePacket(0, fetch)
-			rows := 0
-			for {
-				pkt, err := cl.c.ReadPacket()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if mysql.IsErr(pkt) {
-					t.Fatalf("fetch: %v", mysql.ParseErr(pkt))
-				}
-				if mysql.IsEOF(pkt) {
-					_, st, _ := mysql.ParseEOF(pkt)
-					done = st&mysql.StatusLastRowSent != 0
-					break
-				}
-				rows++
+			var rows [][]byte
+			rows, done = cl.fetch(t, id, n)
+			for _, pkt := range rows {
 				got = append(got, int(int32(binary.LittleEndian.Uint32(pkt[2:]))))
 			}
-			if rows > int(n) || fetches > 40 {
-				t.Fatalf("fetch of %d sent %d rows, after %d fetches: %v", n, rows, fetches, got)
+			if len(rows) > int(n) || fetches > 40 {
+				t.Fatalf("fetch of %d sent %d rows, after %d fetches: %v", n, len(rows), fetches, got)
 			}
 		}
 		return got

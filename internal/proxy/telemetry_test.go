@@ -3,7 +3,6 @@ package proxy_test
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -221,24 +220,9 @@ func TestStatementTelemetryCursorFetch(t *testing.T) {
 	expectCursorOpened(t, cl)
 	rows := 0
 	for done := false; !done; {
-		fetch := []byte{mysql.ComStmtFetch, 0, 0, 0, 0, 4, 0, 0, 0}
-		binary.LittleEndian.PutUint32(fetch[1:], id)
-		cl.writePacket(0, fetch)
-		for {
-			pkt, err := cl.c.ReadPacket()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if mysql.IsErr(pkt) {
-				t.Fatalf("fetch: %v", mysql.ParseErr(pkt))
-			}
-			if mysql.IsEOF(pkt) {
-				_, st, _ := mysql.ParseEOF(pkt)
-				done = st&mysql.StatusLastRowSent != 0
-				break
-			}
-			rows++
-		}
+		var got [][]byte
+		got, done = cl.fetch(t, id, 4)
+		rows += len(got)
 	}
 	if rows != 10 {
 		t.Fatalf("fetched %d rows", rows)
