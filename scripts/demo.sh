@@ -21,7 +21,9 @@
 #   SHARDGATE_DEMO_DB_PORT   first MariaDB TCP port (default 13306); shard s0's replica and
 #                            the other shards take the next ports
 #   SHARDGATE_DEMO_LISTEN    proxy address (default 127.0.0.1:6033)
-#   SHARDGATE_DEMO_ADMIN     admin HTTP address (default 127.0.0.1:6080)
+#   SHARDGATE_DEMO_ADMIN     admin HTTP address (default 127.0.0.1:6080): status page,
+#                            /api, /metrics
+#   SHARDGATE_DEMO_ADMIN_SQL admin SQL port of the sharded demo (default 127.0.0.1:6034)
 #   SHARDGATE_DEMO_DIR       where the servers live (default .local/demo)
 #   SHARDGATE_DEMO_CHECK=1   run the queries to try, print their answers and stop
 #                            (scripts/demo.sh as a test)
@@ -34,6 +36,9 @@ cd "$ROOT"
 DB_PORT="${SHARDGATE_DEMO_DB_PORT:-13306}"
 LISTEN="${SHARDGATE_DEMO_LISTEN:-127.0.0.1:6033}"
 ADMIN="${SHARDGATE_DEMO_ADMIN:-127.0.0.1:6080}"
+ADMIN_SQL="${SHARDGATE_DEMO_ADMIN_SQL:-127.0.0.1:6034}"
+ADMIN_USER=ops
+ADMIN_PASSWORD=ops-pw
 SHARDS="${SHARDGATE_DEMO_SHARDS:-2}"
 CHECK="${SHARDGATE_DEMO_CHECK:-0}"
 DB_USER=shardgate
@@ -289,7 +294,11 @@ write_config() {
 		cat <<EOF
 # Written by scripts/demo.sh on every run.
 listeners: [{address: "$LISTEN"}]
-admin: {http: "$ADMIN"}
+admin:
+  http: "$ADMIN"
+  sql: "$ADMIN_SQL"
+  users:
+    - {name: $ADMIN_USER, password_hash: '$("$BIN" hash-password "$ADMIN_PASSWORD")'}
 users:
   - {name: $DB_USER, password_hash: '$("$BIN" hash-password "$DB_PASSWORD")', default_database: shop}
 clusters:
@@ -339,6 +348,11 @@ proxy_sql_nodb() {
 
 # proxy_sql runs its standard input through shardgate, in database shop.
 proxy_sql() { proxy_sql_nodb "$@" shop; }
+
+# admin_sql runs its arguments' statements on shardgate's admin SQL port.
+admin_sql() {
+	mariadb --no-defaults -h"${ADMIN_SQL%:*}" -P"${ADMIN_SQL##*:}" -u"$ADMIN_USER" -p"$ADMIN_PASSWORD" "$@"
+}
 
 wait_for_proxy() {
 	for _ in $(seq 1 300); do
@@ -475,6 +489,9 @@ EOF
 $("$BIN" check-config "$cfg" 2>/dev/null | grep -E '^  shop\.' | sed 's/^/  /')
   connect:  mariadb --comments -h${LISTEN%:*} -P${LISTEN##*:} -u$DB_USER -p$DB_PASSWORD shop
             (--comments keeps the /* shardgate:shard=… */ hint, which the client strips otherwise)
+  status:   http://$ADMIN/ (backends, pools, shards, top statements; JSON under /api/)
+  admin:    mariadb -h${ADMIN_SQL%:*} -P${ADMIN_SQL##*:} -u$ADMIN_USER -p$ADMIN_PASSWORD
+            (SHOW BACKENDS; SHOW QUERY DIGESTS LIMIT 10; SHOW SESSIONS; SHOW SHARDING; ...)
   metrics:  http://$ADMIN/metrics
 
 EOF
@@ -484,6 +501,8 @@ EOF
 	if [[ "$CHECK" == 1 ]]; then
 		check_queries
 		check_sub_tables
+		printf '\n> (admin port) SHOW QUERY DIGESTS ORDER BY count DESC LIMIT 3;\n'
+		admin_sql --table -e "SHOW QUERY DIGESTS ORDER BY count DESC LIMIT 3" 2>&1 | cut -c1-200 || true
 		return 0
 	fi
 	wait_proxy

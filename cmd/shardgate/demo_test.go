@@ -37,7 +37,7 @@ func freePorts(t *testing.T, n int) int {
 // queries to try, stop) with its servers in a temporary directory.
 func runDemo(t *testing.T, shards string) string {
 	t.Helper()
-	base := freePorts(t, 6)
+	base := freePorts(t, 7)
 	cmd := exec.Command("bash", "scripts/demo.sh")
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(),
@@ -48,6 +48,7 @@ func runDemo(t *testing.T, shards string) string {
 		fmt.Sprintf("SHARDGATE_DEMO_DB_PORT=%d", base),
 		fmt.Sprintf("SHARDGATE_DEMO_LISTEN=127.0.0.1:%d", base+4),
 		fmt.Sprintf("SHARDGATE_DEMO_ADMIN=127.0.0.1:%d", base+5),
+		fmt.Sprintf("SHARDGATE_DEMO_ADMIN_SQL=127.0.0.1:%d", base+6),
 	)
 	done := make(chan struct{})
 	defer close(done)
@@ -80,6 +81,7 @@ func TestDemoSharded(t *testing.T) {
 		"|  5 | Barbara Liskov |",                                // the shard hint
 		"| 20 | Leslie Lamport   |\n| 19 | Shafi Goldwasser |\n| 18 | Monty Widenius   |", // a merge: ORDER BY … LIMIT
 		"| US      |         9 |\n| GB      |         5 |\n| FI      |         2 |",       // a merge: GROUP BY, ORDER BY COUNT(*)
+		"| digest           | user      | db   | text",                                    // the admin port's digests
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the sharded demo's output lacks %q:\n%s", want, out)

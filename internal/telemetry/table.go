@@ -74,6 +74,9 @@ func digestText(st *Statement) string {
 		return NoStatementText
 	}
 	text, _ := cutText(router.DigestText(st.SQL), MaxDigestText)
+	if text == "" {
+		return EmptyStatementText
+	}
 	return text
 }
 

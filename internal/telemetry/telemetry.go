@@ -65,6 +65,12 @@ const OverflowText = "(other statements: the digest table is full, see telemetry
 // id the session does not have.
 const NoStatementText = "(no statement: unknown prepared statement id)"
 
+// EmptyStatementText is the Text of the digest of statements with no
+// token: empty, or only comments (the mariadb CLI sends a file's comments
+// that way with --comments; the server answers 1065, which the CLI
+// ignores).
+const EmptyStatementText = "(empty statement: only comments or nothing)"
+
 // MaxDigestText bounds the text a digest row keeps (as ProxySQL's
 // mysql-query_digests_max_digest_length).
 const MaxDigestText = 2 << 10

@@ -345,6 +345,19 @@ func TestNoStatementDigest(t *testing.T) {
 	}
 }
 
+// TestEmptyStatementDigest: statements without a token (only comments)
+// share a digest whose text says so, not an empty text.
+func TestEmptyStatementDigest(t *testing.T) {
+	r, _ := newTestRecorder(t, Config{Enabled: true, Digests: true, MaxDigests: 10})
+	var sess Session
+	r.Record(&sess, stmt("-- a comment\n", time.Millisecond))
+	r.Record(&sess, stmt("/* another */", time.Millisecond))
+	ds := r.Digests()
+	if len(ds) != 1 || ds[0].Text != EmptyStatementText || ds[0].Count != 2 {
+		t.Errorf("digests %+v, want one row %q counting 2", ds, EmptyStatementText)
+	}
+}
+
 // TestTextLimits: a digest row keeps at most MaxDigestText of text, a
 // slow log record at most MaxSlowLogText, marked truncated, masked or not.
 func TestTextLimits(t *testing.T) {
