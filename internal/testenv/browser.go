@@ -22,6 +22,7 @@ type Browser struct {
 	base    string // the session's WebDriver URL
 	driver  *exec.Cmd
 	session string
+	profile string // Chromium's --user-data-dir
 }
 
 // StartBrowser starts chromedriver and a headless Chromium session; both
@@ -40,17 +41,24 @@ func StartBrowser(tb testing.TB) *Browser {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	b := &Browser{driver: exec.Command(driverBin, "--port="+strconv.Itoa(port))}
+	// The profile is the browser's own, removed by close once Chromium has
+	// quit: a t.TempDir registered after close would be removed first
+	// (cleanups run last-in first-out), under a browser still writing it.
+	profile, err := os.MkdirTemp("", "shardgate-chromium-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b := &Browser{driver: exec.Command(driverBin, "--port="+strconv.Itoa(port)), profile: profile}
 	b.driver.Stdout, b.driver.Stderr = io.Discard, io.Discard
 	if err := b.driver.Start(); err != nil {
+		_ = os.RemoveAll(profile)
 		tb.Fatalf("testenv: start chromedriver: %v", err)
 	}
-	tb.Cleanup(b.close)
+	tb.Cleanup(func() { b.close(tb) })
 	root := fmt.Sprintf("http://127.0.0.1:%d", port)
 	if err := waitHTTP(root+"/status", 20*time.Second); err != nil {
 		tb.Fatalf("testenv: chromedriver: %v", err)
 	}
-	profile := tb.TempDir()
 	// The flags keep Chromium off the network it cannot reach here (it
 	// would try Google's hosts at every start) and let it run as root.
 	caps := map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
@@ -190,7 +198,7 @@ func (b *Browser) Title(tb testing.TB) string {
 	return title
 }
 
-func (b *Browser) close() {
+func (b *Browser) close(tb testing.TB) {
 	if b.session != "" {
 		_ = call(http.MethodDelete, b.base, nil, nil)
 	}
@@ -204,5 +212,23 @@ func (b *Browser) close() {
 			_ = b.driver.Process.Kill()
 			<-done
 		}
+	}
+	removeProfile(tb, b.profile)
+}
+
+// removeProfile removes Chromium's profile, retrying for a while: helper
+// processes of a browser that has just quit can still be closing files in it.
+func removeProfile(tb testing.TB, dir string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := os.RemoveAll(dir)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Errorf("testenv: remove the chromium profile %s: %v", dir, err)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
