@@ -331,7 +331,7 @@ func (g *Generator) mergeOrder() Statement {
 		c := pick(g.r, t.cols)
 		items = append(items, selItem{expr: fmt.Sprintf(orderExpr(c), nm.prefix+c.name), typ: c.typ, alias: fmt.Sprintf("x%d", len(items)+1)})
 	}
-	m.add("SELECT ")
+	m.add("SELECT " + g.selectOption())
 	for i, it := range items {
 		if i > 0 {
 			m.add(", ")
@@ -594,7 +594,7 @@ func (g *Generator) mergeGroup() Statement {
 	m := newMstmt()
 	m.tag(cGroupBy)
 	keys := g.groupKeys(t, nm.prefix)
-	m.add("SELECT ")
+	m.add("SELECT " + g.selectOption())
 	var spelled []string // the keys as GROUP BY and ORDER BY may name them
 	for i, k := range keys {
 		if i > 0 {
@@ -1027,4 +1027,15 @@ func (g *Generator) crossShard() Statement {
 	st := m.done()
 	st.Refusable, st.MustRefuse = false, true
 	return st
+}
+
+// selectOption is now and then a select option that changes neither rows
+// nor columns; those a UNION takes in its first SELECT only test the
+// UNION ALL a shard's sub-tables are read with.
+func (g *Generator) selectOption() string {
+	if g.r.IntN(8) != 0 {
+		return ""
+	}
+	return pick(g.r, []string{"SQL_NO_CACHE ", "/*!40001 SQL_NO_CACHE */ ", "HIGH_PRIORITY ", "SQL_BUFFER_RESULT ",
+		"SQL_SMALL_RESULT ", "SQL_CACHE "})
 }

@@ -137,8 +137,12 @@ func (s *Session) appendShardSelect(b []byte, mp *planner.MergePlan, sql []byte,
 			b = append(b, " union all "...)
 		}
 		b = append(b, '(')
+		at := len(b)
 		s.sub[0] = sub
 		b = mp.Tmpl.AppendLimit(b, sql, sh, s.sub[:], limit)
+		if k > 0 {
+			router.BlankUnionFirstOnly(b[at:])
+		}
 		b = append(b, ')')
 	}
 	b = append(b, mp.ShardOrder...)

@@ -157,6 +157,18 @@ func TestShardedMergeRegressions(t *testing.T) {
 		))
 	})
 
+	t.Run("select options a UNION takes in its first SELECT only", func(t *testing.T) {
+		// A shard's sub-tables are read as a UNION ALL of the client's
+		// SELECT: these options in a later SELECT were error 1234.
+		compareStatements(t, d, both(
+			mergeCase{"SELECT SQL_NO_CACHE id, name FROM sf_user ORDER BY id LIMIT 5", true, nil},
+			mergeCase{"SELECT /*!40001 SQL_NO_CACHE */ id FROM sf_user ORDER BY id DESC LIMIT 3", true, nil},
+			mergeCase{"SELECT HIGH_PRIORITY SQL_BUFFER_RESULT COUNT(*), SUM(balance) FROM sf_user", true, nil},
+			mergeCase{"SELECT SQL_CACHE DISTINCT city_id FROM sf_user ORDER BY city_id", true, nil},
+			mergeCase{"SELECT STRAIGHT_JOIN SQL_SMALL_RESULT HIGH_PRIORITY city_id, COUNT(*) FROM sf_user GROUP BY city_id ORDER BY city_id", true, nil},
+		))
+	})
+
 	t.Run("AVG scale", func(t *testing.T) {
 		// AVG of a DECIMAL(12,2) is DECIMAL with 6 decimals, of an INT 4:
 		// the division of merged SUM and COUNT, typed as the server types it.

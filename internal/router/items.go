@@ -87,3 +87,34 @@ func anyWord(w []byte, words []string) bool {
 	}
 	return false
 }
+
+// unionFirstOnly are the select options MariaDB accepts in a UNION's first
+// SELECT only (error 1234, "Incorrect usage/placement", in a later one).
+// None of them changes the rows or the columns.
+var unionFirstOnly = []string{"SQL_CACHE", "SQL_NO_CACHE", "HIGH_PRIORITY", "SQL_BUFFER_RESULT"}
+
+// BlankUnionFirstOnly overwrites with spaces, in place, the options of
+// sel's SELECT that only a UNION's first SELECT may have, so that sel can
+// be a later SELECT of one: a shard's sub-tables read as a UNION ALL of
+// the client's SELECT. It finds them as the server does, inside
+// executable comments too (mysqldump's /*!40001 SQL_NO_CACHE */); a text
+// that is not a SELECT is left alone.
+func BlankUnionFirstOnly(sel []byte) {
+	l := lexer{s: sel}
+	var t token
+	l.next(&t)
+	if t.kind != tWord || !eqUpper(sel[t.ns:t.ne], "SELECT") {
+		return
+	}
+	for {
+		l.next(&t)
+		if t.kind != tWord || !anyWord(sel[t.ns:t.ne], selectOptions) {
+			return
+		}
+		if anyWord(sel[t.ns:t.ne], unionFirstOnly) {
+			for i := t.start; i < t.end; i++ {
+				sel[i] = ' '
+			}
+		}
+	}
+}

@@ -31,3 +31,21 @@ func TestSelectItems(t *testing.T) {
 		}
 	}
 }
+
+func TestBlankUnionFirstOnly(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"SELECT SQL_NO_CACHE id FROM t", "SELECT              id FROM t"},
+		{"select /*!40001 sql_no_cache */ * from t", "select /*!40001              */ * from t"},
+		{"SELECT DISTINCT HIGH_PRIORITY STRAIGHT_JOIN SQL_BUFFER_RESULT SQL_CACHE a FROM t", "SELECT DISTINCT               STRAIGHT_JOIN                             a FROM t"},
+		// Only the SELECT's own options: a column or a subquery's are left.
+		{"SELECT sql_cache_hits, (SELECT SQL_NO_CACHE 1) FROM t", "SELECT sql_cache_hits, (SELECT SQL_NO_CACHE 1) FROM t"},
+		{"SELECT `SQL_NO_CACHE` FROM t", "SELECT `SQL_NO_CACHE` FROM t"},
+		{"WITH x AS (SELECT SQL_NO_CACHE 1) SELECT * FROM x", "WITH x AS (SELECT SQL_NO_CACHE 1) SELECT * FROM x"},
+	} {
+		b := []byte(c.in)
+		BlankUnionFirstOnly(b)
+		if string(b) != c.want {
+			t.Errorf("BlankUnionFirstOnly(%q) = %q, want %q", c.in, b, c.want)
+		}
+	}
+}
