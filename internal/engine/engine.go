@@ -29,6 +29,11 @@ type Cursor interface {
 	// every shard the session's transaction touched, the shard that wrote
 	// last, and answers the client with that shard's answer.
 	EndTransaction(q []byte) bool
+	// Savepoint runs q, SAVEPOINT, ROLLBACK TO SAVEPOINT or RELEASE
+	// SAVEPOINT, on the connection of every shard in the session's
+	// transaction, and answers the client with the current shard's
+	// answer.
+	Savepoint(q []byte) bool
 
 	// The steps of a statement that runs in parts (Scatter, Fanout):
 
@@ -141,3 +146,10 @@ type EndTransaction struct{}
 
 // Execute implements Primitive.
 func (EndTransaction) Execute(c Cursor, q []byte) bool { return c.EndTransaction(q) }
+
+// Savepoint sets, rolls back to or releases a savepoint of a transaction
+// that touched several shards (see Cursor.Savepoint).
+type Savepoint struct{}
+
+// Execute implements Primitive.
+func (Savepoint) Execute(c Cursor, q []byte) bool { return c.Savepoint(q) }

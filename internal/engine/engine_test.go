@@ -27,6 +27,7 @@ func (f *fakeCursor) Fail(e *mysql.SQLError) bool {
 	return true
 }
 
+func (f *fakeCursor) Savepoint([]byte) bool { return false }
 func (f *fakeCursor) EndTransaction(q []byte) bool {
 	f.ended++
 	return f.ok

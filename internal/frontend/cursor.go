@@ -200,6 +200,35 @@ func (s *Session) EndTransaction(q []byte) bool {
 	return s.Run(last, false, q)
 }
 
+// Savepoint implements engine.Cursor: q runs on each other shard in the
+// transaction, then on the current one, whose answer the client gets.
+// The session's list of savepoints follows the statement once it has run
+// everywhere: a shard joining the transaction for this very statement
+// gets the savepoints as they were before it.
+func (s *Session) Savepoint(q []byte) bool {
+	for _, h := range s.others {
+		if h.pins&pinTrx == 0 {
+			continue
+		}
+		err := h.conn.Exec(string(q[1:]))
+		if err == nil {
+			continue
+		}
+		if isSQLError(err) {
+			return s.writeErr(asSQLError(err))
+		}
+		s.enter(h.cl)
+		if s.dropBackend(h.conn, err) {
+			s.logger().Warn("closing client whose transaction or session state was lost with its backend connection")
+			return false
+		}
+		return s.writeErr(lostBackendError())
+	}
+	ok := s.Run(s.cl, false, q)
+	s.noteSavepoint(q[1:])
+	return ok
+}
+
 // endStatement is the COM_QUERY of the current statement, COMMIT or
 // ROLLBACK, as text.
 func (s *Session) endStatement() []byte {

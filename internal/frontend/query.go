@@ -613,6 +613,9 @@ func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stm
 			s.pins &^= pinNextTrx // the next transaction came and went
 		}
 		s.pins &^= pinTrx
+		if s.heldPins()&pinTrx == 0 {
+			s.savepoints = s.savepoints[:0] // they ended with the transaction
+		}
 	}
 	if st.Kind == router.KindUnlock {
 		s.pins &^= pinLock

@@ -91,6 +91,10 @@ type Session struct {
 	exec      stmtExec           // the prepared statement being executed
 	others    []heldConn         // connections held on other clusters (shards.go)
 	beginSQL  []byte             // the client's BEGIN, repeated on each shard its transaction touches
+	// savepoints are the savepoints of the session's transaction on a
+	// sharded schema, oldest first: set again, right after its BEGIN, on
+	// each shard the transaction reaches after they were set.
+	savepoints []string
 	trxWriter *backend.Cluster   // the shard the open transaction wrote to last
 	trxWrote  []*backend.Cluster // the others it wrote to (cross_shard_writes: allow)
 

@@ -56,7 +56,12 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 			return s.routeToShard(ks.Default, st)
 		}
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
-	case router.KindBegin, router.KindSavepoint, router.KindUse:
+	case router.KindSavepoint:
+		return s.planSavepoint(st, p)
+	case router.KindBegin, router.KindUse, router.KindUnlock:
+		// (UNLOCK TABLES: the session's table locks, if it holds any,
+		// are where it is, taken outside sharded schemas; mariadb-dump
+		// --single-transaction sends one after starting its snapshot.)
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
 	case router.KindDo:
 		// DO evaluates expressions for their effects (GET_LOCK, SLEEP):

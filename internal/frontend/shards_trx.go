@@ -1,10 +1,14 @@
 package frontend
 
 import (
-	"github.com/shardgate/shardgate/internal/backend"
-	"github.com/shardgate/shardgate/internal/mysql"
-	"github.com/shardgate/shardgate/internal/router"
 	"slices"
+	"strings"
+
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/engine"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/planner"
+	"github.com/shardgate/shardgate/internal/router"
 )
 
 // joinTransaction prepares a statement on a shard the session's open
@@ -22,6 +26,7 @@ func (s *Session) joinTransaction(q []byte) {
 		if len(q) > 0 && q[0] == mysql.ComQuery && s.stream == nil && s.cmd.st.Flags&router.FlagMultiStatement == 0 {
 			s.beginSQL = append(s.beginSQL[:0], q[1:]...)
 		}
+		s.savepoints = s.savepoints[:0]
 		return
 	case router.KindCommit, router.KindRollback:
 		return
@@ -39,9 +44,66 @@ func (s *Session) appendBegin(b []byte) []byte {
 		b = append(b, ';')
 	}
 	if len(s.beginSQL) == 0 {
-		return append(b, "START TRANSACTION"...)
+		b = append(b, "START TRANSACTION"...)
+	} else {
+		b = append(b, s.beginSQL...)
 	}
-	return append(b, s.beginSQL...)
+	for _, name := range s.savepoints {
+		b = append(b, ";SAVEPOINT `"...)
+		b = append(b, strings.ReplaceAll(name, "`", "``")...)
+		b = append(b, '`')
+	}
+	return b
+}
+
+// planSavepoint plans SAVEPOINT, ROLLBACK TO SAVEPOINT and RELEASE
+// SAVEPOINT on a sharded schema. A transaction over several shards has
+// each savepoint on every shard: the statement runs on each shard in the
+// transaction (engine.Savepoint), and a shard the transaction reaches
+// later gets the savepoints set before, right after its BEGIN. Nothing of
+// the transaction had run there before them, so rolling back to one
+// undoes all of that shard's part after it, as one server would.
+func (s *Session) planSavepoint(st router.Stmt, p []byte) engine.Primitive {
+	if len(s.others) == 0 {
+		if p[0] == mysql.ComQuery {
+			s.noteSavepoint(p[1:])
+		}
+		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
+	}
+	if p[0] != mysql.ComQuery {
+		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "a prepared savepoint statement in a transaction over several shards")
+	}
+	if _, _, ok := router.Savepoint(p[1:]); !ok {
+		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "this savepoint statement in a transaction over several shards")
+	}
+	return engine.Savepoint{}
+}
+
+// noteSavepoint keeps the session's list of savepoints in step with the
+// savepoint statement sql: SAVEPOINT x adds x (after dropping an older x,
+// which it replaces), ROLLBACK TO x drops those set after x, RELEASE x
+// drops x and those after it. Savepoint names are not case-sensitive.
+func (s *Session) noteSavepoint(sql []byte) {
+	verb, name, ok := router.Savepoint(sql)
+	if !ok {
+		return
+	}
+	i := slices.IndexFunc(s.savepoints, func(n string) bool { return strings.EqualFold(n, name) })
+	switch verb {
+	case router.SavepointSet:
+		if i >= 0 {
+			s.savepoints = slices.Delete(s.savepoints, i, i+1)
+		}
+		s.savepoints = append(s.savepoints, name)
+	case router.SavepointRollback:
+		if i >= 0 {
+			s.savepoints = s.savepoints[:i+1]
+		}
+	case router.SavepointRelease:
+		if i >= 0 {
+			s.savepoints = s.savepoints[:i]
+		}
+	}
 }
 
 // crossShardWrite returns the refusal of a write on cl inside a
