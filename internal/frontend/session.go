@@ -83,20 +83,20 @@ type Session struct {
 	planned   engine.Route
 	refusal   engine.Refuse
 	cmd       command
-	home      *backend.Cluster   // the user's cluster, or its schema's default cluster
-	cl        *backend.Cluster   // the cluster the statement runs on (home between statements)
-	replicaOK bool               // the statement may read from a replica of cl
-	target    *backend.Server    // where the next unpinned statement goes; nil: the writer
-	avoid     *backend.Server    // failed during this statement: retry elsewhere
-	exec      stmtExec           // the prepared statement being executed
-	others    []heldConn         // connections held on other clusters (shards.go)
-	beginSQL  []byte             // the client's BEGIN, repeated on each shard its transaction touches
+	home      *backend.Cluster // the user's cluster, or its schema's default cluster
+	cl        *backend.Cluster // the cluster the statement runs on (home between statements)
+	replicaOK bool             // the statement may read from a replica of cl
+	target    *backend.Server  // where the next unpinned statement goes; nil: the writer
+	avoid     *backend.Server  // failed during this statement: retry elsewhere
+	exec      stmtExec         // the prepared statement being executed
+	others    []heldConn       // connections held on other clusters (shards.go)
+	beginSQL  []byte           // the client's BEGIN, repeated on each shard its transaction touches
 	// savepoints are the savepoints of the session's transaction on a
 	// sharded schema, oldest first: set again, right after its BEGIN, on
 	// each shard the transaction reaches after they were set.
 	savepoints []string
-	trxWriter *backend.Cluster   // the shard the open transaction wrote to last
-	trxWrote  []*backend.Cluster // the others it wrote to (cross_shard_writes: allow)
+	trxWriter  *backend.Cluster   // the shard the open transaction wrote to last
+	trxWrote   []*backend.Cluster // the others it wrote to (cross_shard_writes: allow)
 
 	// A statement on a sharded schema (shards.go): its shape and values,
 	// the parts it runs in, rendered into one buffer, and the primitives
