@@ -8,6 +8,7 @@ import (
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
+	"github.com/shardgate/shardgate/internal/sharding"
 )
 
 // A SELECT over several sub-tables whose answer needs a merge (ORDER BY,
@@ -46,6 +47,9 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 		}
 	}
 	shards := s.mergeShards(ks, plan, target)
+	if e := s.lockedUnion(plan, shards); e != nil {
+		return s.refuseErr(e)
+	}
 	cached := mp.Columns.Load()
 	probe := cached == nil && mp.Probe != nil
 	b := s.partSQL[:0]
@@ -164,4 +168,28 @@ func (s *Session) unionParams(mp *planner.MergePlan, n int) []int {
 		s.mergeParams = append(s.mergeParams, order...)
 	}
 	return s.mergeParams[start:len(s.mergeParams):len(s.mergeParams)]
+}
+
+// lockedUnion refuses, while the session holds table locks, a merge that
+// reads a shard's sub-tables as a UNION ALL of SELECTs that each read a
+// reference table: the server wants a lock per reference, and a table is
+// locked once under its name.
+func (s *Session) lockedUnion(plan *planner.Plan, shards []mergeShard) error {
+	if len(s.lockedClusters()) == 0 {
+		return nil
+	}
+	union := false
+	for _, m := range shards {
+		union = union || len(m.subs) > 1
+	}
+	if !union {
+		return nil
+	}
+	for _, t := range plan.An.Tables {
+		if t.Type == sharding.TableReference {
+			return mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax,
+				"This version of shardgate doesn't yet support 'a statement merging several sub-tables of a shard and reading reference table %s while LOCK TABLES holds (UNLOCK TABLES first)'", t.Name)
+		}
+	}
+	return nil
 }

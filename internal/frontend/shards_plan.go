@@ -58,10 +58,11 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
 	case router.KindSavepoint:
 		return s.planSavepoint(st, p)
-	case router.KindBegin, router.KindUse, router.KindUnlock:
-		// (UNLOCK TABLES: the session's table locks, if it holds any,
-		// are where it is, taken outside sharded schemas; mariadb-dump
-		// --single-transaction sends one after starting its snapshot.)
+	case router.KindLock:
+		return s.planLockTables(ks, p)
+	case router.KindUnlock:
+		return s.planUnlockTables(st)
+	case router.KindBegin, router.KindUse:
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
 	case router.KindDo:
 		// DO evaluates expressions for their effects (GET_LOCK, SLEEP):

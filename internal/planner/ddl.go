@@ -141,11 +141,7 @@ type ddlPlanner struct {
 // (an unlisted table, or one of another database), resolving names as
 // the Template's renamer does.
 func (d *ddlPlanner) listed(tn sqlparser.TableName) *sharding.SchemaTable {
-	q := tn.Qualifier.String()
-	if q == "" && d.db != d.k.Schema.Name || q != "" && q != d.k.Schema.Name {
-		return nil
-	}
-	return d.k.Schema.Table(tn.Name.String())
+	return d.k.listedTable(tn, d.db)
 }
 
 func (d *ddlPlanner) createTable(s *sqlparser.CreateTable) (*DDLPlan, error) {

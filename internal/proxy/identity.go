@@ -11,6 +11,7 @@ import (
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/frontend"
 	"github.com/shardgate/shardgate/internal/mysql/auth"
+	"github.com/shardgate/shardgate/internal/router"
 )
 
 // The proxy presents itself to clients as its first cluster's primary
@@ -54,6 +55,7 @@ func (p *Proxy) startIdentity() frontend.Identity {
 		p.learnPending = true
 		return identityOf(cfg.Server, learnt{})
 	}
+	router.SetServerVersion(l.version)
 	return identityOf(cfg.Server, l)
 }
 
@@ -173,6 +175,7 @@ func (p *Proxy) learnLater(ctx context.Context, primary *backend.Server, every t
 			p.log.Debug("primary up, but learning its version failed; trying again", "err", err)
 			continue
 		}
+		router.SetServerVersion(l.version)
 		id := identityOf(sc, l)
 		for _, srv := range p.servers {
 			srv.SetIdentity(id)

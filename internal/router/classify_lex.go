@@ -1,6 +1,10 @@
 package router
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+	"sync/atomic"
+)
 
 // This file holds the allocation-free SQL lexer used by Classify and the
 // keyword table it uses. The lexer does not validate SQL; it only splits the
@@ -95,12 +99,13 @@ skip:
 			i = skipLine(s, i+2)
 		case c == '/' && i+1 < n && s[i+1] == '*':
 			switch {
-			case i+2 < n && s[i+2] == '!': // MySQL /*! code */, /*!50700 code */
-				i = skipVersion(s, i+3)
-				l.exec = true
-			case i+3 < n && s[i+2] == 'M' && s[i+3] == '!': // MariaDB /*M! code */
-				i = skipVersion(s, i+4)
-				l.exec = true
+			case i+2 < n && s[i+2] == '!', // MySQL /*! code */, /*!50700 code */
+				i+3 < n && s[i+2] == 'M' && s[i+3] == '!': // MariaDB /*M! code */
+				if j, code := execComment(s, i); code {
+					i, l.exec = j, true
+				} else {
+					i = skipComment(s, j)
+				}
 			default:
 				l.hints |= hintIn(s, i+2)
 				start := i
@@ -283,6 +288,59 @@ func skipComment(s []byte, i int) int {
 		}
 	}
 	return len(s)
+}
+
+// serverVersion is the version of the server behind the proxy, as
+// executable comments number it (10.11.19: 101119), 0 while unknown: a
+// comment for a later version is a comment to that server, and so to the
+// classifier (SetServerVersion).
+var serverVersion atomic.Int32
+
+// SetServerVersion makes the lexers read executable comments as a server
+// of this version does (a version string as a server's greeting has it,
+// "5.5.5-10.11.19-MariaDB-log", "8.0.36"): /*!NNNNN code */ and
+// /*M!NNNNNN code */ for a later version are comments, their code is not
+// read (mariadb-dump starts its files with "/*M!999999\- enable the
+// sandbox mode */"). Until it is called, or for a version it cannot read,
+// every executable comment is code.
+func SetServerVersion(version string) {
+	version = strings.TrimPrefix(version, "5.5.5-")
+	var parts [3]int32
+	for k := range parts {
+		j := 0
+		for j < len(version) && version[j]-'0' < 10 && j < 2 {
+			j++
+		}
+		if j == 0 {
+			serverVersion.Store(0)
+			return
+		}
+		parts[k] = digitsValue([]byte(version[:j]))
+		version = version[j:]
+		if k < 2 {
+			if len(version) == 0 || version[0] != '.' {
+				serverVersion.Store(0)
+				return
+			}
+			version = version[1:]
+		}
+	}
+	serverVersion.Store(parts[0]*10000 + parts[1]*100 + parts[2])
+}
+
+// execComment reads the marker of the executable comment at i ("/*!" or
+// "/*M!") and its version: where its code starts, and whether the server
+// runs it (not when the version is later than serverVersion).
+func execComment(s []byte, i int) (code int, runs bool) {
+	at := i + 3
+	if s[i+2] == 'M' {
+		at++
+	}
+	j := skipVersion(s, at)
+	if v := serverVersion.Load(); v > 0 && j > at && digitsValue(s[at:j]) > v {
+		return j, false
+	}
+	return j, true
 }
 
 // skipVersion skips the optional server version after "/*!" or "/*M!": five
@@ -646,13 +704,14 @@ func walkGap(s []byte, i, end int, exec bool, note func(i int, k commentEvent)) 
 			note(i, commentPlain)
 			i = skipLine(s, i+2)
 		case c == '/' && i+2 < n && s[i+1] == '*' && (s[i+2] == '!' || s[i+2] == 'M' && i+3 < n && s[i+3] == '!'):
-			note(i, commentExecStart)
-			if s[i+2] == '!' {
-				i = skipVersion(s, i+3)
-			} else {
-				i = skipVersion(s, i+4)
+			j, code := execComment(s, i)
+			if !code {
+				note(i, commentPlain)
+				i = skipComment(s, j)
+				break
 			}
-			exec = true
+			note(i, commentExecStart)
+			i, exec = j, true
 		case c == '/' && i+1 < n && s[i+1] == '*':
 			note(i, commentPlain)
 			i = skipComment(s, i+2)

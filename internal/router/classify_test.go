@@ -746,3 +746,50 @@ func withoutDigest(s Stmt) Stmt {
 	s.Digest = 0
 	return s
 }
+
+// TestExecutableCommentsForLaterVersions: once the server's version is
+// known, an executable comment for a later version is a comment, as that
+// server reads it; before, every one is code.
+func TestExecutableCommentsForLaterVersions(t *testing.T) {
+	// mariadb-dump's first line as the mariadb client sends it (it
+	// takes the "\\-" of "/*M!999999\\- enable …" for its own command).
+	sandbox := "/*M!999999 enable the sandbox mode */ \n/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */"
+	cases := []struct {
+		sql        string
+		unknown    Kind // with the version unknown
+		known      Kind // with 10.11.19
+		knownFlags Flags
+	}{
+		{sandbox, KindOther, KindSet, FlagUserVar},
+		{"/*!110000 SELECT 1 */ SET @a = 1", KindSelect, KindSet, FlagUserVar},
+		{"/*M!110000 SELECT 1 */ SET @a = 1", KindSelect, KindSet, FlagUserVar},
+		{"/*!100000 SELECT 1 */", KindSelect, KindSelect, 0},
+		{"/*M!101119 SELECT 1 */", KindSelect, KindSelect, 0},
+		{"/*M!101120 SELECT 1 */ DO 1", KindSelect, KindDo, 0},
+		{"/*!99999 SELECT 1 */", KindSelect, KindSelect, 0},
+		{"SELECT 1 /*!999999 ; DROP TABLE t */", KindSelect, KindSelect, 0},
+	}
+	t.Cleanup(func() { serverVersion.Store(0) })
+	for _, v := range []string{"", "5.5.5-10.11.19-MariaDB-0+deb12u1-log"} {
+		SetServerVersion(v)
+		for _, c := range cases {
+			st := Classify([]byte(c.sql))
+			want := c.unknown
+			if v != "" {
+				want = c.known
+				if st.Flags != c.knownFlags {
+					t.Errorf("version %q: Classify(%q) flags %b, want %b", v, c.sql, st.Flags, c.knownFlags)
+				}
+			}
+			if st.Kind != want {
+				t.Errorf("version %q: Classify(%q) = %v, want %v", v, c.sql, st.Kind, want)
+			}
+		}
+	}
+	for v, want := range map[string]int32{"8.0.36": 80036, "10.5.9-MariaDB": 100509, "5.5.5-11.4.2-MariaDB": 110402, "8.0.36-shardgate": 80036, "garbage": 0, "10": 0} {
+		SetServerVersion(v)
+		if got := serverVersion.Load(); got != want {
+			t.Errorf("SetServerVersion(%q): %d, want %d", v, got, want)
+		}
+	}
+}
