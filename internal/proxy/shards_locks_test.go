@@ -166,7 +166,7 @@ func TestShardedLockTables(t *testing.T) {
 		"LOCK TABLES t READ, r READ", // releases the locks before it
 		"SELECT id, v FROM t WHERE id > 2 ORDER BY v DESC LIMIT 3",
 		"SELECT t.id, r.v FROM t AS a JOIN r ON r.id = a.id", // 1100: a is not locked
-		"SELECT id, v FROM u",                                // 1100
+		"SELECT id, v FROM u", // 1100
 		"UNLOCK TABLES",
 		"UNLOCK TABLES",
 		all,
@@ -185,7 +185,7 @@ func TestShardedLockTables(t *testing.T) {
 	// each sub-table's SELECT of a shard's UNION ALL is read twice.
 	mustExec(t, px, "LOCK TABLES t READ, r READ")
 	for sqlText, want := range map[string]string{
-		"LOCK TABLES t AS a READ": "This version of shardgate doesn't yet support 'LOCK TABLES … AS a of sharded table t",
+		"LOCK TABLES t AS a READ":                                     "This version of shardgate doesn't yet support 'LOCK TABLES … AS a of sharded table t",
 		"SELECT t.id, r.v FROM t JOIN r ON r.id = t.id ORDER BY t.id": "This version of shardgate doesn't yet support 'a statement merging several sub-tables of a shard and reading reference table r while LOCK TABLES holds",
 	} {
 		if _, err := px.ExecContext(context.Background(), sqlText); err == nil || mysqlErrCode(err) != 1235 || !strings.Contains(err.Error(), want) {
