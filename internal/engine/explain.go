@@ -52,6 +52,8 @@ func Explain(p Primitive, q []byte) []Step {
 		return []Step{{Primitive: "Refuse", Query: strconv.Itoa(int(p.Err.Code)) + " (" + p.Err.State + "): " + p.Err.Message}}
 	case EndTransaction:
 		return []Step{{Primitive: "EndTransaction", Query: text(q)}}
+	case Savepoint:
+		return []Step{{Primitive: "Savepoint (every shard in the transaction)", Query: text(q)}}
 	}
 	return []Step{{Primitive: "unknown"}}
 }

@@ -49,10 +49,10 @@ var unlockTables = append([]byte{mysql.ComQuery}, "UNLOCK TABLES"...)
 // planUnlockTables plans UNLOCK TABLES: on every cluster where the session
 // holds table locks, or where it is when it holds none (it may hold a
 // FLUSH TABLES … WITH READ LOCK taken outside the schema, and the server
-// answers OK either way).
-func (s *Session) planUnlockTables(st router.Stmt) engine.Primitive {
+// answers OK either way). BACKUP UNLOCK runs where the session is.
+func (s *Session) planUnlockTables(st router.Stmt, p []byte) engine.Primitive {
 	locked := s.lockedClusters()
-	if len(locked) == 0 || len(locked) == 1 && locked[0] == s.cl {
+	if len(locked) == 0 || len(locked) == 1 && locked[0] == s.cl || p[0] != mysql.ComQuery || !router.IsUnlockTables(p[1:]) {
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
 	}
 	s.parts = s.parts[:0]

@@ -61,7 +61,7 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 	case router.KindLock:
 		return s.planLockTables(ks, p)
 	case router.KindUnlock:
-		return s.planUnlockTables(st)
+		return s.planUnlockTables(st, p)
 	case router.KindBegin, router.KindUse:
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
 	case router.KindDo:

@@ -64,17 +64,14 @@ func (s *Session) appendBegin(b []byte) []byte {
 // the transaction had run there before them, so rolling back to one
 // undoes all of that shard's part after it, as one server would.
 func (s *Session) planSavepoint(st router.Stmt, p []byte) engine.Primitive {
-	if len(s.others) == 0 {
-		if p[0] == mysql.ComQuery {
-			s.noteSavepoint(p[1:])
-		}
-		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
-	}
 	if p[0] != mysql.ComQuery {
+		if len(s.others) == 0 {
+			return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
+		}
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "a prepared savepoint statement in a transaction over several shards")
 	}
 	if _, _, ok := router.Savepoint(p[1:]); !ok {
-		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "this savepoint statement in a transaction over several shards")
+		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "this form of savepoint statement on a sharded schema")
 	}
 	return engine.Savepoint{}
 }

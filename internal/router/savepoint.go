@@ -65,3 +65,12 @@ func savepointName(sql []byte, t *token, l *lexer) (string, bool) {
 	}
 	return name, t.kind == tEOF
 }
+
+// IsUnlockTables reports whether a statement Classify made KindUnlock is
+// UNLOCK TABLES (or TABLE), not MariaDB's BACKUP UNLOCK.
+func IsUnlockTables(sql []byte) bool {
+	l := lexer{s: sql}
+	var t token
+	l.next(&t)
+	return t.kind == tWord && eqUpper(sql[t.ns:t.ne], "UNLOCK")
+}

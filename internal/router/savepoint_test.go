@@ -27,3 +27,11 @@ func TestSavepoint(t *testing.T) {
 		}
 	}
 }
+
+func TestIsUnlockTables(t *testing.T) {
+	for sql, want := range map[string]bool{"UNLOCK TABLES": true, "/* x */ unlock table": true, "BACKUP UNLOCK": false} {
+		if got := IsUnlockTables([]byte(sql)); got != want {
+			t.Errorf("IsUnlockTables(%q) = %v, want %v", sql, got, want)
+		}
+	}
+}
