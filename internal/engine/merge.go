@@ -132,6 +132,16 @@ type MergeSpec struct {
 	Spill  bool
 }
 
+// passesRows reports a merge that sends the parts' rows on as they come,
+// whole: nothing to order, group, combine, filter or hide (a read that
+// needs no merge, run as one so that its shards run at once). Its rows
+// need not be decoded, and the column definitions of its statement do
+// not depend on the rows found.
+func (s *MergeSpec) passesRows() bool {
+	return len(s.Order) == 0 && s.Groups == 0 && len(s.Aggregates) == 0 && len(s.Computed) == 0 &&
+		s.Having == nil && len(s.Final) == 0 && s.Hidden == 0
+}
+
 // SortKey is one ORDER BY key: a column of the part rows and its
 // direction.
 type SortKey struct {

@@ -134,6 +134,9 @@ type mergeState struct {
 	probeBuf  []byte
 	probeRows bool
 	probeOK   bool
+	// probeRead: the probe's answer (Probe, before the first part's
+	// own) has been read.
+	probeRead bool
 	// headerFailed: the execution ended before the column definitions
 	// went out; whether the session goes on.
 	headerFailed bool
@@ -144,6 +147,8 @@ type mergeState struct {
 	begun   bool
 	// hold keeps a cursor's rows (ResultWriter.Hold).
 	hold mysql.RowHold
+	// runBuf is the row pipeline's state (merge_run.go).
+	runBuf mergeRun
 }
 
 // budget is the memory the execution may hold: a cursor's rows.
@@ -166,7 +171,7 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 	if len(m.Parts) == 0 {
 		return c.Fail(mysql.NewError(mysql.ERUnknownError, mysql.StateGeneral, "shardgate: a multi-shard merge without parts"))
 	}
-	m.open, m.w = m.open[:0], mysql.ResultWriter{}
+	m.open, m.w, m.probeRead = m.open[:0], mysql.ResultWriter{}, false
 	var r *mysql.Relay
 	// Every part's command goes out before any answer is read: the
 	// shards work in parallel.
@@ -219,7 +224,9 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 		m.w.Hold = &m.hold
 	}
 	m.inputs = m.inputs[:0]
+	opaque := m.Spec != nil && m.Spec.passesRows()
 	for i := range m.open {
+		m.open[i].rows.Opaque = opaque
 		m.inputs = append(m.inputs, &m.open[i])
 	}
 	if !m.headers(c) {
@@ -273,6 +280,7 @@ func (m *Merge) openPart(i int, conn *backend.Conn, client *mysql.Conn, binary b
 func (m *Merge) headers(c Cursor) bool {
 	if m.Probe && m.ProbeStmt == nil {
 		first := &m.open[0]
+		m.probeRead = true
 		if err := first.rows.SkipProbe(); err != nil || first.rows.Info.Err != nil {
 			m.headerFailed = m.abandon(c, 0, m.partErr(0, err))
 			return false
@@ -301,7 +309,7 @@ func (m *Merge) headers(c Cursor) bool {
 			m.Cache.Forget()
 		}
 	}
-	if m.Probe && m.probeOK && m.probeRows && m.Cache != nil {
+	if m.Probe && m.probeOK && (m.probeRows || m.Spec != nil && m.Spec.passesRows()) && m.Cache != nil {
 		m.Cache.Store(m.probe)
 	}
 	return true
@@ -377,14 +385,12 @@ func (m *Merge) keepProbe(defs [][]byte, rows bool) {
 // is done with, and the client gets the terminator, or an ERR that ends
 // the result when anything failed.
 func (m *Merge) end(c Cursor, err error) bool {
-	var re *mysql.RelayError
-	if errors.As(err, &re) && !re.Backend {
-		return m.clientGone(c, err)
-	}
 	broken, brokenErr := -1, error(nil)
-	var pe *partError
-	if errors.As(err, &pe) && mysql.IsBackendError(pe.err) {
-		broken, brokenErr = pe.part, pe.err
+	if err != nil { // (the error's look-ups allocate: not on success)
+		if clientFailed(err) {
+			return m.clientGone(c, err)
+		}
+		broken, brokenErr = brokenPart(err)
 	}
 	warnings, goOn := uint16(0), true
 	for i := range m.open {
@@ -501,6 +507,21 @@ func (m *Merge) abandon(c Cursor, failedPart int, err error) bool {
 	return c.Fail(m.answerErr(err)) && goOn
 }
 
+// clientFailed reports an error writing to or reading from the client.
+func clientFailed(err error) bool {
+	var re *mysql.RelayError
+	return errors.As(err, &re) && !re.Backend
+}
+
+// brokenPart is the part whose connection failed, and how, or -1.
+func brokenPart(err error) (int, error) {
+	var pe *partError
+	if errors.As(err, &pe) && mysql.IsBackendError(pe.err) {
+		return pe.part, pe.err
+	}
+	return -1, nil
+}
+
 // clientGone ends an execution whose client failed: every part still
 // running is interrupted, so that no shard keeps working for nobody, and
 // its connection discarded (its answer is unread).
@@ -528,6 +549,16 @@ func (m *Merge) stop(mp *mergePart) error {
 		return nil // nothing to read: done, or never sent
 	}
 	mp.rows.Client = nil // the client's answer is not this read's concern
+	if mp.i == 0 && m.Probe && m.ProbeStmt == nil && !m.probeRead {
+		// The part's command is "probe; part": the probe's answer comes
+		// first, and the part's after it must be read too, or the next
+		// statement on the connection would read it as its own.
+		m.probeRead = true
+		if err := mp.rows.SkipProbe(); err != nil || mp.rows.Info.Err != nil {
+			return err // (an ERR ends the statements: the part did not run)
+		}
+		mp.rows.Info.Results = 0
+	}
 	if mp.rows.Info.Results == 0 {
 		// The header was never read: read it first, so that what follows
 		// is rows.

@@ -64,10 +64,22 @@ type mergeRun struct {
 
 func newMergeRun(m *Merge, cols []mysql.ColumnDef, in []mergeInput, out mergeOutput) (*mergeRun, error) {
 	s := m.Spec
-	r := &mergeRun{m: m, spec: s, cols: cols, in: in, out: out, visible: len(cols) - s.Hidden,
+	// The run is the Merge's own, its buffers kept from one execution to
+	// the next.
+	r := &m.runBuf
+	rows, heap := r.rows[:0], r.heap[:0]
+	*r = mergeRun{m: m, spec: s, cols: cols, in: in, out: out, visible: len(cols) - s.Hidden,
 		skip: m.Offset, left: m.Count}
+	for range in {
+		rows = append(rows, nil)
+	}
+	r.rows, r.heap = rows, heap
 	if r.visible < 0 {
 		return nil, fmt.Errorf("merge: %d hidden columns in a row of %d", s.Hidden, len(cols))
+	}
+	if s.passesRows() {
+		r.pass = true // nothing to compare, combine or format
+		return r, nil
 	}
 	r.cmps = make([]colCmp, len(cols))
 	for i := range cols {
@@ -92,8 +104,6 @@ func newMergeRun(m *Merge, cols []mysql.ColumnDef, in []mergeInput, out mergeOut
 	if err := r.prepareCombine(); err != nil {
 		return nil, err
 	}
-	r.rows = make([][]sqltypes.Value, len(in))
-	r.heap = make([]int, 0, len(in))
 	return r, nil
 }
 
@@ -271,6 +281,9 @@ func (r *mergeRun) next(i int) (bool, error) {
 	row, ok, err := r.in[i].Next()
 	if err != nil || !ok {
 		return false, err
+	}
+	if row == nil && r.spec.passesRows() {
+		return true, nil // an opaque row (mysql.RowStream.Opaque), passed whole
 	}
 	if len(row) != len(r.cols) {
 		return false, fmt.Errorf("merge: part %d sent a row of %d columns, want %d", i, len(row), len(r.cols))

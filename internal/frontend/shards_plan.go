@@ -156,7 +156,7 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 	if !s.selectItems(plan, sql, &s.shape) {
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "this select list on a sharded table")
 	}
-	if target.Len() > 1 && plan.An.TopMerge != 0 {
+	if target.Len() > 1 && s.merges(plan) {
 		return s.planMerge(ks, plan, sql, &s.shape, target, st, &s.vals, false)
 	}
 	s.renderParts(ks, plan, sql, &s.shape, target, false)
@@ -193,6 +193,23 @@ func (s *Session) selectItems(plan *planner.Plan, sql []byte, sh *router.Shape) 
 	}
 	sh.Items = router.SelectItems(sql, sh.Items[:0])
 	return len(sh.Items) == n
+}
+
+// merges reports whether a statement over several sub-tables runs as a
+// Merge: one that needs one (ORDER BY, GROUP BY…), and a read that needs
+// none, whose shards then run at once, each shard's sub-tables read by one
+// UNION ALL. A read while the session holds table locks goes sub-table
+// by sub-table (a Scatter), since a shard's UNION ALL would read a
+// reference table it joins once per sub-table, and LOCK TABLES locked it
+// once.
+func (s *Session) merges(plan *planner.Plan) bool {
+	switch {
+	case plan.An.TopMerge != 0:
+		return true
+	case plan.An.Write || plan.Merge == nil:
+		return false
+	}
+	return len(s.lockedClusters()) == 0 || s.exec.cursor
 }
 
 // subTables plans a sharded statement on the sub-tables renderParts

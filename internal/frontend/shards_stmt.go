@@ -175,7 +175,7 @@ func (s *Session) executeSharded(ks *planner.Keyspace, ps *pstmt, st router.Stmt
 		return s.refuseErr(err)
 	}
 	sh.held = nil // a new execution closes the statement's cursor
-	if target.Len() > 1 && (an.TopMerge != 0 || s.exec.cursor && !an.Write) {
+	if target.Len() > 1 && s.merges(sh.plan) {
 		// Merged; a cursor's rows are held by the merge and served by
 		// the proxy (a Scatter cannot hold them).
 		return s.planMerge(ks, sh.plan, sh.text, &sh.shape, target, st, &s.xvals, true)

@@ -36,6 +36,10 @@ type RowStream struct {
 	// Binary: the rows are in the binary protocol (the answer to
 	// COM_STMT_EXECUTE).
 	Binary bool
+	// Opaque: Next reads each row without decoding it (it returns a nil
+	// row), for a merge that passes every row out as it came
+	// (ResultWriter.Pass of all its columns).
+	Opaque bool
 	// Info describes the result set: Rows read, and from its terminator
 	// Status and Warnings; Err is the server's ERR (before or among the
 	// rows); ResultSet once the header was read.
@@ -201,9 +205,13 @@ func (s *RowStream) Next() (row []sqltypes.Value, ok bool, err error) {
 		return nil, false, nil
 	}
 	s.raw = p
-	if s.Binary {
+	switch {
+	case s.Opaque:
+		s.Info.Rows++
+		return nil, true, nil
+	case s.Binary:
 		err = s.decodeBinary(p)
-	} else {
+	default:
 		err = s.decodeText(p)
 	}
 	if err != nil {

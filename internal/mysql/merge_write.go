@@ -209,6 +209,10 @@ func (w *ResultWriter) endRow(b []byte) error {
 // a text row's prefix, or a binary row with its NULL bitmap rebuilt for
 // the visible columns.
 func (w *ResultWriter) Pass(s *RowStream) error {
+	if s.Opaque {
+		// Not decoded: every column is visible.
+		return w.endRow(append(w.beginRow(), s.raw...))
+	}
 	n := len(s.ends)
 	if n < w.visible {
 		return fmt.Errorf("mysql: a part row of %d columns for %d visible ones", n, w.visible)
