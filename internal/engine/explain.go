@@ -111,6 +111,9 @@ func (m *Merge) describe() string {
 	if s.Hidden > 0 {
 		add("%d hidden column(s)", s.Hidden)
 	}
+	if s.passesRows() && !m.HasLimit {
+		add("rows passed on as they come, shard after shard")
+	}
 	return strings.Join(parts, "; ")
 }
 
