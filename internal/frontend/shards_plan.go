@@ -208,8 +208,12 @@ func (s *Session) merges(plan *planner.Plan) bool {
 		return true
 	case plan.An.Write || plan.Merge == nil:
 		return false
+	case s.exec.cursor:
+		return true
 	}
-	return len(s.lockedClusters()) == 0 || s.exec.cursor
+	// (Without a column probe, a statement with effects, the client
+	// would get the definitions of a shard's UNION ALL.)
+	return plan.Merge.Probe != nil && len(s.lockedClusters()) == 0
 }
 
 // subTables plans a sharded statement on the sub-tables renderParts

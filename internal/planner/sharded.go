@@ -97,9 +97,16 @@ func (k *Keyspace) buildParsed(parsed Parsed, sql []byte, sh *router.Shape, db s
 		case an.Insert == nil && an.TopMerge != 0:
 			p.Merge, p.MergeErr = newMergePlan(parsed, an, sh, k.renamer(db), k, k.Schema.MergeMemory)
 		case !an.Write && an.Insert == nil:
-			// A read without a merge construct streams as a Scatter; a
-			// cursor over its sub-tables is a merge that passes rows.
-			p.Merge = &MergePlan{Tmpl: p.Tmpl, Spec: &engine.MergeSpec{Budget: k.Schema.MergeMemory}, Probe: p.Tmpl}
+			// A read without a merge construct runs as a merge that
+			// passes rows; the client's statement on one sub-table gives
+			// its column definitions, unless running it once more would
+			// do something (SLEEP, NEXTVAL…: then it streams as a
+			// Scatter, sub-table by sub-table, and a cursor over it is
+			// a merge typed as its parts are).
+			p.Merge = &MergePlan{Tmpl: p.Tmpl, Spec: &engine.MergeSpec{Budget: k.Schema.MergeMemory}}
+			if !hasEffects(parsed.Stmt) {
+				p.Merge.Probe = p.Tmpl
+			}
 		}
 	}
 	return p, parsed.Exact

@@ -288,6 +288,11 @@ func TestExplainHintShowsThePlanWithoutRunningIt(t *testing.T) {
 		!contains(got[2][2], "rows passed on as they come") {
 		t.Fatalf("explain of a read without key: %v, want a Merge passing rows over 2 shards", got)
 	}
+	// A statement with effects is not run once more as a column probe:
+	// sub-table by sub-table.
+	if got := explain("SELECT v, SLEEP(0) FROM t WHERE v = 1"); len(got) != 4 || got[0][0] != "Scatter" {
+		t.Fatalf("explain of a read without key calling SLEEP: %v, want a Scatter over 4 sub-tables", got)
+	}
 	if got := explain("SELECT v, COUNT(*) FROM t GROUP BY v ORDER BY COUNT(*) DESC LIMIT 3"); len(got) != 3 || got[0][0] != "Merge" || got[2][0] != "Merge" ||
 		!contains(got[2][2], "COUNT of column 2") || !contains(got[2][2], "then sort by 2 DESC") {
 		t.Fatalf("explain of a merge: %v, want a Merge over 2 shards and its description", got)
