@@ -237,7 +237,37 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 	if m.Spec != nil {
 		m.visible -= m.Spec.Hidden
 	}
+	if m.relays() {
+		return m.end(c, m.relayAll())
+	}
 	return m.end(c, m.run(m.cols, m.inputs, (*mergeSink)(m)))
+}
+
+// relays reports a merge whose rows go to the client as they came, part
+// after part, in runs rather than one by one (relayAll): nothing to
+// order, combine or count, the client's column definitions known without
+// its rows (the probe's, or cached), and no cursor to hold them.
+func (m *Merge) relays() bool {
+	return m.Spec != nil && m.Spec.passesRows() && !m.HasLimit && m.w.Hold == nil && m.probeOK
+}
+
+// relayAll sends the column definitions, then every part's rows as its
+// shard sent them (mysql.RowStream.RelayRows), part after part; the
+// other parts' rows wait at their sockets meanwhile.
+func (m *Merge) relayAll() error {
+	if err := m.begin(); err != nil {
+		return err
+	}
+	for i := range m.open {
+		rows := &m.open[i].rows
+		before := rows.Info.Rows
+		err := rows.RelayRows(m.w.Client, m.w.ClientCaps)
+		m.w.Info.Rows += rows.Info.Rows - before
+		if err != nil {
+			return &partError{part: i, err: err}
+		}
+	}
+	return nil
 }
 
 // probeStmt runs the column probe of a prepared statement's execution

@@ -221,6 +221,33 @@ func (s *RowStream) Next() (row []sqltypes.Value, ok bool, err error) {
 	return s.row, true, nil
 }
 
+// RelayRows sends the rest of the result set's rows to client as they
+// arrived, in runs copied from the backend's read buffer and renumbered
+// (Relay's rows), rows of 16 MB and more included: for a merge that
+// passes every row whole, part after part, with nothing to order or
+// count. It ends as Next does after the last row: Info holds the rows,
+// the terminator's status and warnings, or the server's ERR, returned
+// as the *SQLError and not forwarded (the merge answers it).
+func (s *RowStream) RelayRows(client *Conn, clientCaps uint32) error {
+	if s.done {
+		return nil
+	}
+	r := Relay{Client: client, Backend: s.Backend, ClientCaps: clientCaps, BackendCaps: s.BackendCaps, holdEnd: true, holdErr: true}
+	_, err := r.rows()
+	s.Info.Rows += r.Info.Rows
+	s.Info.Sent = s.Info.Sent || r.Info.Sent
+	if err != nil {
+		return err
+	}
+	s.done = true
+	if r.Info.Err != nil {
+		s.Info.Err = r.Info.Err
+		return r.Info.Err
+	}
+	s.Info.Status, s.Info.Warnings = r.Info.Status, r.Info.Warnings
+	return nil
+}
+
 // terminator records the status and warnings of the packet that ends
 // the rows.
 func (s *RowStream) terminator(p []byte) error {

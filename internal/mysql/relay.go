@@ -75,6 +75,9 @@ type Relay struct {
 	// holdEnd: the rows being relayed are one part of a result set
 	// (Concat.Part); their terminator is read, not forwarded.
 	holdEnd bool
+	// holdErr: an ERR among the rows is read into Info.Err, not
+	// forwarded (RowStream.RelayRows: the merge answers it).
+	holdErr bool
 }
 
 func (r *Relay) sameEOF() bool {
@@ -325,6 +328,9 @@ func (r *Relay) rows() (bool, error) {
 			case p[0] == HeaderErr:
 				r.pendingEOF = false
 				r.Info.Err = ParseErr(p)
+				if r.holdErr {
+					return false, nil
+				}
 				return false, r.forward(p)
 			case p[0] == HeaderEOF && len(p) < MaxPayload:
 				if r.holdEnd {
