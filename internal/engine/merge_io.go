@@ -245,10 +245,10 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 
 // relays reports a merge whose rows go to the client as they came, part
 // after part, in runs rather than one by one (relayAll): nothing to
-// order, combine or count, the client's column definitions known without
-// its rows (the probe's, or cached), and no cursor to hold them.
+// order, combine or count, and no cursor to hold them. (Such a SELECT's
+// column definitions do not depend on the rows found: begin needs none.)
 func (m *Merge) relays() bool {
-	return m.Spec != nil && m.Spec.passesRows() && !m.HasLimit && m.w.Hold == nil && m.probeOK
+	return m.Spec != nil && m.Spec.passesRows() && !m.HasLimit && m.w.Hold == nil
 }
 
 // relayAll sends the column definitions, then every part's rows as its
@@ -415,6 +415,7 @@ func (m *Merge) keepProbe(defs [][]byte, rows bool) {
 // is done with, and the client gets the terminator, or an ERR that ends
 // the result when anything failed.
 func (m *Merge) end(c Cursor, err error) bool {
+
 	broken, brokenErr := -1, error(nil)
 	if err != nil { // (the error's look-ups allocate: not on success)
 		if clientFailed(err) {

@@ -289,27 +289,39 @@ func (s *RowStream) SkipProbeResult() error {
 	return s.skipProbe(false)
 }
 
-func (s *RowStream) skipProbe(more bool) error {
+func (s *RowStream) skipProbe(followed bool) error {
 	if err := s.Start(); err != nil || s.Info.Err != nil {
 		return err
 	}
+	more := false
 	for {
-		p, err := s.read()
-		if err != nil {
-			return err
+		if s.Backend.Buffered() == 0 && s.Client != nil && s.Client.Pending() > 0 {
+			if err := s.Client.Flush(); err != nil {
+				return clientErr(err)
+			}
 		}
+		p, m, err := s.Backend.ReadFrame()
+		if err != nil {
+			return backendErr(err)
+		}
+		last := more
+		more = m
 		switch {
+		case last: // a later frame of a row larger than one frame
+			continue
+		case len(p) == 0:
+			return backendErr(fmt.Errorf("empty packet in a result set: %w", ErrMalformed))
+		case m || p[0] != HeaderEOF && p[0] != HeaderErr:
+			s.Info.Rows++ // a row of the probe, dropped
+			continue
 		case p[0] == HeaderErr:
 			s.Info.Err, s.done = ParseErr(p), true
 			return nil
-		case p[0] != HeaderEOF:
-			s.Info.Rows++ // a row of the probe (LIMIT 1), dropped
-			continue
 		}
 		if err := s.terminator(p); err != nil {
 			return err
 		}
-		if (s.Info.Status&StatusMoreResultsExists != 0) != more {
+		if (s.Info.Status&StatusMoreResultsExists != 0) != followed {
 			return backendErr(fmt.Errorf("the column probe of a merge is not followed by the part's rows, or is: %w", ErrMalformed))
 		}
 		return nil
