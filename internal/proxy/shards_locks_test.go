@@ -9,8 +9,37 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardgate/shardgate/internal/proxy"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
+
+// startRefPair starts a reference server and two shards, each with
+// database db, and shardgate over the shards with tables (schemaKeys
+// added to the schema): one connection through shardgate, one to the
+// reference.
+func startRefPair(t *testing.T, db, schemaKeys string, tables ...string) (p *proxy.Proxy, srvs []*testenv.Server, px, ref *sql.Conn) {
+	t.Helper()
+	srvs = testenv.StartN(t, 3, testenv.Options{})
+	for _, s := range srvs {
+		s.Exec(t, "CREATE DATABASE "+db)
+	}
+	p = startProxy(t, clientShardsConfig(t, db, srvs[1:], schemaKeys, tables))
+	px = oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, db, "")))
+	ref = oneConn(t, openDB(t, srvs[0].DSN(db)))
+	return p, srvs, px, ref
+}
+
+// sameAnswers runs the steps on the reference and through shardgate, in
+// turn, and fails at the first whose answers differ.
+func sameAnswers(t *testing.T, ref, px *sql.Conn, steps []string) {
+	t.Helper()
+	for i, sqlText := range steps {
+		want, got := answerOf(ref, sqlText), answerOf(px, sqlText)
+		if got != want {
+			t.Fatalf("step %d, %s: shardgate answered %q, the reference %q", i+1, sqlText, got, want)
+		}
+	}
+}
 
 // answerOf runs sqlText on c and renders its answer: the rows (sorted
 // when it has no ORDER BY: several shards' rows come in another order),
@@ -53,15 +82,8 @@ func answerRows(c *sql.Conn, sqlText string) string {
 // shardgate and on one to the reference server; every answer, and the
 // rows after each step, are the same.
 func TestShardedSavepoints(t *testing.T) {
-	const db = "sp_sharded"
-	srvs := testenv.StartN(t, 3, testenv.Options{})
-	for _, s := range srvs {
-		s.Exec(t, "CREATE DATABASE "+db)
-	}
-	p := startProxy(t, clientShardsConfig(t, db, srvs[1:], "    cross_shard_writes: allow\n",
-		[]string{"{name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}"}))
-	px := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, db, "")))
-	ref := oneConn(t, openDB(t, srvs[0].DSN(db)))
+	_, _, px, ref := startRefPair(t, "sp_sharded", "    cross_shard_writes: allow\n",
+		"{name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}")
 	for _, c := range []*sql.Conn{ref, px} {
 		mustExec(t, c, "CREATE TABLE t (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)",
 			"INSERT INTO t VALUES (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0), (7, 0), (8, 0)")
@@ -110,12 +132,7 @@ func TestShardedSavepoints(t *testing.T) {
 		"ROLLBACK",
 		all,
 	}
-	for i, sqlText := range steps {
-		want, got := answerOf(ref, sqlText), answerOf(px, sqlText)
-		if got != want {
-			t.Fatalf("step %d, %s: shardgate answered %q, the reference %q", i+1, sqlText, got, want)
-		}
-	}
+	sameAnswers(t, ref, px, steps)
 	if got := answerOf(ref, all); got != "1=1 2=10 3=0 4=0 5=0 6=0 7=0 8=0 " {
 		t.Fatalf("the reference's rows are %q: the steps do not test what they should", got)
 	}
@@ -129,15 +146,9 @@ func TestShardedSavepoints(t *testing.T) {
 // After UNLOCK TABLES another session writes at once.
 func TestShardedLockTables(t *testing.T) {
 	const db = "lock_sharded"
-	srvs := testenv.StartN(t, 3, testenv.Options{})
-	for _, s := range srvs {
-		s.Exec(t, "CREATE DATABASE "+db)
-	}
-	p := startProxy(t, clientShardsConfig(t, db, srvs[1:], "",
-		[]string{"{name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}", "{name: r, type: reference}"}))
-	pdb := openDB(t, proxyDSN(p, appUser, appPass, db, ""))
-	px, other := oneConn(t, pdb), oneConn(t, pdb)
-	ref := oneConn(t, openDB(t, srvs[0].DSN(db)))
+	p, _, px, ref := startRefPair(t, db, "",
+		"{name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}", "{name: r, type: reference}")
+	other := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, db, "")))
 	for _, c := range []*sql.Conn{ref, px} {
 		mustExec(t, c, "CREATE TABLE t (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)",
 			"CREATE TABLE r (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)",
@@ -171,12 +182,7 @@ func TestShardedLockTables(t *testing.T) {
 		"UNLOCK TABLES",
 		all,
 	}
-	for i, sqlText := range steps {
-		want, got := answerOf(ref, sqlText), answerOf(px, sqlText)
-		if got != want {
-			t.Fatalf("step %d, %s: shardgate answered %q, the reference %q", i+1, sqlText, got, want)
-		}
-	}
+	sameAnswers(t, ref, px, steps)
 	if got := answerOf(ref, all); got != "1=1 2=2 3=3 4=4 5=5 6=6 7=7 8=8 " {
 		t.Fatalf("the reference's rows are %q: the steps do not test what they should", got)
 	}
@@ -214,14 +220,8 @@ func TestShardedLockTables(t *testing.T) {
 // frame whole.
 func TestScatterReadErrorsAndLargeRows(t *testing.T) {
 	const db = "scatter_rows"
-	srvs := testenv.StartN(t, 3, testenv.Options{})
-	for _, s := range srvs {
-		s.Exec(t, "CREATE DATABASE "+db)
-	}
-	p := startProxy(t, clientShardsConfig(t, db, srvs[1:], "",
-		[]string{"{name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}", "{name: r, type: reference}"}))
-	px := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, db, "")))
-	ref := oneConn(t, openDB(t, srvs[0].DSN(db)))
+	_, srvs, px, ref := startRefPair(t, db, "",
+		"{name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}", "{name: r, type: reference}")
 	for _, c := range []*sql.Conn{ref, px} {
 		mustExec(t, c, "CREATE TABLE t (id INT NOT NULL PRIMARY KEY, v INT NOT NULL, b LONGBLOB)",
 			"CREATE TABLE r (k INT NOT NULL, name VARCHAR(10) NOT NULL)",
