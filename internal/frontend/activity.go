@@ -58,6 +58,7 @@ func (s *Session) publishIdle() {
 	}
 	a.db = s.db
 	a.running = false
+	s.queryKilled.Store(false)
 	a.pins = s.heldPins()
 	switch {
 	case !s.tele.end.IsZero():

@@ -54,6 +54,9 @@ func (s *Session) enterPart(c *backend.Conn) {
 
 // Send implements engine.Cursor.
 func (s *Session) Send(c *backend.Conn, p *engine.Part, q []byte) error {
+	if err := s.killedError(); err != nil {
+		return err
+	}
 	if s.exec.ps != nil {
 		s.exec.sql = p.Stmt
 		if p.Params != nil {
@@ -106,7 +109,7 @@ func (s *Session) RenameWarnings(f func(string) string) { s.cmd.renameWarns = f 
 func (s *Session) Failed(c *backend.Conn, err error, sent bool) bool {
 	s.enterPart(c)
 	s.traceBackendDone(c, err)
-	if pf := asPrepareFailed(err); pf != nil {
+	if pf := asNotRun(err); pf != nil {
 		// The part's statement could not be prepared there: that
 		// server's error ends the answer.
 		s.release(c)

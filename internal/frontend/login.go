@@ -195,6 +195,12 @@ func (s *Session) comProcessKill(p []byte) bool {
 func (s *Session) killQuery() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.act.running {
+		// The parts of the statement not sent yet are not (killedError):
+		// one waiting for a connection, or being prepared on its shard,
+		// has nothing running to interrupt.
+		s.queryKilled.Store(true)
+	}
 	if c := s.running; c != nil {
 		s.killBackendQuery(c)
 	}

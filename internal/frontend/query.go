@@ -331,7 +331,7 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 		if err == nil {
 			s.teleResult(info)
 		}
-		if pf := asPrepareFailed(err); pf != nil {
+		if pf := asNotRun(err); pf != nil {
 			s.release(c)
 			return s.writeErr(pf.SQLError)
 		}
@@ -402,14 +402,14 @@ func isReadOnlyRefusal(e *mysql.SQLError) bool {
 	return e != nil && e.Code == 1290 && (strings.Contains(e.Message, "read-only") || strings.Contains(e.Message, "read_only"))
 }
 
-// asPrepareFailed unwraps a *prepareFailed. The target escapes to the heap
+// asNotRun unwraps a *notRun. The target escapes to the heap
 // in errors.As, so the common nil case must not get there (the hot path
 // does not allocate).
-func asPrepareFailed(err error) *prepareFailed {
+func asNotRun(err error) *notRun {
 	if err == nil {
 		return nil
 	}
-	var pf *prepareFailed
+	var pf *notRun
 	if errors.As(err, &pf) {
 		return pf
 	}

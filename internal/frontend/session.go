@@ -71,6 +71,10 @@ type Session struct {
 	mu      sync.Mutex
 	idle    bool          // blocked reading the next command
 	running *backend.Conn // backend connection running a statement now
+	// queryKilled: a KILL QUERY came while the current statement ran;
+	// its parts not sent yet are not (killedError). Cleared when the
+	// session goes idle.
+	queryKilled atomic.Bool
 	act     activity      // what the session does, for SHOW SESSIONS (activity.go)
 	// The connections of a statement in parts (engine.Cursor.Acquire)
 	// not done yet: a merge runs one on every shard at once.

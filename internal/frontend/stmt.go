@@ -175,7 +175,7 @@ type stmtExec struct {
 
 // sendExecute prepares the statement on c if it is not yet and sends the
 // execution. A SQL error preparing it is the client's answer
-// (*prepareFailed); anything else is a backend failure.
+// (*notRun); anything else is a backend failure.
 func (s *Session) sendExecute(c *backend.Conn, p []byte) error {
 	ps := s.exec.ps
 	var bst *backend.Stmt
@@ -188,9 +188,12 @@ func (s *Session) sendExecute(c *backend.Conn, p []byte) error {
 	if err != nil {
 		var se *mysql.SQLError
 		if errors.As(err, &se) {
-			return &prepareFailed{se}
+			return &notRun{se}
 		}
 		return mysql.BackendError(err)
+	}
+	if err := s.killedError(); err != nil {
+		return err // killed while the statement was being prepared there
 	}
 	if ps.sh != nil {
 		return s.writeShardExecute(c, p, ps, bst.ID)
@@ -198,9 +201,21 @@ func (s *Session) sendExecute(c *backend.Conn, p []byte) error {
 	return s.writeExecute(c, p, ps, bst.ID, s.exec.bound)
 }
 
-// prepareFailed: the server refused to prepare the statement on this
-// connection (a table dropped since, say); the client gets that error.
-type prepareFailed struct{ *mysql.SQLError }
+// notRun: a statement was not sent on a connection, which stays fine:
+// the server refused to prepare it there (a table dropped since, say), or
+// a KILL QUERY came for the client's statement before this part of it
+// was sent (killedError). The client gets the error.
+type notRun struct{ *mysql.SQLError }
+
+// killedError refuses a part of the client's statement after a KILL QUERY
+// came for it: the parts running then were interrupted, and one server
+// would not go on with the statement either. nil when none came.
+func (s *Session) killedError() error {
+	if !s.queryKilled.Load() {
+		return nil
+	}
+	return &notRun{mysql.NewError(mysql.ERQueryInterrupted, mysql.StateQueryInterrupted, "Query execution was interrupted")}
+}
 
 // afterExecute records what a prepared statement's execution leaves: long
 // data is consumed, and an open cursor pins the connection.

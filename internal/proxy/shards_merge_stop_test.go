@@ -614,3 +614,49 @@ func TestMergeMemorySpillOrRefuse(t *testing.T) {
 		t.Fatalf("the session after the refusal: %q", got)
 	}
 }
+
+// TestKillQueryWhileAPartWaits: a KILL QUERY that comes while a merge
+// waits for a connection to one shard (its pool full) finds nothing to
+// interrupt there; the part is not sent once the connection comes, and
+// the client gets 1317, as one server interrupts a statement that waits.
+func TestKillQueryWhileAPartWaits(t *testing.T) {
+	const db = "mkillwait"
+	s0, s1 := testenv.Start(t, testenv.Options{}), testenv.Start(t, testenv.Options{})
+	for _, s := range []*testenv.Server{s0, s1} {
+		s.Exec(t, "CREATE DATABASE "+db)
+	}
+	yaml := twoShardYAML(db, s0.Addr, s1.Addr, 2, "    tables:\n      - {name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}\n", "")
+	// s1's pool holds one connection.
+	yaml = strings.Replace(yaml, `pool: {max_open: 2}, primary: {address: "`+s1.Addr, `pool: {max_open: 1}, primary: {address: "`+s1.Addr, 1)
+	p := startProxy(t, parseConfig(t, yaml, "kill-wait.yaml"))
+	pdb := openDB(t, proxyDSN(p, appUser, appPass, db, ""))
+	holder, a, b := oneConn(t, pdb), oneConn(t, pdb), oneConn(t, pdb)
+	mustExec(t, holder, "CREATE TABLE t (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)")
+	var onS1 int64 = 1
+	for subTableOf(t, onS1, 4) < 2 {
+		onS1++
+	}
+	mustExec(t, holder, fmt.Sprintf("INSERT INTO t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (%d, 0)", 100+onS1))
+	// The holder's transaction keeps s1's only connection.
+	mustExec(t, holder, "BEGIN", fmt.Sprintf("SELECT v FROM t WHERE id = %d FOR UPDATE", onS1))
+	aID := queryString(t, a, "SELECT CONNECTION_ID()")
+	done := runAsync(a, "SELECT id, v FROM t ORDER BY id")
+	// a's merge has s0's part and waits for s1's connection.
+	pool := p.Cluster("s1").Servers()[0].Pool
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, _, waiting := pool.Open(); waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the merge does not wait for s1's connection")
+		}
+	}
+	mustExec(t, b, "KILL QUERY "+aID)
+	mustExec(t, holder, "COMMIT")
+	if err := waitErr(t, done, "KILL QUERY"); mysqlErrCode(err) != 1317 {
+		t.Fatalf("the merge killed while it waited for a connection: %v, want error 1317", err)
+	}
+	if got := queryString(t, a, "SELECT COUNT(*) FROM t"); got != "5" {
+		t.Fatalf("the killed session's next statement: %q, want 5", got)
+	}
+}
