@@ -75,7 +75,7 @@ type Session struct {
 	// its parts not sent yet are not (killedError). Cleared when the
 	// session goes idle.
 	queryKilled atomic.Bool
-	act     activity      // what the session does, for SHOW SESSIONS (activity.go)
+	act         activity // what the session does, for SHOW SESSIONS (activity.go)
 	// The connections of a statement in parts (engine.Cursor.Acquire)
 	// not done yet: a merge runs one on every shard at once.
 	partsRunning []*backend.Conn
