@@ -175,7 +175,7 @@ func (s *Session) unionParams(mp *planner.MergePlan, n int) []int {
 // reference table: the server wants a lock per reference, and a table is
 // locked once under its name.
 func (s *Session) lockedUnion(plan *planner.Plan, shards []mergeShard) error {
-	if len(s.lockedClusters()) == 0 {
+	if s.heldPins()&pinLock == 0 {
 		return nil
 	}
 	union := false

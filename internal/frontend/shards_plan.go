@@ -213,7 +213,7 @@ func (s *Session) merges(plan *planner.Plan) bool {
 	}
 	// (Without a column probe, a statement with effects, the client
 	// would get the definitions of a shard's UNION ALL.)
-	return plan.Merge.Probe != nil && len(s.lockedClusters()) == 0
+	return plan.Merge.Probe != nil && s.heldPins()&pinLock == 0
 }
 
 // subTables plans a sharded statement on the sub-tables renderParts
