@@ -69,13 +69,23 @@ type cellSpan struct {
 	null       bool
 }
 
+// flushBeforeWait writes the client's pending output when the next read
+// from the backend would wait: a slow part must not hold back rows
+// already merged.
+func (s *RowStream) flushBeforeWait() error {
+	if s.Backend.Buffered() == 0 && s.Client != nil && s.Client.Pending() > 0 {
+		if err := s.Client.Flush(); err != nil {
+			return clientErr(err)
+		}
+	}
+	return nil
+}
+
 // read reads one frame of the backend's answer, flushing the client's
 // pending output first when the read would block.
 func (s *RowStream) read() ([]byte, error) {
-	if s.Backend.Buffered() == 0 && s.Client != nil && s.Client.Pending() > 0 {
-		if err := s.Client.Flush(); err != nil {
-			return nil, clientErr(err)
-		}
+	if err := s.flushBeforeWait(); err != nil {
+		return nil, err
 	}
 	p, more, err := s.Backend.ReadFrame()
 	if err != nil {
@@ -295,10 +305,8 @@ func (s *RowStream) skipProbe(followed bool) error {
 	}
 	more := false
 	for {
-		if s.Backend.Buffered() == 0 && s.Client != nil && s.Client.Pending() > 0 {
-			if err := s.Client.Flush(); err != nil {
-				return clientErr(err)
-			}
+		if err := s.flushBeforeWait(); err != nil {
+			return err
 		}
 		p, m, err := s.Backend.ReadFrame()
 		if err != nil {
