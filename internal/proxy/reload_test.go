@@ -204,7 +204,15 @@ func TestReloadPoolLimits(t *testing.T) {
 	for _, tx := range txs[2:] {
 		_ = tx.Commit()
 	}
-	if open, _, _ := primary.Open(); open != 2 {
+	// The client has the COMMIT's answer before the session has given its
+	// connection back (and the pool closed it): wait for that, briefly.
+	open := 0
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if open, _, _ = primary.Open(); open == 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if open != 2 {
 		t.Errorf("after max_open 4 -> 2 and two commits: open = %d, want 2", open)
 	}
 	tx3, err := db.Begin()
