@@ -106,7 +106,7 @@ func Diff(ref, got Answer, ordered bool) string {
 // Superset, got's rows against superset, the reference's answer to it
 // (nil: st failed on the reference, so got must fail too).
 func DiffStatement(ref, got Answer, st *Statement, superset *Answer) string {
-	c := rowCompare{ordered: st.Ordered, fold: st.Fold, merged: len(st.Constructs) > 0}
+	c := rowCompare{ordered: st.Ordered, fold: st.Fold, foldAs: foldCollations(st), merged: len(st.Constructs) > 0}
 	if st.Superset != nil && superset != nil {
 		c.superset = true
 		if len(superset.Results) > 0 {
@@ -135,7 +135,8 @@ type rowCompare struct {
 	// merged: the statement may be answered by a merge across shards.
 	merged  bool
 	ordered bool
-	fold    []int // columns compared by their utf8mb4_general_ci weight
+	fold    []int // columns compared by their weight under foldAs
+	foldAs  []colldata.Collation
 	// superset: got's rows (of the first result) must be supersetRows'
 	// sub-multiset, as many as the reference's.
 	superset     bool
@@ -144,6 +145,29 @@ type rowCompare struct {
 
 // generalCI is the collation of the generator's strings.
 var generalCI = colldata.Lookup(collations.ID(mysql.CollationUTF8MB4GeneralCI))
+
+// foldCollations are the collations of st's Fold columns, by position:
+// utf8mb4_general_ci unless FoldAs names another.
+func foldCollations(st *Statement) []colldata.Collation {
+	out := make([]colldata.Collation, len(st.Fold))
+	for i := range out {
+		out[i] = generalCI
+		if i < len(st.FoldAs) && st.FoldAs[i] != "" {
+			out[i] = lookupCollation(st.FoldAs[i])
+		}
+	}
+	return out
+}
+
+// lookupCollation is the collation named as MariaDB names it; a name
+// Vitess does not know is a bug of the statement that uses it.
+func lookupCollation(name string) colldata.Collation {
+	c := colldata.Lookup(collations.MySQL8().LookupByName(name))
+	if c == nil {
+		panic("difftest: unknown collation " + name)
+	}
+	return c
+}
 
 // key encodes a row unambiguously (lengths prefix the values), the fold
 // columns as their weight strings under PAD SPACE: equal for values the
@@ -156,8 +180,12 @@ func (c *rowCompare) key(r Row) string {
 			continue
 		}
 		s := v.Bytes
-		if slices.Contains(c.fold, i) {
-			s = "w" + string(generalCI.WeightString(nil, []byte(strings.TrimRight(s, " ")), 0))
+		if j := slices.Index(c.fold, i); j >= 0 {
+			coll := generalCI
+			if j < len(c.foldAs) {
+				coll = c.foldAs[j]
+			}
+			s = "w" + string(coll.WeightString(nil, []byte(strings.TrimRight(s, " ")), 0))
 		}
 		b.WriteString(strconv.Itoa(len(s)))
 		b.WriteByte(':')

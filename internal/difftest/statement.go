@@ -28,10 +28,13 @@ type Statement struct {
 	// Constructs are the constructs of issue 14 (merges across shards) the
 	// statement exercises, counted per construct (Report.Constructs).
 	Constructs []string
-	// Fold are the columns (from 0) compared under utf8mb4_general_ci, as
+	// Fold are the columns (from 0) compared under their collation, as
 	// weight strings: a _ci group key, MIN/MAX or DISTINCT value, whose
 	// spelling ('a' or 'A ') a server may take from any row of the group.
-	Fold []int
+	// FoldAs names the collation of each (by position; missing or "":
+	// utf8mb4_general_ci, the generator's default).
+	Fold   []int
+	FoldAs []string
 	// Superset is set for a LIMIT without a total order: the same
 	// statement without the LIMIT. The rows got must be a sub-multiset of
 	// the reference's rows for it, as many as the reference's answer with

@@ -104,7 +104,8 @@ type MergeSpec struct {
 	// Having filters the combined rows (nil: every row). Its columns
 	// are offsets in the combined row (every part column, visible and
 	// hidden, after aggregation).
-	Having evalengine.Expr
+	Having         evalengine.Expr
+	HavingOperands Operands
 	// Computed are visible columns whose value is an expression over the
 	// combined row (SUM(a) - SUM(b), AVG's SUM / COUNT), formatted to the
 	// column's definition (type, decimals).
@@ -169,6 +170,13 @@ const (
 // DISTINCT kinds, Arg is the column holding x (a hidden group key of the
 // part rows).
 //
+// MIN(x) and MAX(x) take the values of With, columns the shards compute
+// from the aggregate alone (and the group's constants), from the part
+// row whose value wins: their value for the merged aggregate is exactly
+// the server's (MAX(name) > 'walter' under the column's collation,
+// UPPER(MIN(x)), MAX(created) < 20210601), as one server computes it
+// from that very value.
+//
 // GROUP_CONCAT(x ORDER BY o SEPARATOR s): the parts group by the group
 // keys, o and CONCAT(x) (Arg), each row with how many rows it stands for
 // (the column Count, COUNT(*)); Keys are the columns of o and Arg, the
@@ -180,6 +188,7 @@ const (
 type Aggregate struct {
 	Kind     AggKind
 	Col      int
+	With     []int
 	Arg      int
 	Count    int
 	MaxLen   int
@@ -191,8 +200,29 @@ type Aggregate struct {
 // ComputedColumn is a visible column whose value the merge computes from
 // the combined row.
 type ComputedColumn struct {
-	Col  int
-	Expr evalengine.Expr
+	Col      int
+	Expr     evalengine.Expr
+	Operands Operands
+}
+
+// Operands are the columns an expression the merge evaluates reads, with
+// the expression's text. Vitess's evalengine agrees with the server on
+// numbers, but not on strings (it compares utf8mb4_unicode_ci NO PAD)
+// nor on dates (a DATETIME compared with an integer): an expression
+// reading another type is refused when the columns' types are known.
+// (What the merge would compute from one MIN or MAX alone, the shards
+// compute; see Aggregate.With.)
+type Operands struct {
+	Text string
+	Cols []Operand
+}
+
+// Operand is a column an evaluated expression reads. Loose: a constant
+// (a literal, a parameter) that an arithmetic or comparison operator
+// reads as a number, whatever its type.
+type Operand struct {
+	Col   int
+	Loose bool
 }
 
 // mergeInput is one part's rows, in Spec.Order: the I/O side of a Merge

@@ -28,6 +28,7 @@ type accum struct {
 	bits   uint64
 	best   ownedValue // MIN/MAX
 	bestBy ownedValue // MIN/MAX: best's column by (its weight)
+	with   []ownedValue // MIN/MAX: best's row's columns With
 	prev   ownedValue // DISTINCT kinds: the last value of by counted
 	// set holds, for a DISTINCT kind whose argument the group's rows do
 	// not come sorted by (not the first DISTINCT argument), the values of
@@ -111,13 +112,11 @@ func (a *accum) add(row []sqltypes.Value) error {
 			return nil
 		}
 		if a.best.null {
-			a.best.set(v)
-			a.bestBy.set(row[a.by])
+			a.setBest(row)
 			return nil
 		}
 		if c := a.cmp.compare(row[a.by], a.bestBy.value()); c < 0 && a.Kind == AggMin || c > 0 && a.Kind == AggMax {
-			a.best.set(v)
-			a.bestBy.set(row[a.by])
+			a.setBest(row)
 		}
 	case AggBitAnd, AggBitOr, AggBitXor:
 		if v.IsNull() {
@@ -167,6 +166,19 @@ func (a *accum) add(row []sqltypes.Value) error {
 		return a.addSum(x)
 	}
 	return nil
+}
+
+// setBest makes row's value the MIN or MAX so far, with its weight and
+// the columns computed from it.
+func (a *accum) setBest(row []sqltypes.Value) {
+	a.best.set(row[a.Col])
+	a.bestBy.set(row[a.by])
+	if len(a.with) != len(a.With) {
+		a.with = make([]ownedValue, len(a.With))
+	}
+	for i, c := range a.With {
+		a.with[i].set(row[c])
+	}
 }
 
 // finish completes a buffered GROUP_CONCAT: its rows sorted by its keys

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"vitess.io/vitess/go/mysql/collations"
@@ -184,6 +185,11 @@ func (r *mergeRun) prepareCombine() error {
 		if a.Col < 0 || a.Col >= len(r.cols) || a.Kind < AggCount || a.Kind > AggGroupConcat {
 			return fmt.Errorf("merge: aggregate %d of column %d of a row of %d", a.Kind, a.Col, len(r.cols))
 		}
+		for _, c := range a.With {
+			if c < 0 || c >= len(r.cols) || a.Kind != AggMin && a.Kind != AggMax {
+				return fmt.Errorf("merge: aggregate %d taking column %d of a row of %d", a.Kind, c, len(r.cols))
+			}
+		}
 		acc := accum{Aggregate: a, typ: r.types[a.Col], format: r.formats[a.Col], by: -1}
 		var err error
 		switch a.Kind {
@@ -225,6 +231,12 @@ func (r *mergeRun) prepareCombine() error {
 		if c.Col < 0 || c.Col >= len(r.cols) {
 			return fmt.Errorf("merge: computed column %d of a row of %d", c.Col, len(r.cols))
 		}
+		if err := r.checkOperands(c.Operands); err != nil {
+			return err
+		}
+	}
+	if err := r.checkOperands(s.HavingOperands); err != nil {
+		return err
 	}
 	r.computed = make([][]byte, len(s.Computed))
 	if len(s.Computed) > 0 || s.Having != nil {
@@ -236,6 +248,26 @@ func (r *mergeRun) prepareCombine() error {
 			return err
 		}
 		r.sorter = newFinalSorter(keys, r.m)
+	}
+	return nil
+}
+
+// checkOperands refuses an expression the merge would evaluate over
+// values evalengine does not compare or compute as the server does:
+// anything but numbers and NULL, but for constants read as numbers.
+func (r *mergeRun) checkOperands(ops Operands) error {
+	for _, o := range ops.Cols {
+		if o.Col < 0 || o.Col >= len(r.cols) {
+			return fmt.Errorf("merge: operand column %d of a row of %d", o.Col, len(r.cols))
+		}
+		switch t := r.types[o.Col]; {
+		case t == sqltypes.Null, sqltypes.IsNumber(t) && r.cols[o.Col].Type != mysql.TypeYear:
+		case o.Loose && (sqltypes.IsText(t) || sqltypes.IsBinary(t)):
+		default:
+			return mysql.NewError(mysql.ERNotSupportedYet, "42000",
+				"This version of shardgate doesn't yet support '%s across shards: it reads a %s value, and the proxy computes an expression of more than one aggregate over numbers only'",
+				ops.Text, strings.ToLower(t.String()))
+		}
 	}
 	return nil
 }
@@ -367,8 +399,13 @@ func (r *mergeRun) finishGroup() (done bool, err error) {
 			return false, err
 		}
 		vals[a.Col] = a.value()
-		if (a.Kind == AggMin || a.Kind == AggMax) && a.by != a.Col {
-			vals[a.by] = a.bestBy.value() // the winner's weight, for a final order by it
+		if (a.Kind == AggMin || a.Kind == AggMax) && !a.best.null {
+			if a.by != a.Col {
+				vals[a.by] = a.bestBy.value() // the winner's weight, for a final order by it
+			}
+			for j, c := range a.With {
+				vals[c] = a.with[j].value()
+			}
 		}
 	}
 	if r.env != nil {

@@ -684,13 +684,14 @@ func (b *mergeBuilder) groupMerge(grouped bool) error {
 		}
 	}
 	if h := b.client.Having; h != nil {
-		e, err := b.lift(h.Expr)
+		e, err := b.lift(b.expandAliases(h.Expr))
 		if err != nil {
 			return err
 		}
 		if b.spec.Having, err = translate(e); err != nil {
 			return err
 		}
+		b.spec.HavingOperands = b.operands(h.Expr, e)
 		b.push.Having = nil
 	}
 	if grouped {
@@ -935,6 +936,9 @@ func (b *mergeBuilder) item(i int, e sqlparser.Expr) error {
 	if !containsAggregate(e) {
 		return nil
 	}
+	if agg, ok := b.extremeOf(e); ok {
+		return b.takeWith(agg, i) // the shards compute it whole
+	}
 	if f, ok := e.(sqlparser.AggrFunc); ok {
 		kind, err := aggKind(f)
 		if err != nil {
@@ -954,7 +958,7 @@ func (b *mergeBuilder) item(i int, e sqlparser.Expr) error {
 	if err != nil {
 		return err
 	}
-	b.spec.Computed = append(b.spec.Computed, engine.ComputedColumn{Col: i, Expr: expr})
+	b.spec.Computed = append(b.spec.Computed, engine.ComputedColumn{Col: i, Expr: expr, Operands: b.operands(e, lifted)})
 	return nil
 }
 
@@ -1044,6 +1048,9 @@ func (b *mergeBuilder) lift(e sqlparser.Expr) (sqlparser.Expr, error) {
 		case sqlparser.AggrFunc:
 			return false
 		case sqlparser.Expr:
+			if _, ok := b.extremeOf(n); ok {
+				return false // the shards compute it whole (merge_extreme.go)
+			}
 			return containsAggregate(n) || b.namesAlias(n)
 		}
 		return true
@@ -1056,6 +1063,7 @@ func (b *mergeBuilder) lift(e sqlparser.Expr) (sqlparser.Expr, error) {
 			return
 		}
 		var col int
+		agg, extreme := b.extremeOf(expr)
 		switch {
 		case isAggregate(expr):
 			if avg, ok := expr.(*sqlparser.Avg); ok {
@@ -1063,6 +1071,9 @@ func (b *mergeBuilder) lift(e sqlparser.Expr) (sqlparser.Expr, error) {
 				return
 			}
 			col, err = b.aggColumn(expr.(sqlparser.AggrFunc))
+		case extreme:
+			col = b.hiddenColumn(expr)
+			err = b.takeWith(agg, col)
 		case b.itemByAlias(expr) >= 0:
 			col, err = b.liftValue(expr)
 		case containsAggregate(expr) || b.namesAlias(expr):
@@ -1134,6 +1145,10 @@ func (b *mergeBuilder) groupedOrderKey(o *sqlparser.Order) (engine.SortKey, erro
 		k.Col = b.hiddenColumn(o.Expr) // a group key's value, or any row's
 		return k, nil
 	}
+	if agg, ok := b.extremeOf(o.Expr); ok {
+		k.Col = b.hiddenColumn(o.Expr)
+		return k, b.takeWith(agg, k.Col)
+	}
 	if f, ok := o.Expr.(sqlparser.AggrFunc); ok {
 		if _, avg := f.(*sqlparser.Avg); !avg {
 			col, err := b.aggColumn(f)
@@ -1150,7 +1165,7 @@ func (b *mergeBuilder) groupedOrderKey(o *sqlparser.Order) (engine.SortKey, erro
 		return k, err
 	}
 	k.Col = b.hiddenColumn(o.Expr)
-	b.spec.Computed = append(b.spec.Computed, engine.ComputedColumn{Col: k.Col, Expr: expr})
+	b.spec.Computed = append(b.spec.Computed, engine.ComputedColumn{Col: k.Col, Expr: expr, Operands: b.operands(o.Expr, lifted)})
 	return k, nil
 }
 
@@ -1458,6 +1473,9 @@ func (b *mergeBuilder) addWeights() error {
 		}
 		weights[c] = b.addHidden(w)
 		b.addHidden(space)
+		if a := b.takenWith(c); a != nil {
+			a.With = append(a.With, weights[c], weights[c]+1) // the winner's value's weight
+		}
 	}
 	if len(weights) == 0 {
 		return nil
