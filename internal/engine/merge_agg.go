@@ -26,10 +26,10 @@ type accum struct {
 	fsum   float64
 	seen   bool // a non-NULL value was combined
 	bits   uint64
-	best   ownedValue // MIN/MAX
-	bestBy ownedValue // MIN/MAX: best's column by (its weight)
+	best   ownedValue   // MIN/MAX
+	bestBy ownedValue   // MIN/MAX: best's column by (its weight)
 	with   []ownedValue // MIN/MAX: best's row's columns With
-	prev   ownedValue // DISTINCT kinds: the last value of by counted
+	prev   ownedValue   // DISTINCT kinds: the last value of by counted
 	// set holds, for a DISTINCT kind whose argument the group's rows do
 	// not come sorted by (not the first DISTINCT argument), the values of
 	// by counted in the group; held counts their bytes against budget.
