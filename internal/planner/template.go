@@ -3,6 +3,7 @@ package planner
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"vitess.io/vitess/go/vt/sqlparser"
 
@@ -644,14 +645,24 @@ func firstSelect(stmt sqlparser.Statement) *sqlparser.Select {
 func (t *Template) SelectItems() int { return t.selectItems }
 
 // appendItemAlias appends " as `text`", the select item's text as the
-// client wrote it, quoted as a name.
+// client wrote it, quoted as a name. A name holds no character beyond
+// the BMP (utf8mb3's): the server names an item with one by its text with
+// a '?' for each (MAX(name) >= '?' for MAX(name) >= '😀'), and refuses
+// such an alias (1300).
 func appendItemAlias(dst, sql []byte, sp router.Span) []byte {
 	dst = append(dst, " as `"...)
-	for _, c := range sql[sp.Start:sp.End] {
-		if c == '`' {
-			dst = append(dst, '`')
+	text := sql[sp.Start:sp.End]
+	for i := 0; i < len(text); {
+		_, n := utf8.DecodeRune(text[i:])
+		switch {
+		case text[i] == '`':
+			dst = append(dst, '`', '`')
+		case n == 4:
+			dst = append(dst, '?')
+		default:
+			dst = append(dst, text[i:i+n]...)
 		}
-		dst = append(dst, c)
+		i += n
 	}
 	return append(dst, '`')
 }
