@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"vitess.io/vitess/go/mysql/collations"
+	"vitess.io/vitess/go/mysql/collations/charset"
 	"vitess.io/vitess/go/mysql/collations/colldata"
 
 	"github.com/shardgate/shardgate/internal/mysql"
@@ -159,6 +160,20 @@ func foldCollations(st *Statement) []colldata.Collation {
 	return out
 }
 
+// inCharset is s, as the connection's utf8mb4 sends it, in coll's
+// character set (latin1's, say), for its weights.
+func inCharset(coll colldata.Collation, s string) []byte {
+	cs := coll.Charset()
+	if _, utf8 := cs.(charset.Charset_utf8mb4); utf8 {
+		return []byte(s)
+	}
+	b, err := charset.Convert(nil, cs, []byte(s), charset.Charset_utf8mb4{})
+	if err != nil {
+		return []byte(s) // not in the set: compared as it is
+	}
+	return b
+}
+
 // lookupCollation is the collation named as MariaDB names it; a name
 // Vitess does not know is a bug of the statement that uses it.
 func lookupCollation(name string) colldata.Collation {
@@ -185,7 +200,7 @@ func (c *rowCompare) key(r Row) string {
 			if j < len(c.foldAs) {
 				coll = c.foldAs[j]
 			}
-			s = "w" + string(coll.WeightString(nil, []byte(strings.TrimRight(s, " ")), 0))
+			s = "w" + string(coll.WeightString(nil, inCharset(coll, strings.TrimRight(s, " ")), 0))
 		}
 		b.WriteString(strconv.Itoa(len(s)))
 		b.WriteByte(':')

@@ -302,6 +302,7 @@ func (g *Generator) Data() []Statement {
 	emit(tEvent, "(id, kind, amount, happened)", events)
 	emit(tLog, "(day, seq, msg, level)", logs)
 	emit(tNote, "(body, created)", notes)
+	emit(tMember, memberCols, g.memberRows(r))
 	return out
 }
 
@@ -347,9 +348,11 @@ var kinds = []kind{
 	{"merge_group", 24, (*Generator).mergeGroup},
 	{"merge_aggregate", 10, (*Generator).mergeAggregate},
 	{"merge_distinct", 8, (*Generator).mergeDistinct},
-	{"merge_union", 8, (*Generator).mergeUnion},
+	{"merge_union", 9, (*Generator).mergeUnion},
 	{"merge_join", 9, (*Generator).mergeJoin},
-	{"merge_subquery", 16, (*Generator).mergeSubquery},
+	{"merge_subquery", 18, (*Generator).mergeSubquery},
+	{"merge_compare", 24, (*Generator).mergeCompare},
+	{"merge_string_key", 5, (*Generator).memberPoint},
 	{"cross_shard", 2, (*Generator).crossShard},
 }
 

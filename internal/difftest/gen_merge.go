@@ -62,7 +62,7 @@ const (
 )
 
 // allConstructs are the construct names, for the report's checks.
-var allConstructs = []string{cOrderBy, cOrderDesc, cOrderMulti, cOrderAlias, cOrderExpr, cOrderPos, cOrderQual, cLimit, cLimitOffset, cLimitAny, cGroupBy, cGroupCI, cCountStar, cCountCol, cSum, cMinMax, cAvg, cCountDist, cSumDist, cGroupConcat, cBitAgg, cAggExpr, cHaving, cAggNoGroup, cZeroRows, cTopN, cDistinct, cUnion, cUnionAll, cJoinKey, cJoinRef, cSubIn, cSubExists, cSubScalar, cDerived, cCrossRefused}
+var allConstructs = append([]string{cOrderBy, cOrderDesc, cOrderMulti, cOrderAlias, cOrderExpr, cOrderPos, cOrderQual, cLimit, cLimitOffset, cLimitAny, cGroupBy, cGroupCI, cCountStar, cCountCol, cSum, cMinMax, cAvg, cCountDist, cSumDist, cGroupConcat, cBitAgg, cAggExpr, cHaving, cAggNoGroup, cZeroRows, cTopN, cDistinct, cUnion, cUnionAll, cJoinKey, cJoinRef, cSubIn, cSubExists, cSubScalar, cDerived, cCrossRefused}, compareConstructs...)
 
 // colType is what the generator needs to know of a column's type.
 type colType int
@@ -71,7 +71,7 @@ const (
 	ctInt colType = iota
 	ctDec
 	ctDouble
-	ctStr // utf8mb4_general_ci
+	ctStr // a string: utf8mb4_general_ci unless column.coll says otherwise
 	ctDate
 	ctDatetime
 )
@@ -79,6 +79,23 @@ const (
 type column struct {
 	name string
 	typ  colType
+	coll string // a string's collation, if not utf8mb4_general_ci
+}
+
+// generalCIName is the collation of the generator's strings but
+// sf_member's.
+const generalCIName = "utf8mb4_general_ci"
+
+// collation is the collation a string column's values compare under, ""
+// for other types.
+func (c column) collation() string {
+	switch {
+	case c.typ != ctStr:
+		return ""
+	case c.coll == "":
+		return generalCIName
+	}
+	return c.coll
 }
 
 // mtable is a sharded table as the merge statements see it.
@@ -92,17 +109,18 @@ type mtable struct {
 
 var mergeTables = []*mtable{
 	{name: tUser, alias: "u", key: []string{"id"}, cols: []column{
-		{"id", ctInt}, {"name", ctStr}, {"email", ctStr}, {"balance", ctDec}, {"score", ctDouble},
-		{"born", ctDate}, {"created", ctDatetime}, {"city_id", ctInt}}, filter: (*Generator).userFilter},
+		{"id", ctInt, ""}, {"name", ctStr, ""}, {"email", ctStr, ""}, {"balance", ctDec, ""}, {"score", ctDouble, ""},
+		{"born", ctDate, ""}, {"created", ctDatetime, ""}, {"city_id", ctInt, ""}}, filter: (*Generator).userFilter},
 	{name: tOrder, alias: "o", key: []string{"user_id", "order_no"}, cols: []column{
-		{"user_id", ctInt}, {"order_no", ctInt}, {"amount", ctDec}, {"status", ctStr},
-		{"ordered_at", ctDatetime}, {"note", ctStr}}, filter: (*Generator).orderFilter},
+		{"user_id", ctInt, ""}, {"order_no", ctInt, ""}, {"amount", ctDec, ""}, {"status", ctStr, ""},
+		{"ordered_at", ctDatetime, ""}, {"note", ctStr, ""}}, filter: (*Generator).orderFilter},
 	{name: tEvent, alias: "e", key: []string{"id"}, cols: []column{
-		{"id", ctInt}, {"kind", ctStr}, {"amount", ctDec}, {"happened", ctDatetime}}, filter: (*Generator).eventFilter},
+		{"id", ctInt, ""}, {"kind", ctStr, ""}, {"amount", ctDec, ""}, {"happened", ctDatetime, ""}}, filter: (*Generator).eventFilter},
 	{name: tLog, alias: "l", key: []string{"day", "seq"}, cols: []column{
-		{"day", ctDate}, {"seq", ctInt}, {"msg", ctStr}, {"level", ctInt}}, filter: (*Generator).logFilter},
+		{"day", ctDate, ""}, {"seq", ctInt, ""}, {"msg", ctStr, ""}, {"level", ctInt, ""}}, filter: (*Generator).logFilter},
 	{name: tTag, alias: "tg", key: []string{"name"}, cols: []column{
-		{"name", ctStr}, {"uses", ctInt}, {"updated", ctDate}}, filter: (*Generator).tagFilter},
+		{"name", ctStr, ""}, {"uses", ctInt, ""}, {"updated", ctDate, ""}}, filter: (*Generator).tagFilter},
+	{name: tMember, alias: "mb", key: []string{"name", "id"}, cols: memberColumns, filter: (*Generator).memberFilter},
 }
 
 func (t *mtable) col(name string) column {
@@ -186,10 +204,19 @@ func (g *Generator) tagFilter(p string) ([]any, bool) {
 // mstmt collects a merge statement: its builder, its constructs and the
 // columns compared under the collation.
 type mstmt struct {
-	b     *builder
-	tags  []string
-	fold  []int
-	order bool // the ORDER BY is total
+	b      *builder
+	tags   []string
+	fold   []int
+	foldAs []string // the collation of each of fold
+	order  bool     // the ORDER BY is total
+}
+
+// foldAt compares column i under collation coll ("": as it is).
+func (m *mstmt) foldAt(i int, coll string) {
+	if coll != "" {
+		m.fold = append(m.fold, i)
+		m.foldAs = append(m.foldAs, coll)
+	}
 }
 
 func newMstmt() *mstmt { return &mstmt{b: new(builder)} }
@@ -208,7 +235,7 @@ func (m *mstmt) tag(tags ...string) {
 // counted, not a difference).
 func (m *mstmt) done() Statement {
 	st := m.b.stmt("")
-	st.Ordered, st.Refusable, st.Constructs, st.Fold = m.order, true, m.tags, m.fold
+	st.Ordered, st.Refusable, st.Constructs, st.Fold, st.FoldAs = m.order, true, m.tags, m.fold, m.foldAs
 	return st
 }
 
@@ -466,17 +493,19 @@ func (g *Generator) mergeLimitAny() Statement {
 // groupKey is a GROUP BY key: a column or an expression of one.
 type groupKey struct {
 	expr string
-	ci   bool // a _ci string: its spelling is any of the group's
+	coll string // a string's collation: its spelling is any of the group's
 }
 
 func (g *Generator) groupKeys(t *mtable, p string) []groupKey {
 	var ks []groupKey
 	byTable := map[string][]groupKey{
-		tUser:  {{p + "city_id", false}, {p + "name", true}, {"YEAR(" + p + "born)", false}, {p + "city_id % 3", false}},
-		tOrder: {{p + "status", true}, {p + "order_no", false}, {p + "user_id", false}, {p + "note", true}},
-		tEvent: {{p + "kind", true}, {"FLOOR(" + p + "id / 100)", false}},
-		tLog:   {{p + "level", false}, {"MONTH(" + p + "day)", false}, {p + "seq", false}},
-		tTag:   {{p + "uses % 5", false}, {"YEAR(" + p + "updated)", false}},
+		tUser:  {{p + "city_id", ""}, {p + "name", generalCIName}, {"YEAR(" + p + "born)", ""}, {p + "city_id % 3", ""}},
+		tOrder: {{p + "status", generalCIName}, {p + "order_no", ""}, {p + "user_id", ""}, {p + "note", generalCIName}},
+		tEvent: {{p + "kind", generalCIName}, {"FLOOR(" + p + "id / 100)", ""}},
+		tLog:   {{p + "level", ""}, {"MONTH(" + p + "day)", ""}, {p + "seq", ""}},
+		tTag:   {{p + "uses % 5", ""}, {"YEAR(" + p + "updated)", ""}},
+		tMember: {{p + "city", "utf8mb4_unicode_520_ci"}, {p + "code", "utf8mb4_bin"}, {p + "nick", "latin1_swedish_ci"},
+			{p + "age % 4", ""}, {"YEAR(" + p + "seen)", ""}, {"UPPER(" + p + "name)", "utf8mb4_unicode_ci"}},
 	}
 	all := byTable[t.name]
 	for _, i := range g.r.Perm(len(all))[:1+g.r.IntN(min(2, len(all)))] {
@@ -489,7 +518,7 @@ func (g *Generator) groupKeys(t *mtable, p string) []groupKey {
 // string (MIN/MAX of one) and its constructs.
 type aggregate struct {
 	expr string
-	ci   bool
+	coll string // the collation of a string value (MIN/MAX of one)
 	tags []string
 }
 
@@ -497,8 +526,10 @@ type aggregate struct {
 // columns prefixed by p.
 func (g *Generator) aggregate(t *mtable, p string) aggregate {
 	var nums, ints, strs, all []string
+	colls := map[string]string{}
 	for _, c := range t.cols {
 		all = append(all, p+c.name)
+		colls[p+c.name] = c.collation()
 		switch c.typ {
 		case ctInt:
 			nums, ints = append(nums, p+c.name), append(ints, p+c.name)
@@ -524,10 +555,11 @@ func (g *Generator) aggregate(t *mtable, p string) aggregate {
 		return aggregate{expr: "SUM(" + pick(g.r, nums) + ")", tags: []string{cSum}}
 	case 3:
 		c := pick(g.r, all)
-		return aggregate{expr: pick(g.r, []string{"MIN", "MAX"}) + "(" + c + ")", ci: slices.Contains(strs, c), tags: []string{cMinMax}}
+		return aggregate{expr: pick(g.r, []string{"MIN", "MAX"}) + "(" + c + ")", coll: colls[c], tags: []string{cMinMax}}
 	case 4:
 		if len(strs) > 0 {
-			return aggregate{expr: pick(g.r, []string{"MIN", "MAX"}) + "(" + pick(g.r, strs) + ")", ci: true, tags: []string{cMinMax}}
+			c := pick(g.r, strs)
+			return aggregate{expr: pick(g.r, []string{"MIN", "MAX"}) + "(" + c + ")", coll: colls[c], tags: []string{cMinMax}}
 		}
 		return aggregate{expr: "MAX(" + pick(g.r, nums) + ")", tags: []string{cMinMax}}
 	case 5:
@@ -601,8 +633,8 @@ func (g *Generator) mergeGroup() Statement {
 			m.add(", ")
 		}
 		m.add(k.expr)
-		if k.ci {
-			m.fold = append(m.fold, i)
+		if k.coll != "" {
+			m.foldAt(i, k.coll)
 			m.tag(cGroupCI)
 		}
 		switch g.r.IntN(4) {
@@ -623,9 +655,7 @@ func (g *Generator) mergeGroup() Statement {
 		a := g.aggregate(t, nm.prefix)
 		m.tag(a.tags...)
 		m.add(", " + a.expr)
-		if a.ci {
-			m.fold = append(m.fold, len(keys)+j)
-		}
+		m.foldAt(len(keys)+j, a.coll)
 		if g.r.IntN(3) == 0 {
 			alias := fmt.Sprintf("a%d", j+1)
 			m.add(" AS " + alias)
@@ -712,9 +742,7 @@ func (g *Generator) mergeAggregate() Statement {
 		a := g.aggregate(t, nm.prefix)
 		m.tag(a.tags...)
 		m.add(a.expr)
-		if a.ci {
-			m.fold = append(m.fold, j)
-		}
+		m.foldAt(j, a.coll)
 	}
 	m.add(" FROM " + nm.from)
 	if g.r.IntN(4) == 0 {
@@ -754,9 +782,7 @@ func (g *Generator) mergeDistinct() Statement {
 			}
 			c := t.cols[ci]
 			m.add(nm.prefix + c.name)
-			if c.typ == ctStr {
-				m.fold = append(m.fold, i)
-			}
+			m.foldAt(i, c.collation())
 		}
 		m.add(" FROM " + nm.from)
 		if withWhere {

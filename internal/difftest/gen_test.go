@@ -39,8 +39,8 @@ func TestGeneratorStatements(t *testing.T) {
 		if n := placeholders(st.Prepared); n != len(st.Args) {
 			t.Fatalf("%d placeholders, %d args: %s", n, len(st.Args), st.Prepared)
 		}
-		if strings.ContainsAny(st.SQL, "?\\") {
-			t.Fatalf("text form holds ? or a backslash: %s", st.SQL)
+		if placeholders(st.SQL) != 0 {
+			t.Fatalf("text form holds ?: %s", st.SQL)
 		}
 		isWrite := !strings.HasPrefix(st.SQL, "SELECT")
 		if isWrite != (len(st.Writes) > 0) {

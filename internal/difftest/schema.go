@@ -15,22 +15,25 @@ import (
 //	sf_event  range on id (INT)                      [-∞,0) [0,100) [100,1000) [1000,∞)
 //	sf_log    date_month on day (DATE)               2023-01..06, 2023-07..12, 2024-01..06, 2024-07..12
 //	sf_note   unsharded, AUTO_INCREMENT id           lives on the default cluster
+//	sf_member hash on name (VARCHAR utf8mb4_unicode_ci) 4 sub-tables, its strings in
+//	          utf8mb4_unicode_ci, utf8mb4_unicode_520_ci, utf8mb4_bin and latin1_swedish_ci
 //
 // Every unique key of a sharded table contains its shard key: a proxy
 // cannot enforce uniqueness across sub-tables, so a schema that asked it
 // to would make the reference and the proxy differ by design.
 const (
-	tUser  = "sf_user"
-	tOrder = "sf_order"
-	tCity  = "sf_city"
-	tTag   = "sf_tag"
-	tEvent = "sf_event"
-	tLog   = "sf_log"
-	tNote  = "sf_note"
+	tUser   = "sf_user"
+	tOrder  = "sf_order"
+	tCity   = "sf_city"
+	tTag    = "sf_tag"
+	tEvent  = "sf_event"
+	tLog    = "sf_log"
+	tNote   = "sf_note"
+	tMember = "sf_member"
 )
 
 // Tables lists the generator's tables.
-var Tables = []string{tUser, tOrder, tCity, tTag, tEvent, tLog, tNote}
+var Tables = []string{tUser, tOrder, tCity, tTag, tEvent, tLog, tNote, tMember}
 
 const tableOptions = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"
 
@@ -88,6 +91,18 @@ var createTables = []string{
   created DATETIME NULL,
   PRIMARY KEY (id)
 )` + tableOptions,
+	`CREATE TABLE sf_member (
+  name VARCHAR(32) COLLATE utf8mb4_unicode_ci NOT NULL,
+  id INT NOT NULL,
+  city VARCHAR(24) COLLATE utf8mb4_unicode_520_ci NULL,
+  code VARCHAR(16) COLLATE utf8mb4_bin NULL,
+  nick VARCHAR(16) CHARACTER SET latin1 COLLATE latin1_swedish_ci NULL,
+  age INT NULL,
+  score DECIMAL(10,2) NULL,
+  joined DATE NULL,
+  seen DATETIME NULL,
+  PRIMARY KEY (name, id)
+)` + tableOptions,
 }
 
 // Schema returns the DDL that creates the logical tables (dropping them
@@ -127,5 +142,6 @@ func SchemaYAML(schema string, shards []string) (string, error) {
 		list, perShard, strings.Join(ranges, ", "))
 	fmt.Fprintf(&b, "      - {name: sf_log, shard_key: day, rule: date_month, shards: %s, sub_tables: %d, periods: [%s]}\n",
 		list, perShard, strings.Join(periods, ", "))
+	fmt.Fprintf(&b, "      - {name: sf_member, shard_key: name, rule: hash, shards: %s, sub_tables: %d}\n", list, perShard)
 	return b.String(), nil
 }

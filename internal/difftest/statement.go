@@ -64,8 +64,11 @@ func datetimeLit(t time.Time) lit {
 	return lit{quote(t.Format("2006-01-02 15:04:05")), t}
 }
 
-// quote is a SQL string literal; the generated strings hold no backslash.
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+// quote is a SQL string literal under MariaDB's default sql_mode, where a
+// backslash escapes.
+func quote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(s) + "'"
+}
 
 // builder writes the text and the prepared form of a statement side by
 // side: strings are SQL, lits are literals in the text and ? in the

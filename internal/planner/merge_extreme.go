@@ -65,6 +65,9 @@ func (b *mergeBuilder) takeWith(agg sqlparser.AggrFunc, col int) error {
 	if !slices.Contains(a.With, col) {
 		a.With = append(a.With, col)
 	}
+	// Like a lifted value, a shard computes it in a part row: over no
+	// rows at all, a part grouped by a DISTINCT argument sends none.
+	b.liftedValues = true
 	return nil
 }
 
