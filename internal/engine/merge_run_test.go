@@ -345,6 +345,12 @@ func TestMergeGroups(t *testing.T) {
 				{Kind: AggCount, Col: 1}, {Kind: AggSum, Col: 2}, {Kind: AggMin, Col: 3}, {Kind: AggMax, Col: 4}}},
 			inputs: [][]string{in("a|2|1.50|x|x", "b|1|NULL|NULL|NULL"), in("A|3|-0.25|W|W", "B|1|NULL|NULL|NULL", "c|1|-5.00|m|m")},
 			want:   []string{"a|5|1.25|W|x", "b|2|NULL|NULL|NULL", "c|1|-5.00|m|m"}},
+		{name: "MIN and MAX take their With columns from the winning row; over NULLs the group's first row's",
+			cols: []mysql.ColumnDef{cInt, cInt, cInt, cInt, cInt},
+			spec: MergeSpec{Order: byKey, Groups: 1, Aggregates: []Aggregate{
+				{Kind: AggMax, Col: 1, With: []int{2}}, {Kind: AggMin, Col: 3, With: []int{4}}}},
+			inputs: [][]string{in("1|5|50|3|30", "2|NULL|7|NULL|8"), in("1|9|90|1|10", "2|NULL|9|NULL|9")},
+			want:   []string{"1|9|90|1|10", "2|NULL|7|NULL|8"}},
 		{name: "sum past int64 and decimal scale",
 			cols:   []mysql.ColumnDef{cInt, cDec0, cDec2},
 			spec:   MergeSpec{Order: byKey, Groups: 1, Aggregates: []Aggregate{{Kind: AggSum, Col: 1}, {Kind: AggSum, Col: 2}}},
