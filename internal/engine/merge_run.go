@@ -284,7 +284,7 @@ func (r *mergeRun) checkOperands(ops Operands) error {
 var numberText = regexp.MustCompile(`^[ \t\n\r]*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
 
 // checkNumbers refuses a string constant read as a number that the
-// server would read with a warning ('12abc', ”, '1 ').
+// server would read with a warning: '12abc', an empty string, '1 '.
 func (r *mergeRun) checkNumbers(vals []sqltypes.Value) error {
 	for _, c := range r.looseText {
 		if v := vals[c]; !v.IsNull() && !numberText.Match(v.Raw()) {
