@@ -154,6 +154,32 @@ func (g *Generator) keyLit(k int) lit {
 	return intLit(k)
 }
 
+// dayLit spells a DATE key the ways a server takes as that date (or as
+// a DATETIME on it): '2023-01-05', 20230105, '2023-1-5', '20230105',
+// DATE'2023-01-05', '2023-01-05 00:00:00', and a later time that day,
+// which no DATE equals.
+func (g *Generator) dayLit(d Date) lit {
+	switch g.r.IntN(9) {
+	case 0:
+		return intLit(d.Year*10000 + d.Month*100 + d.Day)
+	case 1:
+		s := fmt.Sprintf("%d-%d-%d", d.Year, d.Month, d.Day)
+		return lit{quote(s), s}
+	case 2:
+		s := fmt.Sprintf("%04d%02d%02d", d.Year, d.Month, d.Day)
+		return lit{quote(s), s}
+	case 3:
+		return lit{"DATE" + quote(d.String()), d}
+	case 4:
+		s := d.String() + " 00:00:00"
+		return lit{quote(s), s}
+	case 5:
+		s := d.String() + " 10:30:00"
+		return lit{quote(s), s}
+	}
+	return dateLit(d)
+}
+
 func (g *Generator) userKeys(n int) []lit {
 	ls := make([]lit, n)
 	for i := range ls {
@@ -437,10 +463,13 @@ func (g *Generator) rangeSelect() Statement {
 	case 4:
 		d := randDate(g.r)
 		t := time.Date(d.Year, time.Month(d.Month), d.Day, 0, 0, 0, 0, time.UTC).AddDate(0, 0, g.r.IntN(90))
-		return sql("SELECT * FROM sf_log WHERE day BETWEEN ", dateLit(d), " AND ", dateLit(Date{t.Year(), int(t.Month()), t.Day()})).stmt("")
+		return sql("SELECT * FROM sf_log WHERE day BETWEEN ", g.dayLit(d), " AND ", g.dayLit(Date{t.Year(), int(t.Month()), t.Day()})).stmt("")
 	}
 	day, seq := g.logKey(g.r)
-	return ordered(sql("SELECT msg, level FROM sf_log WHERE day = ", dateLit(day), " AND seq = ", intLit(seq)).stmt(""))
+	if g.r.IntN(3) == 0 {
+		return sql("SELECT msg, level FROM sf_log WHERE day IN (", g.dayLit(day), ", ", g.dayLit(randDate(g.r)), ") AND seq <= ", intLit(seq)).stmt("")
+	}
+	return ordered(sql("SELECT msg, level FROM sf_log WHERE day = ", g.dayLit(day), " AND seq = ", intLit(seq)).stmt(""))
 }
 
 // boolMix mixes AND, OR and NOT so that routing by the wrong precedence
@@ -586,7 +615,7 @@ func (g *Generator) updateKey() Statement {
 		return writes(sql("UPDATE sf_tag SET uses = uses + 1 WHERE name = ", strLit(g.tagKey(g.r))).stmt(""), tTag)
 	}
 	day, seq := g.logKey(g.r)
-	return writes(sql("UPDATE sf_log SET level = ", g.maybeNull(g.r, intLit(g.r.IntN(8))), " WHERE day = ", dateLit(day), " AND seq = ", intLit(seq)).stmt(""), tLog)
+	return writes(sql("UPDATE sf_log SET level = ", g.maybeNull(g.r, intLit(g.r.IntN(8))), " WHERE day = ", g.dayLit(day), " AND seq = ", intLit(seq)).stmt(""), tLog)
 }
 
 func (g *Generator) updateScatter() Statement {

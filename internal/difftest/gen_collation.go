@@ -297,15 +297,11 @@ func (g *Generator) extremeCond(t *mtable, p string) (parts []any, tags []string
 		// shard's group, one server once per group (docs/compatibility.md)
 		return []any{"COALESCE(" + agg + ", ", g.sameTypeLit(c), ")" + pick(g.r, cmpOps), g.sameTypeLit(c)}, append(tags, cCmpNull)
 	case form == 6 && str && c.coll != "latin1_swedish_ci":
-		// under the aggregate's own collation, or a coarser one: a MIN of
-		// 'unal' and 'Ünal' under utf8mb4_unicode_ci is either, one
-		// server's as much as the other, and they differ under _bin
-		if coll != "utf8mb4_bin" {
-			coll = pick(g.r, []string{coll, "utf8mb4_bin"})
-			if coll == "utf8mb4_bin" {
-				coll = c.collation()
-			}
-		} else {
+		// under the aggregate's own collation: a MIN of 'unal' and 'Ünal'
+		// under utf8mb4_unicode_ci is either, one server's as much as the
+		// other, and they differ under _bin; a COLLATE in the aggregate
+		// and another here are an illegal mix (1267)
+		if coll == "utf8mb4_bin" && !strings.Contains(arg, " COLLATE ") {
 			coll = pick(g.r, []string{"utf8mb4_general_ci", "utf8mb4_unicode_ci", "utf8mb4_bin"})
 		}
 		return []any{agg + pick(g.r, cmpOps) + "_utf8mb4" + quote(pick(g.r, domain(c))) + " COLLATE " + coll}, append(tags, cCmpCollate)
