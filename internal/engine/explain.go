@@ -95,6 +95,9 @@ func (m *Merge) describe() string {
 	}
 	for _, a := range s.Aggregates {
 		add("%s of column %d", aggNames[a.Kind], a.Col+1)
+		if len(a.With) > 0 {
+			add("columns %s from its row", columnList(a.With))
+		}
 	}
 	if len(s.Computed) > 0 {
 		add("%d computed column(s)", len(s.Computed))
@@ -115,6 +118,15 @@ func (m *Merge) describe() string {
 		add("rows passed on as they come, shard after shard")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// columnList lists columns 1-based: "3, 5".
+func columnList(cols []int) string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = strconv.Itoa(c + 1)
+	}
+	return strings.Join(names, ", ")
 }
 
 var aggNames = map[AggKind]string{AggCount: "COUNT", AggSum: "SUM", AggMin: "MIN", AggMax: "MAX",
