@@ -553,3 +553,119 @@ func without(ids []string, id string) []string {
 }
 
 var _ = proxy.New
+
+// A running statement is listed whole (SHOW FULL PROCESSLIST), cut at 100
+// bytes (SHOW PROCESSLIST) or 65,535 (information_schema) as the server
+// cuts it; a prepared statement's execution is listed as Execute, with
+// the text it was prepared from.
+func TestProcesslistRunningStatements(t *testing.T) {
+	srv := testenv.Shared(t)
+	p := startProxy(t, processlistConfig(t, srv, ""))
+	db := openDB(t, proxyDSN(p, appUser, appPass, "", ""))
+	ctx := context.Background()
+	a, b := oneConn(t, db), oneConn(t, db)
+	aID := queryString(t, a, "SELECT CONNECTION_ID()")
+	row := func() []*string {
+		_, rows := plRows(t, b, "SELECT COMMAND, INFO FROM information_schema.PROCESSLIST WHERE ID = "+aID)
+		if len(rows) != 1 {
+			t.Fatalf("a's rows: %s", showRows(rows))
+		}
+		return rows[0]
+	}
+	stop := func(done <-chan error) {
+		t.Helper()
+		mustExec(t, b, "KILL QUERY "+aID)
+		select {
+		case err := <-done:
+			if err != nil && mysqlErrCode(err) != 1317 {
+				t.Fatalf("a's killed statement: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("KILL QUERY did not stop a's statement")
+		}
+	}
+
+	long := "SELECT SLEEP(100) /* " + strings.Repeat("x", 70000) + " */"
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.ExecContext(ctx, long)
+		done <- err
+	}()
+	waitFor(t, "a's long statement in the list", 30*time.Second, func() bool {
+		r := row()
+		return str(r[0]) == "Query" && strings.HasPrefix(str(r[1]), "SELECT SLEEP(100)")
+	})
+	if info := str(row()[1]); info != long[:65535] {
+		t.Errorf("information_schema INFO: %d bytes, want the first 65535", len(info))
+	}
+	_, rows := plRows(t, b, "SHOW PROCESSLIST")
+	if r := rowByID(rows, aID); r == nil || str(r[7]) != long[:100] {
+		t.Errorf("SHOW PROCESSLIST Info: %s, want the first 100 bytes", showRow(r))
+	}
+	_, rows = plRows(t, b, "SHOW FULL PROCESSLIST")
+	if r := rowByID(rows, aID); r == nil || str(r[7]) != long {
+		t.Errorf("SHOW FULL PROCESSLIST Info is not the whole statement")
+	}
+	stop(done)
+
+	go func() {
+		_, err := a.ExecContext(ctx, "SELECT SLEEP(?)", 100) // prepared: the driver interpolates nothing
+		done <- err
+	}()
+	waitFor(t, "a's prepared statement in the list", 30*time.Second, func() bool {
+		r := row()
+		return str(r[0]) == "Execute" && str(r[1]) == "SELECT SLEEP(?)"
+	})
+	stop(done)
+	if r := row(); str(r[0]) != "Sleep" || r[1] != nil {
+		t.Errorf("a idle again: %s", showRow(r))
+	}
+}
+
+// PyMySQL's own test of KILL (test_issue_36): a connection finds itself
+// in SHOW PROCESSLIST by its statement, the id listed is its thread_id()
+// (the handshake's), another connection kills it by that id
+// (COM_PROCESS_KILL), the killed connection breaks, and it leaves the
+// list.
+func TestProcesslistPyMySQLKill(t *testing.T) {
+	srv := testenv.Shared(t)
+	p := startProxy(t, processlistConfig(t, srv, ""))
+	py := clientsPython(t)
+	host, port, err := net.SplitHostPort(p.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import sys, time, pymysql
+args = dict(host=sys.argv[1], port=int(sys.argv[2]), user=sys.argv[3], password=sys.argv[4])
+killer, conn = pymysql.connect(**args), pymysql.connect(**args)
+c = conn.cursor()
+c.execute("show processlist")
+kill_id = None
+for row in c.fetchall():
+    if row[7] == "show processlist":
+        kill_id = row[0]
+        break
+assert kill_id == conn.thread_id(), (kill_id, conn.thread_id())
+killer.kill(kill_id)
+try:
+    c.execute("show tables")
+    sys.exit("the killed connection still works")
+except Exception:
+    pass
+k = killer.cursor()
+deadline = time.time() + 30
+while True:
+    k.execute("show processlist")
+    if kill_id not in [row[0] for row in k.fetchall()]:
+        break
+    if time.time() > deadline:
+        sys.exit("the killed connection is still listed")
+    time.sleep(0.05)
+print("ok")
+`
+	r := clientsExec(t, 60*time.Second, nil, py, "-c", script, host, port, appUser, appPass)
+	if r.exitCode != 0 || strings.TrimSpace(r.stdout) != "ok" {
+		t.Fatalf("PyMySQL's KILL test through shardgate:\n%s", r)
+	}
+}
