@@ -47,7 +47,8 @@ type activity struct {
 	// to activityLongMax, for the list of sessions (processlist.go); nil
 	// or empty otherwise.
 	long   []byte
-	cmd    byte // the command running (mysql.ComQuery...)
+	cmd    byte   // the command running (mysql.ComQuery...)
+	runs   uint32 // statements that have run: names the one running, for killAgain
 	digest uint64
 	held   [4]*backend.Conn // connections held between statements (the first ones)
 	nheld  int
@@ -112,6 +113,7 @@ func (s *Session) publishRunning() {
 		a.running = true
 		a.since = s.tele.start // zero (unknown) with telemetry off
 		a.cmd = s.command
+		a.runs++
 	}
 	s.publishStatement()
 }

@@ -431,6 +431,9 @@ const maxReadRetries = 2
 func (s *Session) run(c *backend.Conn, p []byte, rk relayKind) (info *mysql.ResponseInfo, err error) {
 	s.setRunning(c)
 	defer s.setRunning(nil)
+	if err := s.killedError(); err != nil {
+		return nil, err // killed once listed as running, before it was sent
+	}
 	if s.exec.ps != nil {
 		if err := s.sendExecute(c, p); err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strconv"
@@ -172,10 +173,12 @@ func TestProcesslistFindAndKill(t *testing.T) {
 	}
 
 	// b sees a idle, then running a statement, and kills the statement.
-	_, rows = plRows(t, b, "SELECT COMMAND, STATE, INFO FROM information_schema.PROCESSLIST WHERE ID = "+aID)
-	if len(rows) != 1 || str(rows[0][0]) != "Sleep" || str(rows[0][1]) != "" || rows[0][2] != nil {
-		t.Fatalf("a idle: %s", showRows(rows))
-	}
+	// (a's answer reaches its client a moment before its session marks
+	// itself idle, as on a server: wait for it.)
+	waitFor(t, "a idle: Sleep, state '', no statement", 30*time.Second, func() bool {
+		_, rows := plRows(t, b, "SELECT COMMAND, STATE, INFO FROM information_schema.PROCESSLIST WHERE ID = "+aID)
+		return len(rows) == 1 && str(rows[0][0]) == "Sleep" && str(rows[0][1]) == "" && rows[0][2] == nil
+	})
 	done := make(chan error, 1)
 	go func() {
 		_, err := a.ExecContext(ctx, "SELECT SLEEP(100)")
@@ -430,6 +433,13 @@ func TestProcesslistQueries(t *testing.T) {
 	all := sortIDs(opsID, appID, otherID)
 	desc := slices.Clone(all)
 	slices.Reverse(desc)
+	// The others' answers reach their clients a moment before their
+	// sessions mark themselves idle: wait for that, the rows below
+	// depend on it.
+	waitFor(t, "the other sessions idle", 30*time.Second, func() bool {
+		_, rows := plRows(t, ops, "SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND = 'Sleep' AND INFO IS NULL ORDER BY ID")
+		return slices.Equal(plIDs(rows), without(all, opsID))
+	})
 
 	for _, tc := range []struct {
 		q    string
@@ -617,9 +627,10 @@ func TestProcesslistRunningStatements(t *testing.T) {
 		return str(r[0]) == "Execute" && str(r[1]) == "SELECT SLEEP(?)"
 	})
 	stop(done)
-	if r := row(); str(r[0]) != "Sleep" || r[1] != nil {
-		t.Errorf("a idle again: %s", showRow(r))
-	}
+	waitFor(t, "a idle again", 30*time.Second, func() bool {
+		r := row()
+		return str(r[0]) == "Sleep" && r[1] == nil
+	})
 }
 
 // PyMySQL's own test of KILL (test_issue_36): a connection finds itself
@@ -667,5 +678,90 @@ print("ok")
 	r := clientsExec(t, 60*time.Second, nil, py, "-c", script, host, port, appUser, appPass)
 	if r.exitCode != 0 || strings.TrimSpace(r.stdout) != "ok" {
 		t.Fatalf("PyMySQL's KILL test through shardgate:\n%s", r)
+	}
+}
+
+// delayingRelay forwards TCP connections to target, holding for delay
+// whatever a client sends that contains marker: a statement so marked
+// reaches the server late, as when a backend thread is slow to read it.
+func delayingRelay(t *testing.T, target, marker string, delay time.Duration) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() {
+				defer s.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						if bytes.Contains(buf[:n], []byte(marker)) {
+							time.Sleep(delay)
+						}
+						if _, err := s.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+			go func() {
+				defer c.Close()
+				_, _ = io.Copy(c, s)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A statement is listed as running once it has its backend connection,
+// a moment before the backend thread reads it; a KILL QUERY sent to the
+// thread in that moment is lost on the server (it clears a kill at the
+// next command). The proxy repeats the kill while the statement runs, so
+// a statement seen in the list and killed stops, as on one server. Here
+// the statement reaches the server two seconds late, every time.
+func TestProcesslistKillBeforeTheBackendReadsIt(t *testing.T) {
+	srv := testenv.Shared(t)
+	cfg := processlistConfig(t, srv, "")
+	cfg.Clusters[0].Primary.Address = delayingRelay(t, srv.Addr, "/* late */", 2*time.Second)
+	p := startProxy(t, cfg)
+	db := openDB(t, proxyDSN(p, appUser, appPass, "", ""))
+	a, b := oneConn(t, db), oneConn(t, db)
+	aID := queryString(t, a, "SELECT CONNECTION_ID()")
+	const q = "SELECT SLEEP(100) /* late */"
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.ExecContext(context.Background(), q)
+		done <- err
+	}()
+	waitFor(t, "a's statement in the list", 30*time.Second, func() bool {
+		_, rows := plRows(t, b, "SELECT INFO FROM information_schema.PROCESSLIST WHERE ID = "+aID)
+		return len(rows) == 1 && str(rows[0][0]) == q
+	})
+	start := time.Now()
+	mustExec(t, b, "KILL QUERY "+aID)
+	select {
+	case err := <-done:
+		if err != nil && mysqlErrCode(err) != 1317 {
+			t.Fatalf("a's killed statement: %v", err)
+		}
+		t.Logf("stopped %v after the KILL QUERY", time.Since(start).Round(time.Millisecond))
+	case <-time.After(30 * time.Second):
+		t.Fatal("KILL QUERY sent before the backend had the statement did not stop it")
 	}
 }
