@@ -33,8 +33,8 @@ type Activity struct {
 // starts waiting for a command (publishIdle) and when a statement's
 // backend connection starts running it (publishRunning). Copies go into
 // fixed buffers, and a running statement longer than stmt into one the
-// session keeps: publishing allocates nothing, but for a statement over
-// longKeep (its copy is not kept).
+// session keeps while it is busy: publishing allocates nothing in the
+// steady state.
 type activity struct {
 	user, db string
 	running  bool
@@ -57,16 +57,12 @@ type activity struct {
 // activityStmtMax is how much of a statement SHOW SESSIONS shows.
 const activityStmtMax = 256
 
-// activityLongMax bounds the copy of a longer running statement: what
-// the proxy holds of a command (holdPacket; a larger statement is
-// streamed, and only its head is known). longKeep is the largest copy
-// kept for the next statement while the session is idle; a larger one
-// is dropped, so that idle sessions stay small, and so is any when the
-// session parks.
-const (
-	activityLongMax = holdPacket
-	longKeep        = 16 << 10
-)
+// activityLongMax bounds the copy of a longer running statement: as
+// much as information_schema.PROCESSLIST shows (the server cuts INFO
+// there), and SHOW FULL PROCESSLIST through the proxy. A busy session
+// keeps the buffer from one statement to the next (no allocation per
+// statement, and at most this much copied), until it parks.
+const activityLongMax = 65535
 
 // publishIdle records, under s.mu, the session waiting for its next
 // command and what it holds meanwhile.
@@ -86,9 +82,6 @@ func (s *Session) publishIdle() {
 		a.since, a.begun = time.Now(), true // logged in
 	case !s.srv.opt.Telemetry.Enabled():
 		a.since = time.Time{} // no statement timed: unknown
-	}
-	if cap(a.long) > longKeep {
-		a.long = nil
 	}
 	a.long = a.long[:0]
 	a.nheld = 0
@@ -121,9 +114,9 @@ func (s *Session) publishRunning() {
 // publishStatement copies the statement's text, once per statement. The
 // idle state's copy is the last use of the text: a statement the proxy
 // answered itself is published then. A running statement longer than
-// stmt is copied whole too (up to activityLongMax), for the list of
-// sessions: the only copy beyond stmt's, made only for such statements,
-// into a buffer the session keeps (see longKeep).
+// stmt is copied too (up to activityLongMax), for the list of sessions:
+// the only copy beyond stmt's, made only for such statements, into a
+// buffer the session keeps (see activityLongMax).
 func (s *Session) publishStatement() {
 	if s.tele.published {
 		return
@@ -137,8 +130,9 @@ func (s *Session) publishStatement() {
 	}
 }
 
-// text is the published statement's text: whole while it runs (for the
-// list of sessions), else its first activityStmtMax bytes.
+// text is the published statement's text: up to activityLongMax bytes
+// while it runs (for the list of sessions), else its first
+// activityStmtMax bytes.
 func (a *activity) text() []byte {
 	if len(a.long) > 0 {
 		return a.long

@@ -564,10 +564,11 @@ func without(ids []string, id string) []string {
 
 var _ = proxy.New
 
-// A running statement is listed whole (SHOW FULL PROCESSLIST), cut at 100
-// bytes (SHOW PROCESSLIST) or 65,535 (information_schema) as the server
-// cuts it; a prepared statement's execution is listed as Execute, with
-// the text it was prepared from.
+// A running statement is listed cut at 100 bytes (SHOW PROCESSLIST) or
+// 65,535 (information_schema) as the server cuts it, and by SHOW FULL
+// PROCESSLIST whole up to 65,535 bytes (the proxy keeps no more of it;
+// the server shows all); a prepared statement's execution is listed as
+// Execute, with the text it was prepared from.
 func TestProcesslistRunningStatements(t *testing.T) {
 	srv := testenv.Shared(t)
 	p := startProxy(t, processlistConfig(t, srv, ""))
@@ -596,6 +597,7 @@ func TestProcesslistRunningStatements(t *testing.T) {
 	}
 
 	long := "SELECT SLEEP(100) /* " + strings.Repeat("x", 70000) + " */"
+	midsize := "SELECT SLEEP(100) /* " + strings.Repeat("m", 60000) + " */"
 	done := make(chan error, 1)
 	go func() {
 		_, err := a.ExecContext(ctx, long)
@@ -613,9 +615,20 @@ func TestProcesslistRunningStatements(t *testing.T) {
 		t.Errorf("SHOW PROCESSLIST Info: %s, want the first 100 bytes", showRow(r))
 	}
 	_, rows = plRows(t, b, "SHOW FULL PROCESSLIST")
-	if r := rowByID(rows, aID); r == nil || str(r[7]) != long {
-		t.Errorf("SHOW FULL PROCESSLIST Info is not the whole statement")
+	if r := rowByID(rows, aID); r == nil || str(r[7]) != long[:65535] {
+		t.Errorf("SHOW FULL PROCESSLIST Info of a 70,000-byte statement is not its first 65,535 bytes")
 	}
+	stop(done)
+
+	go func() {
+		_, err := a.ExecContext(ctx, midsize)
+		done <- err
+	}()
+	waitFor(t, "a's 60,000-byte statement in the list", 30*time.Second, func() bool {
+		_, rows := plRows(t, b, "SHOW FULL PROCESSLIST")
+		r := rowByID(rows, aID)
+		return r != nil && str(r[7]) == midsize
+	})
 	stop(done)
 
 	go func() {
