@@ -52,17 +52,31 @@ func (s *Session) processlist(st router.Stmt, p []byte) (handled, ok bool) {
 	return true, plan.Execute(s, p)
 }
 
-// refusePreparedProcesslist refuses to prepare a statement that reads the
-// list of sessions: the proxy answers only the text protocol's.
-func (s *Session) refusePreparedProcesslist(st router.Stmt, p []byte) *mysql.SQLError {
+// refusePreparedProcesslist refuses to prepare sql, classified st, when it
+// reads the list of sessions: the proxy answers only the statements
+// themselves, not their prepared forms (COM_STMT_PREPARE, and text
+// PREPARE … FROM '…' or EXECUTE IMMEDIATE '…', which would run on the
+// backend and list its threads).
+func (s *Session) refusePreparedProcesslist(st router.Stmt, sql []byte) *mysql.SQLError {
 	if st.Processlist == 0 || !s.namesProcesslist(st) {
 		return nil
 	}
-	if plan, err := planner.Processlist(st, p[1:], s.db, s.id); err == nil && plan == nil {
+	if plan, err := planner.Processlist(st, sql, s.db, s.id); err == nil && plan == nil {
 		return nil // describes the table
 	}
 	return mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax, "This version of shardgate doesn't yet support '%s'",
 		"prepared statements reading the list of sessions (SHOW PROCESSLIST, information_schema.PROCESSLIST); send the query as text")
+}
+
+// refuseTextPrepare is refusePreparedProcesslist for the statement a text
+// PREPARE or EXECUTE IMMEDIATE names as a literal (router.PreparedText).
+// One named by a user variable (FROM @v) is not seen.
+func (s *Session) refuseTextPrepare(sql []byte) *mysql.SQLError {
+	text, ok := router.PreparedText(sql)
+	if !ok {
+		return nil
+	}
+	return s.refusePreparedProcesslist(router.Classify(text), text)
 }
 
 // processes lists the sessions the session's user may see: its own, or

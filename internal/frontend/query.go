@@ -76,6 +76,11 @@ func (s *Session) comQuery(p []byte) bool {
 			return ok
 		}
 	}
+	if st.Kind == router.KindPrepare || st.Kind == router.KindExecute {
+		if e := s.refuseTextPrepare(p[1:]); e != nil {
+			return s.writeErr(e)
+		}
+	}
 	if st.Flags&(router.FlagConnectionID|router.FlagFoundRows|router.FlagRowCount|router.FlagWarnings) != 0 {
 		if !s.reclaimPrevious() {
 			if st.Kind == router.KindShow && st.Flags&router.FlagWarnings != 0 {

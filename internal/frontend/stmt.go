@@ -33,7 +33,7 @@ func (s *Session) comStmtPrepare(p []byte) bool {
 			"Can't create more than max_prepared_stmt_count statements (current value: %d)", s.srv.opt.MaxStmtsPerSess))
 	}
 	st := router.Classify(p[1:])
-	if e := s.refusePreparedProcesslist(st, p); e != nil {
+	if e := s.refusePreparedProcesslist(st, p[1:]); e != nil {
 		return s.writeErr(e)
 	}
 	if ks := s.srv.opt.Keyspaces.Lookup(s.db); ks != nil {

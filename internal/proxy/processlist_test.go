@@ -540,6 +540,12 @@ func TestProcesslistQueries(t *testing.T) {
 	if _, err := pdb.Exec("DO 1; SHOW PROCESSLIST"); mysqlErrCode(err) != mysql.ERNotSupportedYet {
 		t.Errorf("in a multi-statement: %v, want 1235", err)
 	}
+	for _, q := range []string{"PREPARE s FROM 'SHOW PROCESSLIST'", "EXECUTE IMMEDIATE 'SELECT ID FROM information_schema.PROCESSLIST'"} {
+		if _, err := ops.ExecContext(context.Background(), q); mysqlErrCode(err) != mysql.ERNotSupportedYet {
+			t.Errorf("%s: %v, want 1235", q, err)
+		}
+	}
+	mustExec(t, ops, "PREPARE s FROM 'DESCRIBE information_schema.PROCESSLIST'", "EXECUTE s", "DEALLOCATE PREPARE s")
 }
 
 // sortIDs sorts connection ids as numbers.

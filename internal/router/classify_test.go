@@ -845,3 +845,26 @@ func TestClassifyProcesslist(t *testing.T) {
 		}
 	}
 }
+
+func TestPreparedText(t *testing.T) {
+	tests := []struct {
+		sql, want string
+		ok        bool
+	}{
+		{"PREPARE s FROM 'SHOW PROCESSLIST'", "SHOW PROCESSLIST", true},
+		{"prepare `s` from \"SELECT * FROM information_schema.processlist WHERE user = 'a\\\\'b'\"", "SELECT * FROM information_schema.processlist WHERE user = 'a\\'b'", true},
+		{"PREPARE s FROM 'SHOW ' /* c */ 'PROCESSLIST';", "SHOW PROCESSLIST", true},
+		{"EXECUTE IMMEDIATE 'SHOW FULL PROCESSLIST'", "SHOW FULL PROCESSLIST", true},
+		{"PREPARE s FROM @q", "", false},
+		{"EXECUTE s", "", false},
+		{"EXECUTE IMMEDIATE @q", "", false},
+		{"SELECT 'PREPARE s FROM x'", "", false},
+		{"PREPARE", "", false},
+	}
+	for _, tc := range tests {
+		got, ok := PreparedText([]byte(tc.sql))
+		if string(got) != tc.want || ok != tc.ok {
+			t.Errorf("PreparedText(%q) = %q, %v; want %q, %v", tc.sql, got, ok, tc.want, tc.ok)
+		}
+	}
+}
