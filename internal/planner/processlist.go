@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"vitess.io/vitess/go/vt/sqlparser"
 
@@ -87,12 +88,17 @@ func planProcesslistSelect(sql []byte, db string, connID uint32) (*engine.Proces
 	case sel.SQLCalcFoundRows:
 		return nil, processlistRefusal("SQL_CALC_FOUND_ROWS on information_schema.PROCESSLIST")
 	}
+	q := &processlistSelect{sel: sel, db: db, connID: connID, aliases: map[string]int{}, plan: &engine.Processlist{}}
+	// The probe replaces the LIMIT: one the server would refuse must be
+	// refused here.
+	if what := q.limit(); what != "" {
+		return nil, processlistRefusal(what)
+	}
 	probe, err := limitZero(sql)
 	if err != nil {
 		return nil, err
 	}
-	q := &processlistSelect{sel: sel, db: db, connID: connID, aliases: map[string]int{},
-		plan: &engine.Processlist{Probe: comQuery(probe)}}
+	q.plan.Probe = comQuery(probe)
 	if what := q.check(); what != "" {
 		q.plan.Refusal = asSQLError(processlistRefusal(what))
 	}
@@ -134,10 +140,7 @@ func (q *processlistSelect) check() string {
 			return what
 		}
 	}
-	if what := q.orderBy(); what != "" {
-		return what
-	}
-	return q.limit()
+	return q.orderBy()
 }
 
 // isProcesslist reports whether te is information_schema.PROCESSLIST
@@ -165,6 +168,9 @@ func field(c *sqlparser.ColName) (int, bool) {
 }
 
 func (q *processlistSelect) selectList() string {
+	if q.sel.SelectExprs == nil {
+		return "this select list on information_schema.PROCESSLIST"
+	}
 	for _, e := range q.sel.SelectExprs.Exprs {
 		switch e := e.(type) {
 		case *sqlparser.StarExpr:
@@ -344,11 +350,10 @@ func (q *processlistSelect) comparison(e *sqlparser.ComparisonExpr) (*engine.Pro
 			Args: []*engine.ProcessCond{v, plLiteral(engine.PValue{Str: []byte(pat.Val)})}}
 		if e.Escape != nil {
 			esc, ok := e.Escape.(*sqlparser.Literal)
-			r := []rune(esc.Val)
-			if !ok || esc.Type != sqlparser.StrVal || len(r) != 1 {
-				return nil, 0, fmt.Sprintf("ESCAPE %s", sqlparser.String(e.Escape))
+			if !ok || esc.Type != sqlparser.StrVal || utf8.RuneCountInString(esc.Val) != 1 {
+				return nil, 0, fmt.Sprintf("ESCAPE %s (one character only)", sqlparser.String(e.Escape))
 			}
-			c.Escape = r[0]
+			c.Escape, _ = utf8.DecodeRuneInString(esc.Val)
 		}
 		return c, num, ""
 	}
