@@ -142,3 +142,29 @@ func TestProcesslistPlanAnswers(t *testing.T) {
 		}
 	}
 }
+
+// FuzzProcesslist: no input makes planning or answering panic.
+func FuzzProcesslist(f *testing.F) {
+	for _, s := range []string{
+		"SELECT * FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID() ORDER BY 2 DESC LIMIT 1",
+		"SELECT ID, USER u FROM information_schema.PROCESSLIST WHERE USER LIKE 'a%' ESCAPE '|' OR NOT (DB IS NULL) XOR TIME BETWEEN '1' AND 2",
+		"SHOW FULL PROCESSLIST", "SELECT ID FROM PROCESSLIST WHERE ID IN ('1', NULL, 3.5)",
+		"SELECT ID FROM information_schema.PROCESSLIST WHERE (ID = 1) = (USER = 'x') IS NOT TRUE",
+	} {
+		f.Add(s)
+	}
+	procs := []engine.Process{{ID: 1, User: "a", Command: "Sleep"}, {ID: 2, User: "b", Command: "Query", Info: []byte("x"), Self: true, DB: "d"}}
+	f.Fuzz(func(t *testing.T, sql string) {
+		st := router.Classify([]byte(sql))
+		plan, err := Processlist(st, []byte(sql), "information_schema", 2)
+		if err != nil || plan == nil || plan.Refusal != nil || plan.Show {
+			return
+		}
+		def := mysql.AppendLenEncStr(nil, "def")
+		for _, f := range []string{"information_schema", "PROCESSLIST", "PROCESSLIST", "ID", "ID"} {
+			def = mysql.AppendLenEncStr(def, f)
+		}
+		def = append(def, 0x0c, 63, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0)
+		_, _ = plan.Answer([][]byte{def, def}, 0, procs, time.Now())
+	})
+}
