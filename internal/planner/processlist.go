@@ -45,9 +45,37 @@ func Processlist(st router.Stmt, sql []byte, db string, connID uint32) (*engine.
 			return nil, nil
 		}
 	case router.KindSelect:
+		if f := st.Flags & probeUnsafe; f != 0 {
+			return nil, processlistRefusal(probeUnsafeWhat(f) + " in a query on information_schema.PROCESSLIST")
+		}
 		return planProcesslistSelect(sql, db, connID)
 	}
-	return nil, processlistRefusal(fmt.Sprintf("a %s statement reading information_schema.PROCESSLIST (only SELECT)", strings.ToUpper(st.Kind.String())))
+	return nil, processlistRefusal(fmt.Sprintf("%s reading information_schema.PROCESSLIST (only a SELECT is answered)", strings.ToUpper(st.Kind.String())))
+}
+
+// probeUnsafe are the flags of a SELECT whose probe (the statement with
+// LIMIT 0) might still do something on the server: functions with
+// effects, user variables, INTO, locks. Such a statement is refused
+// before anything runs (the proxy would refuse it after the probe
+// anyway).
+const probeUnsafe = router.FlagSideEffectFunc | router.FlagGetLock | router.FlagUserVar | router.FlagSelectInto |
+	router.FlagForUpdate | router.FlagCalcFoundRows | router.FlagLastInsertIDArg
+
+// probeUnsafeWhat names the first of the probeUnsafe flags in f.
+func probeUnsafeWhat(f router.Flags) string {
+	switch {
+	case f&router.FlagSelectInto != 0:
+		return "SELECT … INTO"
+	case f&router.FlagForUpdate != 0:
+		return "a locking read"
+	case f&router.FlagCalcFoundRows != 0:
+		return "SQL_CALC_FOUND_ROWS"
+	case f&router.FlagUserVar != 0:
+		return "user variables"
+	case f&router.FlagLastInsertIDArg != 0:
+		return "LAST_INSERT_ID(expr)"
+	}
+	return "a function with effects (SLEEP, GET_LOCK, NEXTVAL…)"
 }
 
 // processlistRefusal is the 1235 for what the proxy does not answer of
@@ -116,7 +144,9 @@ func limitZero(sql []byte) (string, error) {
 	if cl.Limit.Start >= 0 {
 		return string(sql[:cl.Limit.Start]) + "LIMIT 0" + string(sql[cl.Limit.End:cl.End]), nil
 	}
-	return string(sql[:cl.End]) + " LIMIT 0", nil
+	// On a line of its own: the text may end in a comment to the end of
+	// the line (-- c, # c).
+	return string(sql[:cl.End]) + "\nLIMIT 0", nil
 }
 
 // check reads the query into the plan; it returns what the proxy cannot
