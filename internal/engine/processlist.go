@@ -175,8 +175,8 @@ func (pl *Processlist) build(results []*mysql.ResultSet) (*mysql.ResultSet, erro
 	return pl.Answer(probe.Columns, probe.Warnings, pl.Sessions(), time.Now())
 }
 
-// Answer makes the result set: columns defs (the probe's), the rows of
-// procs as at now.
+// Answer makes the result set: the column definitions defs (the
+// probe's, with its warnings) and the rows of procs, as at now.
 func (pl *Processlist) Answer(defs [][]byte, warnings uint16, procs []Process, now time.Time) (*mysql.ResultSet, error) {
 	cols, err := pl.columns(defs)
 	if err != nil {
