@@ -169,6 +169,12 @@ type User struct {
 	// Admin lets the user log in on the listeners' reserved admin
 	// connections when max_connections are in use.
 	Admin bool `yaml:"admin"`
+	// Process is MySQL's PROCESS privilege over the proxy's sessions:
+	// SHOW PROCESSLIST and information_schema.PROCESSLIST list every
+	// client session, not only the user's own. The proxy answers those
+	// itself, so the backend account's grants do not decide it: every
+	// user of a cluster shares that account.
+	Process bool `yaml:"process"`
 }
 
 // Cluster is a set of backend MySQL servers and how the proxy connects to them.

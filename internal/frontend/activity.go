@@ -32,7 +32,9 @@ type Activity struct {
 // two points where it takes that lock per statement anyway: when it
 // starts waiting for a command (publishIdle) and when a statement's
 // backend connection starts running it (publishRunning). Copies go into
-// fixed buffers: publishing allocates nothing.
+// fixed buffers, and a running statement longer than stmt into one the
+// session keeps while it is busy: publishing allocates nothing in the
+// steady state.
 type activity struct {
 	user, db string
 	running  bool
@@ -41,13 +43,26 @@ type activity struct {
 	since    time.Time
 	stmt     [activityStmtMax]byte
 	stmtLen  int
-	digest   uint64
-	held     [4]*backend.Conn // connections held between statements (the first ones)
-	nheld    int
+	// long is the running statement's text when stmt cannot hold it, up
+	// to activityLongMax, for the list of sessions (processlist.go); nil
+	// or empty otherwise.
+	long   []byte
+	cmd    byte   // the command running (mysql.ComQuery...)
+	runs   uint32 // statements that have run: names the one running, for killAgain
+	digest uint64
+	held   [4]*backend.Conn // connections held between statements (the first ones)
+	nheld  int
 }
 
 // activityStmtMax is how much of a statement SHOW SESSIONS shows.
 const activityStmtMax = 256
+
+// activityLongMax bounds the copy of a longer running statement: as
+// much as information_schema.PROCESSLIST shows (the server cuts INFO
+// there), and SHOW FULL PROCESSLIST through the proxy. A busy session
+// keeps the buffer from one statement to the next (no allocation per
+// statement, and at most this much copied), until it parks.
+const activityLongMax = 65535
 
 // publishIdle records, under s.mu, the session waiting for its next
 // command and what it holds meanwhile.
@@ -68,6 +83,7 @@ func (s *Session) publishIdle() {
 	case !s.srv.opt.Telemetry.Enabled():
 		a.since = time.Time{} // no statement timed: unknown
 	}
+	a.long = a.long[:0]
 	a.nheld = 0
 	if s.pinned != nil {
 		a.held[0], a.nheld = s.pinned, 1
@@ -89,13 +105,18 @@ func (s *Session) publishRunning() {
 	if !a.running {
 		a.running = true
 		a.since = s.tele.start // zero (unknown) with telemetry off
+		a.cmd = s.command
+		a.runs++
 	}
 	s.publishStatement()
 }
 
 // publishStatement copies the statement's text, once per statement. The
 // idle state's copy is the last use of the text: a statement the proxy
-// answered itself is published then.
+// answered itself is published then. A running statement longer than
+// stmt is copied too (up to activityLongMax), for the list of sessions:
+// the only copy beyond stmt's, made only for such statements, into a
+// buffer the session keeps (see activityLongMax).
 func (s *Session) publishStatement() {
 	if s.tele.published {
 		return
@@ -104,6 +125,27 @@ func (s *Session) publishStatement() {
 	a := &s.act
 	a.stmtLen = copy(a.stmt[:], s.tele.sql)
 	a.digest = s.tele.digest
+	if a.running && len(s.tele.sql) > len(a.stmt) {
+		a.long = append(a.long[:0], s.tele.sql[:min(len(s.tele.sql), activityLongMax)]...)
+	}
+}
+
+// text is the published statement's text: up to activityLongMax bytes
+// while it runs (for the list of sessions), else its first
+// activityStmtMax bytes.
+func (a *activity) text() []byte {
+	if len(a.long) > 0 {
+		return a.long
+	}
+	return a.stmt[:a.stmtLen]
+}
+
+// dropLong lets go of the copy of a long statement before the session
+// parks: an idle session keeps nothing it does not need.
+func (s *Session) dropLong() {
+	s.mu.Lock()
+	s.act.long = nil
+	s.mu.Unlock()
 }
 
 // Activity returns a snapshot of the session.

@@ -194,18 +194,56 @@ func (s *Session) comProcessKill(p []byte) bool {
 // the backend connection cannot move to another session before the kill.
 func (s *Session) killQuery() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.act.running {
+	running, runs := s.act.running, s.act.runs
+	if running {
 		// The parts of the statement not sent yet are not (killedError):
 		// one waiting for a connection, or being prepared on its shard,
 		// has nothing running to interrupt.
 		s.queryKilled.Store(true)
 	}
+	s.killBackendQueries()
+	s.mu.Unlock()
+	if running {
+		go s.killAgain(runs)
+	}
+}
+
+// killBackendQueries sends KILL QUERY to the backend threads running the
+// session's statement; s.mu is held.
+func (s *Session) killBackendQueries() {
 	if c := s.running; c != nil {
 		s.killBackendQuery(c)
 	}
 	for _, c := range s.partsRunning {
 		s.killBackendQuery(c)
+	}
+}
+
+// killAgainAfter are the waits between the repeats of a KILL QUERY.
+var killAgainAfter = []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond,
+	80 * time.Millisecond, 160 * time.Millisecond, 320 * time.Millisecond, 640 * time.Millisecond,
+	time.Second, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 12 * time.Second}
+
+// killAgain repeats the KILL QUERY of the session's statement number
+// runs for as long as that statement runs (about 30 s at most). A
+// statement is published as running (and listed so by SHOW PROCESSLIST)
+// once it has its backend connection, just before it is written there;
+// a KILL QUERY that reaches the backend thread before the thread has read
+// the statement is lost (the server clears a kill at the thread's next
+// command), and the statement would run on as if never killed. A repeat
+// is made under the session's lock and only while the same statement
+// runs on the same connections, so it never reaches another statement;
+// one that finds the thread between commands is lost, harmlessly.
+func (s *Session) killAgain(runs uint32) {
+	for _, d := range killAgainAfter {
+		time.Sleep(d)
+		s.mu.Lock()
+		if !s.act.running || s.act.runs != runs || (s.running == nil && len(s.partsRunning) == 0) {
+			s.mu.Unlock()
+			return
+		}
+		s.killBackendQueries()
+		s.mu.Unlock()
 	}
 }
 

@@ -46,8 +46,9 @@ const (
 func (s *Session) comQuery(p []byte) bool {
 	st := router.Classify(p[1:])
 	if s.stream != nil {
-		if st.Flags&diagnosticsFlags != 0 {
-			// The proxy rewrites these statements: it needs them whole.
+		if st.Flags&diagnosticsFlags != 0 || st.Processlist != 0 {
+			// The proxy rewrites or answers these statements: it needs
+			// them whole.
 			if p = s.readWhole(p); p == nil {
 				return false
 			}
@@ -68,6 +69,17 @@ func (s *Session) comQuery(p []byte) bool {
 	}
 	if s.readsPartWarnings(st) {
 		return s.answerDiagnostics(p[1:], s.warns.rows)
+	}
+	if st.Processlist != 0 && s.namesProcesslist(st) {
+		// Before CONNECTION_ID() is rewritten: the proxy reads it itself.
+		if handled, ok := s.processlist(st, p); handled {
+			return ok
+		}
+	}
+	if st.Kind == router.KindPrepare || st.Kind == router.KindExecute {
+		if e := s.refuseTextPrepare(p[1:]); e != nil {
+			return s.writeErr(e)
+		}
 	}
 	if st.Flags&(router.FlagConnectionID|router.FlagFoundRows|router.FlagRowCount|router.FlagWarnings) != 0 {
 		if !s.reclaimPrevious() {
@@ -424,6 +436,9 @@ const maxReadRetries = 2
 func (s *Session) run(c *backend.Conn, p []byte, rk relayKind) (info *mysql.ResponseInfo, err error) {
 	s.setRunning(c)
 	defer s.setRunning(nil)
+	if err := s.killedError(); err != nil {
+		return nil, err // killed once listed as running, before it was sent
+	}
 	if s.exec.ps != nil {
 		if err := s.sendExecute(c, p); err != nil {
 			return nil, err

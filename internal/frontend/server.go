@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net"
 	"sync"
@@ -39,8 +40,12 @@ type User struct {
 	Cluster   *backend.Cluster
 	DefaultDB string
 	// Admin may log in on a listener's reserved admin connections.
-	Admin  bool
-	policy *atomic.Pointer[router.Policy]
+	Admin bool
+	// Process sees every client session in SHOW PROCESSLIST and
+	// information_schema.PROCESSLIST, as MySQL's PROCESS privilege; a
+	// user without it sees its own sessions only (processlist.go).
+	Process bool
+	policy  *atomic.Pointer[router.Policy]
 	// unknown: a stand-in for an account that does not exist, which no
 	// password opens (see Server.userOrStandIn).
 	unknown bool
@@ -54,9 +59,9 @@ func NewUser(name string, stored auth.Stored, cl *backend.Cluster, defaultDB str
 }
 
 // Renewed returns a User for later logins with new credentials, default
-// database or admin flag, sharing u's cluster and policy.
-func (u *User) Renewed(stored auth.Stored, defaultDB string, admin bool) *User {
-	return &User{Name: u.Name, Stored: stored, Cluster: u.Cluster, DefaultDB: defaultDB, Admin: admin, policy: u.policy}
+// database or admin and process flags, sharing u's cluster and policy.
+func (u *User) Renewed(stored auth.Stored, defaultDB string, admin, process bool) *User {
+	return &User{Name: u.Name, Stored: stored, Cluster: u.Cluster, DefaultDB: defaultDB, Admin: admin, Process: process, policy: u.policy}
 }
 
 // Policy returns the user's read/write splitting policy now (one atomic
@@ -129,6 +134,9 @@ type Options struct {
 	// Peer finds a session of any of the proxy's client listeners by id,
 	// for a client's KILL; nil: the server's own sessions only.
 	Peer func(id uint32) *Session
+	// Peers yields the logged-in sessions of all the proxy's client
+	// listeners, for SHOW PROCESSLIST; nil: the server's own.
+	Peers func() iter.Seq[*Session]
 	// Telemetry records every client statement (telemetry.go); nil
 	// records nothing.
 	Telemetry *telemetry.Recorder

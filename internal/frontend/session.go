@@ -76,6 +76,9 @@ type Session struct {
 	// session goes idle.
 	queryKilled atomic.Bool
 	act         activity // what the session does, for SHOW SESSIONS (activity.go)
+	// command is the command being served (its first byte), published
+	// with the statement it runs, for the list of sessions.
+	command byte
 	// The connections of a statement in parts (engine.Cursor.Acquire)
 	// not done yet: a merge runs one on every shard at once.
 	partsRunning []*backend.Conn
@@ -386,6 +389,7 @@ func (s *Session) waitCommand() error {
 		if limit > 0 {
 			left = limit - time.Since(s.idleSince)
 		}
+		s.dropLong()
 		if s.srv.parker.park(s, fd, left) {
 			return errParked
 		}
@@ -571,6 +575,7 @@ func (s *Session) dispatch(p []byte) bool {
 		return s.dispatchLocal(p)
 	}
 	s.srv.opt.Metrics.Commands.Inc()
+	s.command = p[0]
 	if s.stream != nil && p[0] != mysql.ComQuery && p[0] != mysql.ComStmtExecute {
 		// Only statements are streamed; other commands this large are
 		// rare enough to hold (at most max_allowed_packet).

@@ -83,14 +83,13 @@ const maxLongData = 64 << 20
 // a Sharded one is prepared as one sub-table's text on that sub-table's
 // shard, so that the client sees a server's parameter count and column
 // definitions (with logical table names).
-func (s *Session) prepareSharded(ks *planner.Keyspace, p []byte) bool {
+func (s *Session) prepareSharded(ks *planner.Keyspace, p []byte, st router.Stmt) bool {
 	sql := p[1:]
 	sh := &shardedStmt{ks: ks}
-	st := router.Classify(sql)
 	switch st.Kind {
 	case router.KindCommit, router.KindRollback, router.KindBegin, router.KindSet, router.KindSavepoint:
 		sh.cl = s.cl
-		return s.prepare(p, p, sh)
+		return s.prepare(p, p, sh, st)
 	}
 	if st.Flags&router.FlagHintShard != 0 {
 		if name, ok := router.ShardHint(sql); ok {
@@ -99,7 +98,7 @@ func (s *Session) prepareSharded(ks *planner.Keyspace, p []byte) bool {
 					"shardgate: shard hint names %q, which is not a shard of schema %s", name, ks.Schema.Name))
 			}
 			s.enter(sh.cl)
-			return s.prepare(p, p, sh)
+			return s.prepare(p, p, sh, st)
 		}
 	}
 	sh.text = bytes.Clone(sql)
@@ -115,7 +114,7 @@ func (s *Session) prepareSharded(ks *planner.Keyspace, p []byte) bool {
 	}
 	if plan.An.Placement != planner.Sharded {
 		s.enter(ks.Default)
-		return s.prepare(p, p, sh)
+		return s.prepare(p, p, sh, st)
 	}
 	order := plan.Tmpl.Params()
 	if len(order) != len(sh.shape.Params) {
@@ -132,7 +131,7 @@ func (s *Session) prepareSharded(ks *planner.Keyspace, p []byte) bool {
 	s.sub[0] = i
 	q := plan.Tmpl.Append([]byte{mysql.ComStmtPrepare}, sh.text, &sh.shape, s.sub[:])
 	s.enter(ks.Shard(plan.An.Group.Layout.Shard(i)))
-	return s.prepare(p, q, sh)
+	return s.prepare(p, q, sh, st)
 }
 
 // planExecute plans an execution of ps, prepared in sharded schema ks,

@@ -32,18 +32,22 @@ func (s *Session) comStmtPrepare(p []byte) bool {
 		return s.writeErr(mysql.NewError(mysql.ERMaxPreparedStmt, mysql.StateSyntax,
 			"Can't create more than max_prepared_stmt_count statements (current value: %d)", s.srv.opt.MaxStmtsPerSess))
 	}
+	st := router.Classify(p[1:])
+	if e := s.refusePreparedProcesslist(st, p[1:]); e != nil {
+		return s.writeErr(e)
+	}
 	if ks := s.srv.opt.Keyspaces.Lookup(s.db); ks != nil {
-		return s.prepareSharded(ks, p)
+		return s.prepareSharded(ks, p, st)
 	}
 	s.enter(s.home)
-	return s.prepare(p, p, nil)
+	return s.prepare(p, p, nil, st)
 }
 
 // prepare sends q, a COM_STMT_PREPARE, to the session's cluster and
 // relays the answer (with logical table names) as that of the client's
-// statement p, which gets a proxy statement id. q is p, or the statement
-// the proxy prepares for it on a shard (sh).
-func (s *Session) prepare(p, q []byte, sh *shardedStmt) bool {
+// statement p (classified st), which gets a proxy statement id. q is p,
+// or the statement the proxy prepares for it on a shard (sh).
+func (s *Session) prepare(p, q []byte, sh *shardedStmt, st router.Stmt) bool {
 	c, ok := s.borrow(0)
 	if c == nil {
 		return ok
@@ -61,7 +65,7 @@ func (s *Session) prepare(p, q []byte, sh *shardedStmt) bool {
 	if ok {
 		s.nextStmtID = id
 		sql := string(p[1:])
-		ps := &pstmt{id: id, sql: sql, text: []byte(sql), db: s.db, params: params, columns: cols, stmt: router.Classify(p[1:]), sh: sh}
+		ps := &pstmt{id: id, sql: sql, text: []byte(sql), db: s.db, params: params, columns: cols, stmt: st, sh: sh}
 		if s.stmts == nil {
 			s.stmts = make(map[uint32]*pstmt)
 		}

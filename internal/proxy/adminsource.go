@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"iter"
 	"net"
 	"strings"
 	"sync"
@@ -295,6 +296,20 @@ func (p *Proxy) clientSession(id uint32) *frontend.Session {
 		}
 	}
 	return nil
+}
+
+// clientSessions yields the logged-in sessions of every client listener
+// (not the admin port's), for a client's SHOW PROCESSLIST.
+func (p *Proxy) clientSessions() iter.Seq[*frontend.Session] {
+	return func(yield func(*frontend.Session) bool) {
+		for _, srv := range p.servers {
+			for s := range srv.Sessions() {
+				if !yield(s) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // ReloadConfig implements admin.Source with the function the binary set.

@@ -317,7 +317,7 @@ func (p *Proxy) buildUsers() error {
 // newUser makes the record logins as u check against.
 func newUser(u config.User, stored auth.Stored, cl *backend.Cluster, pol *router.Policy) *frontend.User {
 	fu := frontend.NewUser(u.Name, stored, cl, u.DefaultDatabase, pol)
-	fu.Admin = u.Admin
+	fu.Admin, fu.Process = u.Admin, u.Process
 	return fu
 }
 
@@ -415,6 +415,7 @@ func (p *Proxy) buildServers() error {
 			HandshakeTimeout: cfg.Server.HandshakeTimeout, MaxConnections: l.MaxConnections,
 			ReservedAdmin: l.ReservedAdminConnections, MaxStmtsPerSess: cfg.Server.MaxPreparedStatementsPerSession,
 			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard, Keyspaces: p.keyspaces, IDs: &p.ids, Peer: p.clientSession,
+			Peers:     p.clientSessions,
 			Telemetry: p.telemetry, Tracer: p.tracer,
 		})
 		if err != nil {

@@ -203,11 +203,11 @@ func (p *Proxy) applyUsers(old, cfg *config.Config, plan *reloadPlan) {
 		switch {
 		case prev == nil || ou == nil || prev.Cluster != cl:
 			next[u.Name] = newUser(u, plan.stored[u.Name], cl, pol)
-		case samePassword && ou.DefaultDatabase == u.DefaultDatabase && ou.Admin == u.Admin:
+		case samePassword && ou.DefaultDatabase == u.DefaultDatabase && ou.Admin == u.Admin && ou.Process == u.Process:
 			prev.SetPolicy(pol)
 			next[u.Name] = prev
 		default:
-			renewed := prev.Renewed(plan.stored[u.Name], u.DefaultDatabase, u.Admin)
+			renewed := prev.Renewed(plan.stored[u.Name], u.DefaultDatabase, u.Admin, u.Process)
 			renewed.SetPolicy(pol)
 			next[u.Name] = renewed
 		}

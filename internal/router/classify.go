@@ -227,12 +227,36 @@ type Stmt struct {
 	KillHasID     bool
 	KillByQueryID bool
 
+	// Processlist says how the text names the list of sessions, in any
+	// of its statements (0 for nearly every statement): the proxy answers
+	// those reads itself, with its own sessions, whose ids are the
+	// connection ids its clients know, not the backend's threads.
+	Processlist Processlist
+
 	// Digest is the hash of the statement's normalized shape (literals
 	// replaced, whitespace, comments and keyword case left out; see
 	// digest.go): statements that differ only in those share it.
 	// DigestText renders the shape.
 	Digest uint64
 }
+
+// Processlist is a set of the ways a statement text names the list of
+// sessions (Stmt.Processlist).
+type Processlist uint8
+
+const (
+	// ProcesslistShow: SHOW PROCESSLIST; ProcesslistShowFull: SHOW FULL
+	// PROCESSLIST.
+	ProcesslistShow Processlist = 1 << iota
+	ProcesslistShowFull
+	// ProcesslistTable: information_schema.PROCESSLIST, in any case, with
+	// either name quoted or not.
+	ProcesslistTable
+	// ProcesslistName: the name PROCESSLIST (quoted or not) not after a
+	// '.': information_schema's table when that is the current database,
+	// else whatever has that name (a table, a column, an alias).
+	ProcesslistName
+)
 
 // notReadOnlyFlags are the flags that make IsReadOnly false.
 const notReadOnlyFlags = (flagsEnd - 1) &^ hintFlags // every flag but the hints disqualifies
@@ -484,6 +508,12 @@ func (c *classifier) feed(t *token) bool {
 	case tWord:
 		if t.kw != kwNone {
 			c.word(t)
+		}
+	case tQuoted:
+		// `PROCESSLIST`: the length test keeps the look-up off the
+		// quoted names of ordinary statements.
+		if t.ne-t.ns == len("PROCESSLIST") && lookupKw(c.lx.s[t.ns:t.ne], t.h) == kwPROCESSLIST {
+			c.processlist()
 		}
 	case tUserVar:
 		if !c.userAtHost(t) {
@@ -786,6 +816,8 @@ func (c *classifier) word(t *token) {
 			s.routine = true
 			s.block++
 		}
+	case kwPROCESSLIST:
+		c.processlist()
 	case kwBEGIN, kwCASE:
 		if s.routine && s.depth == 0 {
 			s.block++
@@ -795,6 +827,31 @@ func (c *classifier) word(t *token) {
 			s.pendEnd = true
 		}
 	}
+}
+
+// processlist notes the name PROCESSLIST, the current token: how it
+// names the list of sessions (Stmt.Processlist). The tokens before it
+// are in the ring; spaces and comments may separate them, as in SQL.
+func (c *classifier) processlist() {
+	p := c.back(1)
+	if p != nil && p.isPunct('.') {
+		q := c.back(2)
+		if q != nil && (q.kind == tWord || q.kind == tQuoted) && eqUpper(c.lx.s[q.ns:q.ne], "INFORMATION_SCHEMA") {
+			c.st.Processlist |= ProcesslistTable
+		}
+		return // another database's table, or a column of a table so named
+	}
+	if c.s.kind == KindShow {
+		switch {
+		case c.prevWord(kwSHOW):
+			c.st.Processlist |= ProcesslistShow
+			return
+		case p != nil && p.kind == tWord && eqUpper(c.lx.s[p.ns:p.ne], "FULL") && c.prev2Word(kwSHOW):
+			c.st.Processlist |= ProcesslistShowFull
+			return
+		}
+	}
+	c.st.Processlist |= ProcesslistName
 }
 
 // call processes p followed by '(': a function call if p names a function of

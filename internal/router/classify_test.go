@@ -793,3 +793,78 @@ func TestExecutableCommentsForLaterVersions(t *testing.T) {
 		}
 	}
 }
+
+func TestClassifyProcesslist(t *testing.T) {
+	const (
+		show  = ProcesslistShow
+		full  = ProcesslistShowFull
+		table = ProcesslistTable
+		name  = ProcesslistName
+	)
+	tests := []struct {
+		sql  string
+		kind Kind
+		want Processlist
+	}{
+		{"SHOW PROCESSLIST", KindShow, show},
+		{"show processlist;", KindShow, show},
+		{"SHOW FULL PROCESSLIST", KindShow, full},
+		{"show /* c */ full -- c\n processlist", KindShow, full},
+		{"/*!SHOW PROCESSLIST*/", KindShow, show},
+		{"SELECT * FROM information_schema.PROCESSLIST", KindSelect, table},
+		{"select id from INFORMATION_SCHEMA . processlist where id = connection_id()", KindSelect, table},
+		{"SELECT * FROM `information_schema`.`PROCESSLIST`", KindSelect, table},
+		{"SELECT * FROM `information_schema`.processlist p", KindSelect, table},
+		{"SELECT * FROM information_schema.`processlist`", KindSelect, table},
+		{"SELECT information_schema.processlist.id FROM information_schema.processlist", KindSelect, table},
+		{"SELECT * FROM PROCESSLIST", KindSelect, name},
+		{"SELECT * FROM `processlist`", KindSelect, name},
+		{"SELECT * FROM information_schema.PROCESSLIST AS processlist", KindSelect, table | name},
+		{"SELECT 1; SHOW PROCESSLIST", KindSelect, show},
+		{"INSERT INTO t SELECT * FROM information_schema.PROCESSLIST", KindInsert, table},
+		{"SHOW COLUMNS FROM information_schema.PROCESSLIST", KindShow, table},
+		{"SHOW COLUMNS FROM PROCESSLIST", KindShow, name},
+		{"SHOW FULL COLUMNS FROM PROCESSLIST", KindShow, name},
+		{"SHOW CREATE TABLE PROCESSLIST", KindShow, name},
+
+		// not the list of sessions
+		{"SELECT * FROM mydb.processlist", KindSelect, 0},
+		{"SELECT * FROM `mydb`.`processlist`", KindSelect, 0},
+		{"SELECT * FROM information_schema.PROCESSLISTS", KindSelect, 0},
+		{"SELECT 'information_schema.PROCESSLIST'", KindSelect, 0},
+		{"SELECT 1 /* SHOW PROCESSLIST */", KindSelect, 0},
+		{"SELECT `information_schema.PROCESSLIST`", KindSelect, 0},
+		{"SHOW PROCESSLISTS", KindShow, 0},
+		{"SHOW STATUS", KindShow, 0},
+		{"SELECT * FROM information_schema.TABLES", KindSelect, 0},
+	}
+	for _, tc := range tests {
+		got := Classify([]byte(tc.sql))
+		if got.Kind != tc.kind || got.Processlist != tc.want {
+			t.Errorf("Classify(%q): kind %v, processlist %b; want %v, %b", tc.sql, got.Kind, got.Processlist, tc.kind, tc.want)
+		}
+	}
+}
+
+func TestPreparedText(t *testing.T) {
+	tests := []struct {
+		sql, want string
+		ok        bool
+	}{
+		{"PREPARE s FROM 'SHOW PROCESSLIST'", "SHOW PROCESSLIST", true},
+		{"prepare `s` from \"SELECT * FROM information_schema.processlist WHERE user = 'a\\\\'b'\"", "SELECT * FROM information_schema.processlist WHERE user = 'a\\'b'", true},
+		{"PREPARE s FROM 'SHOW ' /* c */ 'PROCESSLIST';", "SHOW PROCESSLIST", true},
+		{"EXECUTE IMMEDIATE 'SHOW FULL PROCESSLIST'", "SHOW FULL PROCESSLIST", true},
+		{"PREPARE s FROM @q", "", false},
+		{"EXECUTE s", "", false},
+		{"EXECUTE IMMEDIATE @q", "", false},
+		{"SELECT 'PREPARE s FROM x'", "", false},
+		{"PREPARE", "", false},
+	}
+	for _, tc := range tests {
+		got, ok := PreparedText([]byte(tc.sql))
+		if string(got) != tc.want || ok != tc.ok {
+			t.Errorf("PreparedText(%q) = %q, %v; want %q, %v", tc.sql, got, ok, tc.want, tc.ok)
+		}
+	}
+}
