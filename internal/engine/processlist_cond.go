@@ -335,26 +335,11 @@ func comparePValues(a, b PValue) int {
 // generalCI is information_schema's collation.
 var generalCI = colldata.Lookup(collations.CollationUtf8mb3ID)
 
+// generalCISpace is the weight of a space under generalCI.
+var generalCISpace = generalCI.WeightString(nil, []byte(" "), 0)
+
 // compareGeneralCI orders two strings under utf8mb3_general_ci, PAD
-// SPACE: the shorter one compares as if padded with spaces, so that 'a'
-// = 'a  ' and 'a' > 'a\t'.
+// SPACE (comparePadded): 'a' = 'a  ' and 'a' > 'a\t'.
 func compareGeneralCI(a, b []byte) int {
-	wa := generalCI.WeightString(nil, a, 0)
-	wb := generalCI.WeightString(nil, b, 0)
-	n := min(len(wa), len(wb))
-	if c := bytes.Compare(wa[:n], wb[:n]); c != 0 {
-		return c
-	}
-	sign, rest := 1, wa[n:]
-	if len(wb) > len(wa) {
-		sign, rest = -1, wb[n:]
-	}
-	space := generalCI.WeightString(nil, []byte(" "), 0)
-	for len(rest) >= len(space) {
-		if c := bytes.Compare(rest[:len(space)], space); c != 0 {
-			return sign * c
-		}
-		rest = rest[len(space):]
-	}
-	return 0
+	return comparePadded(generalCI.WeightString(nil, a, 0), generalCI.WeightString(nil, b, 0), generalCISpace)
 }
