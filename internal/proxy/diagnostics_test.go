@@ -83,12 +83,8 @@ func resultString(conn *sql.Conn, q string) string {
 	}
 	lines := []string{strings.Join(heads, ",")}
 	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		vals, err := scanNullStrings(rows, len(cols))
+		if err != nil {
 			return "SCAN " + err.Error()
 		}
 		var parts []string

@@ -250,3 +250,14 @@ func parseConfig(t testing.TB, yaml, file string) *config.Config {
 	}
 	return cfg
 }
+
+// scanNullStrings scans the current row of rows, n columns, as nullable
+// strings.
+func scanNullStrings(rows *sql.Rows, n int) ([]sql.NullString, error) {
+	vals := make([]sql.NullString, n)
+	ptrs := make([]any, n)
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	return vals, rows.Scan(ptrs...)
+}

@@ -65,15 +65,11 @@ func columnsOf(t *testing.T, conn *sql.Conn, q string) (string, []string) {
 		nullable, _ := ct.Nullable()
 		desc = append(desc, fmt.Sprintf("%q %s %v null=%v", ct.Name(), ct.DatabaseTypeName(), ct.ScanType(), nullable))
 	}
-	vals := make([]sql.NullString, len(types))
-	ptrs := make([]any, len(vals))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
 	if !rows.Next() {
 		t.Fatalf("%s: no row (%v)", q, rows.Err())
 	}
-	if err := rows.Scan(ptrs...); err != nil {
+	vals, err := scanNullStrings(rows, len(types))
+	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 	out := make([]string, len(vals))

@@ -64,12 +64,8 @@ func plRows(t testing.TB, q interface {
 	}
 	var out [][]*string
 	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		vals, err := scanNullStrings(rows, len(cols))
+		if err != nil {
 			t.Fatal(err)
 		}
 		row := make([]*string, len(cols))

@@ -460,12 +460,8 @@ func rowsText(t *testing.T, q interface {
 	cols, _ := rows.Columns()
 	var out []string
 	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		vals, err := scanNullStrings(rows, len(cols))
+		if err != nil {
 			t.Fatalf("%s: %v", query, err)
 		}
 		var cells []string
