@@ -136,9 +136,8 @@ func (s *Session) Status() uint16 { return s.status() }
 func (s *Session) Answer(ok *mysql.OKPacket) bool {
 	s.lastRowCount = int64(ok.AffectedRows)
 	s.tele.affected = ok.AffectedRows // the whole statement's, not the sum of its parts' again
-	if ok.LastInsertID != 0 {
-		s.lastInsertID = ok.LastInsertID
-	}
+	// LAST_INSERT_ID() is what the parts left (learnLastID), not the OK's
+	// insert id, which may be one a row gave.
 	return s.writeOK(ok)
 }
 

@@ -69,8 +69,8 @@ func (s *Session) comQuery(p []byte) bool {
 	if s.readsPartWarnings(st) {
 		return s.answerDiagnostics(p[1:], s.warns.rows)
 	}
-	if st.Flags&(router.FlagConnectionID|router.FlagFoundRows|router.FlagRowCount|router.FlagWarnings) != 0 {
-		if !s.reclaimPrevious() {
+	if st.Flags&(diagnosticsFlags|router.FlagLastInsertID) != 0 {
+		if st.Flags&diagnosticsFlags != 0 && !s.reclaimPrevious() {
 			if st.Kind == router.KindShow && st.Flags&router.FlagWarnings != 0 {
 				return s.answerNoDiagnostics(p[1:])
 			}
@@ -89,17 +89,17 @@ func (s *Session) comQuery(p []byte) bool {
 // COM_STMT_EXECUTE (s.exec set), once the command's own checks passed.
 func (s *Session) statement(p []byte, st router.Stmt) bool {
 	s.dropHeldElsewhere(st) // before planning: a connection it drops no longer pins
-	s.cmd = command{st: st, n: needDB}
-	if s.stream != nil || (st.Flags&router.FlagLastInsertID != 0 && st.Flags&router.FlagLastInsertIDArg == 0) {
-		s.cmd.n |= needLastID // a streamed statement may read LAST_INSERT_ID() past its head
-	}
+	s.cmd = command{st: st, n: needDB | lastIDNeeds(st, s.stream != nil)}
+	s.rowsProbed = false // the previous statement's, which substitute has read
 	if st.Flags&router.FlagHintExplain != 0 && s.srv.opt.Keyspaces.Lookup(s.db) != nil {
 		return s.explain(st, p)
 	}
 	s.tele.trace.st.StartPlan()
 	prim := s.plan(st, p)
 	s.tele.trace.st.EndPlan()
-	return prim.Execute(s, p)
+	ok := prim.Execute(s, p)
+	s.endLastID()
+	return ok
 }
 
 // plan returns the plan of statement p. A cursor pins its connection, so
@@ -138,6 +138,10 @@ type command struct {
 	// renameWarns rewrites the next part's warning messages
 	// (engine.Cursor.RenameWarnings).
 	renameWarns func(string) string
+	// lastID is the LAST_INSERT_ID() the statement's parts left
+	// (lastIDSet: some part changed it), the session's when it ends.
+	lastID    uint64
+	lastIDSet bool
 }
 
 // Run implements engine.Cursor: it runs the current command (s.cmd) on
@@ -229,8 +233,9 @@ func (s *Session) reclaimPrevious() bool {
 }
 
 // substitute rewrites what the proxy knows better than the backend: its own
-// connection id always, and, when the previous statement's connection is
-// gone, that statement's FOUND_ROWS(), ROW_COUNT() and diagnostics counts.
+// connection id and the session's LAST_INSERT_ID() always, and, when the
+// previous statement's connection is gone, that statement's FOUND_ROWS(),
+// ROW_COUNT() and diagnostics counts.
 // A held connection means any warnings are still there to read, so when
 // there is none the previous statement left no warnings or errors.
 func (s *Session) substitute(p []byte, st router.Stmt) ([]byte, router.Stmt) {
@@ -242,23 +247,33 @@ func (s *Session) substitute(p []byte, st router.Stmt) ([]byte, router.Stmt) {
 	default:
 		sub.ConnectionID = router.ConnectionIDValue(s.id)
 	}
-	if s.pinned == nil {
+	if s.pinned == nil || s.rowsProbed {
 		if st.Flags&router.FlagFoundRows != 0 {
 			sub.FoundRows = router.FoundRowsValue(s.lastFoundRows)
 		}
 		if st.Flags&router.FlagRowCount != 0 {
 			sub.RowCount = router.RowCountValue(s.lastRowCount)
 		}
-		if st.Flags&router.FlagWarnings != 0 {
-			sub.Diagnostics = router.NoDiagnosticsValue
-		}
+	}
+	if s.pinned == nil && st.Flags&router.FlagWarnings != 0 {
+		sub.Diagnostics = router.NoDiagnosticsValue
+	}
+	if substitutesLastID(st, s.stream != nil) {
+		sub.LastInsertID = router.LastInsertIDValue(s.lastInsertID)
 	}
 	if sub == (router.Substitutions{}) {
 		return p, st
 	}
 	s.rewrite = append(s.rewrite[:0], mysql.ComQuery)
 	s.rewrite = router.Substitute(s.rewrite, p[1:], &sub)
-	return s.rewrite, router.Classify(s.rewrite[1:])
+	rst := router.Classify(s.rewrite[1:])
+	if sub.LastInsertID != "" {
+		// Routed as it was: a read of LAST_INSERT_ID() right after the
+		// session's INSERT goes to the primary, not to a replica that
+		// would wait to catch up with that write.
+		rst.Flags |= router.FlagHintPrimary
+	}
+	return s.rewrite, rst
 }
 
 // answerNoDiagnostics answers SHOW WARNINGS / SHOW ERRORS / SHOW COUNT(*)
@@ -595,10 +610,11 @@ func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stm
 		s.lastRowCount, s.lastFoundRows = -1, info.Rows
 	case info.Err == nil:
 		s.lastRowCount = int64(info.AffectedRows)
+	default:
+		s.lastRowCount = -1 // ROW_COUNT() after an error
 	}
-	if info.LastInsertID != 0 && info.Err == nil {
-		s.lastInsertID = info.LastInsertID
-		c.LastInsertID = info.LastInsertID
+	if mayChangeLastID(info, st) {
+		s.learnLastID(c, info, st)
 	}
 	inTrx := info.Status&mysql.StatusInTrans != 0
 	if info.Err != nil && info.Results <= 1 {
@@ -682,6 +698,10 @@ func (s *Session) applyStateChanges(c *backend.Conn, blocks []byte) (charsetChan
 					if g := string(ch.Value); backend.ValidGTID(g) {
 						s.lastGTID = g
 					}
+					return
+				}
+				if name == "last_insert_id" || name == "identity" {
+					s.setLastIDVariable(c, ch.Value) // SET last_insert_id = N
 					return
 				}
 				if backend.Untracked(name) {

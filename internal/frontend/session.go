@@ -56,6 +56,10 @@ type Session struct {
 	last         *backend.Conn
 	lastUses     uint64
 	skipAffinity bool // the proxy ran a statement of its own after the client's
+	// rowsProbed: the proxy read LAST_INSERT_ID() on the connection after
+	// the previous statement (lastid.go), which replaced its ROW_COUNT()
+	// and FOUND_ROWS() there: the session answers them, pinned or not.
+	rowsProbed bool
 
 	stmts      map[uint32]*pstmt
 	nextStmtID uint32
@@ -671,9 +675,16 @@ type needs uint8
 
 const (
 	needDB       needs = 1 << iota // current database and variables in step
-	needLastID                     // LAST_INSERT_ID() in step
+	needLastID                     // LAST_INSERT_ID() in step (lastid.go)
 	needPrevious                   // the connection that ran the previous statement
 	needBegin                      // join the session's transaction, open on other shards (shards.go)
+	// LAST_INSERT_ID() either 0 or in step (needLastIDBase), or either
+	// not 0 or in step (needLastIDNonZero): what learnLastID needs to tell
+	// from the connection's value after the statement whether it changed.
+	needLastIDBase
+	needLastIDNonZero
+
+	lastIDNeedsMask = needLastID | needLastIDBase | needLastIDNonZero
 )
 
 // acquire returns the backend connection a command runs on: the pinned one
@@ -757,7 +768,7 @@ func (s *Session) sync(c *backend.Conn, n needs) error {
 	}
 	dbOK := c.DB == s.db || s.db == ""
 	varsOK := c.VarsFP == s.varsFP && c.Vars.Equal(s.vars)
-	lidOK := n&needLastID == 0 || c.LastInsertID == s.lastInsertID
+	lidOK := n&lastIDNeedsMask == 0 || s.lastIDInStep(c, n)
 	if dbOK && varsOK && lidOK && n&needBegin == 0 {
 		return nil
 	}
@@ -800,7 +811,7 @@ func (s *Session) sync(c *backend.Conn, n needs) error {
 	c.Vars = append(c.Vars[:0], s.vars...)
 	c.VarsFP = s.varsFP
 	if !lidOK {
-		c.LastInsertID = s.lastInsertID
+		c.LastInsertID, c.LastInsertIDUnknown = s.lastInsertID, false
 	}
 	return nil
 }

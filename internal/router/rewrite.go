@@ -10,6 +10,7 @@ type Substitutions struct {
 	ConnectionID string // CONNECTION_ID()
 	FoundRows    string // FOUND_ROWS()
 	RowCount     string // ROW_COUNT()
+	LastInsertID string // LAST_INSERT_ID() without an argument
 	Diagnostics  string // @@warning_count, @@error_count (any scope)
 }
 
@@ -326,6 +327,12 @@ func RowCountValue(n int64) string {
 	return fmt.Sprintf("CAST(%021d AS SIGNED)", n)
 }
 
+// LastInsertIDValue is LAST_INSERT_ID() = n: BIGINT UNSIGNED, 21 wide,
+// NOT NULL, as the function's column.
+func LastInsertIDValue(n uint64) string {
+	return fmt.Sprintf("CAST(%021d AS UNSIGNED)", n)
+}
+
 // NoDiagnosticsValue is @@warning_count or @@error_count = 0.
 const NoDiagnosticsValue = "CAST(000000000000000000000 AS UNSIGNED)"
 
@@ -337,6 +344,8 @@ func (sub *Substitutions) valueOf(name []byte) string {
 		return sub.FoundRows
 	case sub.RowCount != "" && eqFold(name, "ROW_COUNT"):
 		return sub.RowCount
+	case sub.LastInsertID != "" && eqFold(name, "LAST_INSERT_ID"):
+		return sub.LastInsertID
 	}
 	return ""
 }

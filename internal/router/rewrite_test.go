@@ -25,6 +25,9 @@ func TestSubstitute(t *testing.T) {
 		{id, "SELECT 'a\\'b', CONNECTION_ID()", "SELECT 'a\\'b', 42 AS `CONNECTION_ID()`"},
 		{id, "SELECT 'unterminated CONNECTION_ID()", "SELECT 'unterminated CONNECTION_ID()"},
 		{id, "SELECT FOUND_ROWS(), ROW_COUNT(), @@warning_count", "SELECT FOUND_ROWS(), ROW_COUNT(), @@warning_count"},
+		{&Substitutions{LastInsertID: "9"}, "SELECT LAST_INSERT_ID(), LAST_INSERT_ID(5), last_insert_id ( ) + 1",
+			"SELECT 9 AS `LAST_INSERT_ID()`, LAST_INSERT_ID(5), 9 + 1 AS `last_insert_id ( ) + 1`"},
+		{&Substitutions{LastInsertID: "9"}, "INSERT INTO t VALUES (LAST_INSERT_ID(), 'LAST_INSERT_ID()')", "INSERT INTO t VALUES (9, 'LAST_INSERT_ID()')"},
 		{all, "SELECT FOUND_ROWS(), row_count(), @@warning_count, @@session.error_count, @@GLOBAL.max_connections",
 			"SELECT 7 AS `FOUND_ROWS()`, -1 AS `row_count()`, 0 AS `@@warning_count`, 0 AS `@@session.error_count`, @@GLOBAL.max_connections"},
 		// Only items of the select list without an alias are named, and

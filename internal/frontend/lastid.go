@@ -1,0 +1,207 @@
+package frontend
+
+import (
+	"strconv"
+
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/router"
+)
+
+// The session's LAST_INSERT_ID().
+//
+// It is not the OK packet's insert id. MariaDB reports there the first id
+// a statement generated, or, when it generated none, the AUTO_INCREMENT
+// value of the last row written, one the client gave itself (INSERT
+// ... (id) VALUES (100) says 100); LAST_INSERT_ID() changes only when an
+// id is generated (or set: LAST_INSERT_ID(expr), SET last_insert_id, a
+// procedure doing either, whose CALL's OK says 0). The packet does not say
+// which, and neither does session tracking. Only the connection that ran
+// the statement knows, by its own LAST_INSERT_ID(): the session reads it
+// there (backend.Conn.TakeLastInsertID), once the client has the answer,
+// after the statements that may have changed it, and then replays the
+// value wherever the session reads it next.
+//
+// The read is decisive because of what the connection held before: its
+// value is known (backend.Conn.LastInsertID) and, before a statement that
+// may generate ids, made to be 0 or the session's own value (sync): after
+// the statement it is then either unchanged (nothing generated: the
+// session's value is unchanged) or the id the statement generated last.
+// A read leaves the connection at 0, so the pool's connections are at 0
+// and the condition costs nothing in the common case. A statement that
+// sets the value exactly (LAST_INSERT_ID(expr), CALL) starts from the
+// session's own value, so the read is the session's value whatever it is.
+// An UPDATE's OK packet says the value LAST_INSERT_ID(expr) set, so it is
+// read only when the packet says 0 (expr was 0, or no row was matched and
+// the value is unchanged: told apart by starting from a value other
+// than 0).
+//
+// A statement that reads LAST_INSERT_ID() gets the session's value as a
+// literal (substitute), so no connection needs to be set for it; those
+// the proxy cannot rewrite (a prepared statement, a multi-statement, a
+// streamed one) have their connection set first (needLastID).
+
+// lastIDNeeds says what st needs of its connection's LAST_INSERT_ID()
+// before it runs. Most statements need nothing.
+func lastIDNeeds(st router.Stmt, streamed bool) needs {
+	f := st.Flags
+	if streamed || f&(router.FlagLastInsertID|router.FlagLastInsertIDArg) == router.FlagLastInsertID {
+		// It reads the value (a streamed statement may, past its head);
+		// not substituted (substitutesLastID), or it would not be flagged.
+		return needLastID
+	}
+	switch {
+	case f&router.FlagLastInsertIDArg != 0 && (st.Kind == router.KindUpdate || st.Kind == router.KindDelete) && f&router.FlagMultiStatement == 0:
+		return needLastIDNonZero
+	case setsLastIDExactly(st):
+		return needLastID
+	case mayGenerateIDs(st):
+		return needLastIDBase
+	}
+	return 0
+}
+
+// substitutesLastID reports whether st's LAST_INSERT_ID() calls are
+// replaced by the session's value (substitute): a statement that only
+// reads it, whole (not streamed), that is not a multi-statement (whose
+// later statements see the earlier ones' ids) and does not store its text
+// (CREATE VIEW, PROCEDURE, TRIGGER..., where the call must stay a call).
+func substitutesLastID(st router.Stmt, streamed bool) bool {
+	if streamed || st.Flags&(router.FlagLastInsertID|router.FlagLastInsertIDArg|router.FlagMultiStatement) != router.FlagLastInsertID {
+		return false
+	}
+	switch st.Kind {
+	case router.KindSelect, router.KindInsert, router.KindReplace, router.KindUpdate, router.KindDelete,
+		router.KindDo, router.KindSet, router.KindValues:
+		return true
+	}
+	return false
+}
+
+// setsLastIDExactly reports statements that may set LAST_INSERT_ID() to
+// any value, 0 included: LAST_INSERT_ID(expr), a procedure's.
+func setsLastIDExactly(st router.Stmt) bool {
+	return st.Flags&router.FlagLastInsertIDArg != 0 || st.Kind == router.KindCall || st.Kind == router.KindExecute
+}
+
+// mayGenerateIDs reports statements that may generate AUTO_INCREMENT
+// values: inserts of any form, and a multi-statement, whose later
+// statements the classifier does not tell apart. (CREATE TABLE ... SELECT
+// may too, rarely enough: its OK's insert id has it read, from wherever
+// the connection's value was.)
+func mayGenerateIDs(st router.Stmt) bool {
+	if st.Flags&router.FlagMultiStatement != 0 {
+		return true
+	}
+	switch st.Kind {
+	case router.KindInsert, router.KindReplace, router.KindLoadData:
+		return true
+	case router.KindSet:
+		return st.Flags&router.FlagSetNotVariable != 0 // SET STATEMENT ... FOR <statement>
+	}
+	return false
+}
+
+// lastIDInStep reports whether c's LAST_INSERT_ID() is as the statement
+// needs it (n: lastIDNeeds).
+func (s *Session) lastIDInStep(c *backend.Conn, n needs) bool {
+	if c.LastInsertIDUnknown {
+		return false
+	}
+	v := c.LastInsertID
+	switch {
+	case n&needLastID != 0:
+		return v == s.lastInsertID
+	case n&needLastIDBase != 0:
+		return v == 0 || v == s.lastInsertID
+	case n&needLastIDNonZero != 0:
+		return v != 0 || v == s.lastInsertID
+	}
+	return true
+}
+
+// mayChangeLastID reports, after st ran with answer info, whether the
+// connection's LAST_INSERT_ID() may have changed: the cheap test that
+// keeps learnLastID off the path of other statements.
+func mayChangeLastID(info *mysql.ResponseInfo, st router.Stmt) bool {
+	return info.LastInsertID != 0 || setsLastIDExactly(st) || info.Err != nil && mayGenerateIDs(st)
+}
+
+// learnLastID learns the session's LAST_INSERT_ID() after st ran on c
+// with answer info (mayChangeLastID), reading c's when its answer does not
+// tell. In a statement that runs in parts the statement's value is the
+// first part's generated id (or the last value set), taken when the
+// statement ends (endLastID).
+func (s *Session) learnLastID(c *backend.Conn, info *mysql.ResponseInfo, st router.Stmt) {
+	before, known := c.LastInsertID, !c.LastInsertIDUnknown
+	exact := setsLastIDExactly(st)
+	id := info.LastInsertID
+	var v uint64
+	switch {
+	case exact && (st.Kind == router.KindUpdate || st.Kind == router.KindDelete) && st.Flags&router.FlagMultiStatement == 0 && id != 0:
+		// The OK says the value LAST_INSERT_ID(expr) set.
+		v, exact = id, true
+		c.LastInsertID, c.LastInsertIDUnknown = id, false
+		s.setLastID(v, exact)
+		return
+	case !exact && id != 0 && known && id == s.lastInsertID && before == id:
+		return // unchanged whether generated or not
+	}
+	got, err := c.TakeLastInsertID()
+	s.rowsProbed, s.skipAffinity = true, true
+	if err != nil {
+		s.logger().Warn("could not read the session's LAST_INSERT_ID() after a statement; it may be wrong until the next one sets it",
+			"backend", c.Pool().Addr(), "err", err)
+		if !isSQLError(err) {
+			c.Dirty = true // broken: the release resets or discards it
+		}
+		if id != 0 {
+			s.setLastID(id, false)
+		}
+		return
+	}
+	switch {
+	case exact, got != before:
+		v = got // set, or generated
+	default:
+		v = s.lastInsertID // unchanged
+	}
+	if !known {
+		v = got
+	}
+	s.setLastID(v, exact)
+}
+
+// setLastID makes v the session's LAST_INSERT_ID(), or, in a statement in
+// parts, a part's value (exact: set rather than generated).
+func (s *Session) setLastID(v uint64, exact bool) {
+	if !s.cmd.parts {
+		s.lastInsertID = v
+		return
+	}
+	if v == s.lastInsertID && !exact {
+		return // this part generated nothing
+	}
+	if !s.cmd.lastIDSet || exact {
+		s.cmd.lastID, s.cmd.lastIDSet = v, true
+	}
+}
+
+// endLastID makes the value a statement in parts learnt the session's.
+func (s *Session) endLastID() {
+	if s.cmd.lastIDSet {
+		s.lastInsertID = s.cmd.lastID
+	}
+}
+
+// setLastIDVariable records SET last_insert_id (or identity) = value,
+// which session tracking reports.
+func (s *Session) setLastIDVariable(c *backend.Conn, value []byte) {
+	v, err := strconv.ParseUint(string(value), 10, 64)
+	if err != nil {
+		c.LastInsertIDUnknown = true
+		return
+	}
+	s.lastInsertID = v
+	c.LastInsertID, c.LastInsertIDUnknown = v, false
+}
