@@ -62,20 +62,11 @@ func lastIDNeeds(st router.Stmt, streamed bool) needs {
 }
 
 // substitutesLastID reports whether st's LAST_INSERT_ID() calls are
-// replaced by the session's value (substitute): a statement that only
-// reads it, whole (not streamed), that is not a multi-statement (whose
-// later statements see the earlier ones' ids) and does not store its text
-// (CREATE VIEW, PROCEDURE, TRIGGER..., where the call must stay a call).
+// replaced by the session's value (substitute): in a statement that only
+// reads it (no LAST_INSERT_ID(expr) setting it on the way) and
+// readsInPlace.
 func substitutesLastID(st router.Stmt, streamed bool) bool {
-	if streamed || st.Flags&(router.FlagLastInsertID|router.FlagLastInsertIDArg|router.FlagMultiStatement) != router.FlagLastInsertID {
-		return false
-	}
-	switch st.Kind {
-	case router.KindSelect, router.KindInsert, router.KindReplace, router.KindUpdate, router.KindDelete,
-		router.KindDo, router.KindSet, router.KindValues:
-		return true
-	}
-	return false
+	return st.Flags&(router.FlagLastInsertID|router.FlagLastInsertIDArg) == router.FlagLastInsertID && readsInPlace(st, streamed)
 }
 
 // setsLastIDExactly reports statements that may set LAST_INSERT_ID() to

@@ -69,7 +69,7 @@ func (s *Session) comQuery(p []byte) bool {
 	if s.readsPartWarnings(st) {
 		return s.answerDiagnostics(p[1:], s.warns.rows)
 	}
-	if st.Flags&(diagnosticsFlags|router.FlagLastInsertID) != 0 {
+	if st.Flags&(diagnosticsFlags|router.FlagLastInsertID|router.FlagClientTimeout) != 0 {
 		if st.Flags&diagnosticsFlags != 0 && !s.reclaimPrevious() {
 			if st.Kind == router.KindShow && st.Flags&router.FlagWarnings != 0 {
 				return s.answerNoDiagnostics(p[1:])
@@ -233,9 +233,9 @@ func (s *Session) reclaimPrevious() bool {
 }
 
 // substitute rewrites what the proxy knows better than the backend: its own
-// connection id and the session's LAST_INSERT_ID() always, and, when the
-// previous statement's connection is gone, that statement's FOUND_ROWS(),
-// ROW_COUNT() and diagnostics counts.
+// connection id, the session's LAST_INSERT_ID() and idle timeouts always,
+// and, when the previous statement's connection is gone, that statement's
+// FOUND_ROWS(), ROW_COUNT() and diagnostics counts.
 // A held connection means any warnings are still there to read, so when
 // there is none the previous statement left no warnings or errors.
 func (s *Session) substitute(p []byte, st router.Stmt) ([]byte, router.Stmt) {
@@ -261,6 +261,11 @@ func (s *Session) substitute(p []byte, st router.Stmt) ([]byte, router.Stmt) {
 	if substitutesLastID(st, s.stream != nil) {
 		sub.LastInsertID = router.LastInsertIDValue(s.lastInsertID)
 	}
+	if st.Flags&router.FlagClientTimeout != 0 && readsInPlace(st, s.stream != nil) && st.Kind != router.KindSet {
+		// Not in a SET, where Substitute would not tell the variable
+		// assigned from the one read.
+		s.clientTimeoutValues(&sub)
+	}
 	if sub == (router.Substitutions{}) {
 		return p, st
 	}
@@ -274,6 +279,23 @@ func (s *Session) substitute(p []byte, st router.Stmt) ([]byte, router.Stmt) {
 		rst.Flags |= router.FlagHintPrimary
 	}
 	return s.rewrite, rst
+}
+
+// readsInPlace reports whether a value the session knows may replace a
+// call or variable in st's text (substitute): a statement whole (not
+// streamed), not a multi-statement (whose later statements may see the
+// earlier ones change it), of a kind that does not store its text (CREATE
+// VIEW, PROCEDURE, TRIGGER..., where it must stay a call).
+func readsInPlace(st router.Stmt, streamed bool) bool {
+	if streamed || st.Flags&router.FlagMultiStatement != 0 {
+		return false
+	}
+	switch st.Kind {
+	case router.KindSelect, router.KindInsert, router.KindReplace, router.KindUpdate, router.KindDelete,
+		router.KindDo, router.KindSet, router.KindValues:
+		return true
+	}
+	return false
 }
 
 // answerNoDiagnostics answers SHOW WARNINGS / SHOW ERRORS / SHOW COUNT(*)

@@ -156,8 +156,11 @@ type Session struct {
 	drainOnClose bool
 
 	// waitTimeout is the client's own SET wait_timeout (0: not set), which
-	// the proxy applies itself (idleLimit).
-	waitTimeout time.Duration
+	// the proxy applies itself (idleLimit); interactiveTimeout its SET
+	// interactive_timeout in seconds (0: not set), which it only reads
+	// back. Both are reset on the backend connection that ran the SET.
+	waitTimeout        time.Duration
+	interactiveTimeout uint64
 
 	scratch []byte // state-sync statements
 	rewrite []byte // a client statement rewritten by the proxy
@@ -427,13 +430,40 @@ func clientTimeout(name string) bool {
 
 // setClientTimeout records a client's wait_timeout or interactive_timeout.
 // interactive_timeout only seeds wait_timeout at connect, so setting it
-// later changes nothing for the session, as on the server.
+// later changes nothing for the session, as on the server, but the
+// session reads it back (clientTimeoutValues).
 func (s *Session) setClientTimeout(name string, value []byte) {
-	if name != "wait_timeout" {
+	secs, err := strconv.ParseUint(string(value), 10, 32)
+	if err != nil || secs == 0 {
 		return
 	}
-	if secs, err := strconv.ParseUint(string(value), 10, 32); err == nil && secs > 0 {
+	if name == "wait_timeout" {
 		s.waitTimeout = time.Duration(secs) * time.Second
+	} else {
+		s.interactiveTimeout = secs
+	}
+}
+
+// maxWaitTimeout is the largest wait_timeout MariaDB takes, in seconds.
+const maxWaitTimeout = 31536000
+
+// clientTimeoutValues fills in sub the session's @@wait_timeout and
+// @@interactive_timeout: the ones the client set; else, for wait_timeout,
+// the idle limit the proxy applies to the session (server.client_idle_timeout,
+// the proxy's global wait_timeout as it were, in whole seconds), and for
+// interactive_timeout the server's, left to the backend.
+func (s *Session) clientTimeoutValues(sub *router.Substitutions) {
+	secs := uint64(s.waitTimeout / time.Second)
+	if secs == 0 {
+		d := time.Duration(s.srv.idleTimeout.Load())
+		if d <= 0 {
+			return // no limit: the server's value is as good as any
+		}
+		secs = min(uint64((d+time.Second-1)/time.Second), maxWaitTimeout)
+	}
+	sub.WaitTimeout = router.SessionVariableValue(secs)
+	if s.interactiveTimeout != 0 {
+		sub.InteractiveTimeout = router.SessionVariableValue(s.interactiveTimeout)
 	}
 }
 

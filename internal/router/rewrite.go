@@ -12,6 +12,9 @@ type Substitutions struct {
 	RowCount     string // ROW_COUNT()
 	LastInsertID string // LAST_INSERT_ID() without an argument
 	Diagnostics  string // @@warning_count, @@error_count (any scope)
+	// WaitTimeout, InteractiveTimeout: @@wait_timeout and
+	// @@interactive_timeout of the session (not @@global.).
+	WaitTimeout, InteractiveTimeout string
 }
 
 // Substitute appends to dst the statement sql with the expressions named in
@@ -52,8 +55,7 @@ func Substitute(dst, sql []byte, sub *Substitutions) []byte {
 		case tString, tQuoted, tUserVar:
 			it.token(t.start, t.end, itemOther)
 		case tSysVar:
-			name := sql[t.ns:t.ne]
-			if v := sub.Diagnostics; v != "" && (eqFold(name, "WARNING_COUNT") || eqFold(name, "ERROR_COUNT")) {
+			if v := sub.sysVarValue(sql[t.ns:t.ne], t.scope); v != "" {
 				dst = append(dst, sql[last:t.start]...)
 				dst = append(dst, v...)
 				last = t.end
@@ -333,8 +335,31 @@ func LastInsertIDValue(n uint64) string {
 	return fmt.Sprintf("CAST(%021d AS UNSIGNED)", n)
 }
 
+// SessionVariableValue is a BIGINT UNSIGNED session variable (such as
+// @@wait_timeout) = n: 21 wide and nullable, as the variable's column
+// (NULLIF(x, NULL) is x, nullable).
+func SessionVariableValue(n uint64) string {
+	return fmt.Sprintf("NULLIF(CAST(%021d AS UNSIGNED), NULL)", n)
+}
+
 // NoDiagnosticsValue is @@warning_count or @@error_count = 0.
 const NoDiagnosticsValue = "CAST(000000000000000000000 AS UNSIGNED)"
+
+// sysVarValue is the value of system variable name of the given scope, or
+// "" when it is not substituted.
+func (sub *Substitutions) sysVarValue(name []byte, scope uint8) string {
+	switch {
+	case sub.Diagnostics != "" && (eqFold(name, "WARNING_COUNT") || eqFold(name, "ERROR_COUNT")):
+		return sub.Diagnostics
+	case scope == scopeGlobal:
+		return ""
+	case sub.WaitTimeout != "" && eqFold(name, "WAIT_TIMEOUT"):
+		return sub.WaitTimeout
+	case sub.InteractiveTimeout != "" && eqFold(name, "INTERACTIVE_TIMEOUT"):
+		return sub.InteractiveTimeout
+	}
+	return ""
+}
 
 func (sub *Substitutions) valueOf(name []byte) string {
 	switch {
