@@ -255,8 +255,16 @@ func (s *Session) substitute(p []byte, st router.Stmt) ([]byte, router.Stmt) {
 			sub.RowCount = router.RowCountValue(s.lastRowCount)
 		}
 	}
-	if s.pinned == nil && st.Flags&router.FlagWarnings != 0 {
-		sub.Diagnostics = router.NoDiagnosticsValue
+	if st.Flags&router.FlagWarnings != 0 {
+		switch {
+		case s.warns.valid:
+			// The previous statement ran in parts: its warnings are the
+			// ones the session collected, not one part's connection's.
+			sub.WarningCount, sub.ErrorCount = s.warns.counts()
+		case s.pinned == nil:
+			sub.WarningCount = router.SessionVariableValue(0)
+			sub.ErrorCount = sub.WarningCount
+		}
 	}
 	if substitutesLastID(st, s.stream != nil) {
 		sub.LastInsertID = router.LastInsertIDValue(s.lastInsertID)

@@ -11,7 +11,8 @@ type Substitutions struct {
 	FoundRows    string // FOUND_ROWS()
 	RowCount     string // ROW_COUNT()
 	LastInsertID string // LAST_INSERT_ID() without an argument
-	Diagnostics  string // @@warning_count, @@error_count (any scope)
+	WarningCount string // @@warning_count (any scope)
+	ErrorCount   string // @@error_count (any scope)
 	// WaitTimeout, InteractiveTimeout: @@wait_timeout and
 	// @@interactive_timeout of the session (not @@global.).
 	WaitTimeout, InteractiveTimeout string
@@ -336,21 +337,20 @@ func LastInsertIDValue(n uint64) string {
 }
 
 // SessionVariableValue is a BIGINT UNSIGNED session variable (such as
-// @@wait_timeout) = n: 21 wide and nullable, as the variable's column
-// (NULLIF(x, NULL) is x, nullable).
+// @@wait_timeout, @@warning_count) = n: 21 wide and nullable, as the
+// variable's column (NULLIF(x, NULL) is x, nullable).
 func SessionVariableValue(n uint64) string {
 	return fmt.Sprintf("NULLIF(CAST(%021d AS UNSIGNED), NULL)", n)
 }
-
-// NoDiagnosticsValue is @@warning_count or @@error_count = 0.
-const NoDiagnosticsValue = "CAST(000000000000000000000 AS UNSIGNED)"
 
 // sysVarValue is the value of system variable name of the given scope, or
 // "" when it is not substituted.
 func (sub *Substitutions) sysVarValue(name []byte, scope uint8) string {
 	switch {
-	case sub.Diagnostics != "" && (eqFold(name, "WARNING_COUNT") || eqFold(name, "ERROR_COUNT")):
-		return sub.Diagnostics
+	case sub.WarningCount != "" && eqFold(name, "WARNING_COUNT"):
+		return sub.WarningCount
+	case sub.ErrorCount != "" && eqFold(name, "ERROR_COUNT"):
+		return sub.ErrorCount
 	case scope == scopeGlobal:
 		return ""
 	case sub.WaitTimeout != "" && eqFold(name, "WAIT_TIMEOUT"):

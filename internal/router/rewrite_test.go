@@ -7,7 +7,7 @@ import (
 
 func TestSubstitute(t *testing.T) {
 	id := &Substitutions{ConnectionID: "42"}
-	all := &Substitutions{ConnectionID: "42", FoundRows: "7", RowCount: "-1", Diagnostics: "0"}
+	all := &Substitutions{ConnectionID: "42", FoundRows: "7", RowCount: "-1", WarningCount: "0", ErrorCount: "0"}
 	cases := []struct {
 		sub      *Substitutions
 		in, want string
@@ -69,7 +69,7 @@ func FuzzSubstitute(f *testing.F) {
 	f.Add("'\\")
 	f.Add("@@")
 	f.Fuzz(func(t *testing.T, s string) {
-		sub := &Substitutions{ConnectionID: "7", FoundRows: "1", RowCount: "2", Diagnostics: "0"}
+		sub := &Substitutions{ConnectionID: "7", FoundRows: "1", RowCount: "2", WarningCount: "0", ErrorCount: "0"}
 		out := Substitute(nil, []byte(s), sub)
 		// Values are no longer than their expressions; an alias at most
 		// doubles its item's text, plus " AS ``".
