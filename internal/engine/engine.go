@@ -92,6 +92,12 @@ type Cursor interface {
 	// for the statement, becomes the session's LAST_INSERT_ID() (0: what
 	// the parts' connections said, as for Answer).
 	AnswerInsert(ok *mysql.OKPacket, generated uint64) bool
+	// UnlockTables lets go of every table lock the session holds, after a
+	// LOCK TABLES that failed on the current connection (which the server
+	// left holding none) and whose error the client has: UNLOCK TABLES on
+	// the other connections holding locks. false: the session must end
+	// (a connection failed with state it cannot lose).
+	UnlockTables() bool
 	// AnnotateErrors makes every error the session answers the client
 	// with, until called with nil, pass through f first: a statement in
 	// parts (DDL) says which parts had been applied when one failed, for

@@ -94,6 +94,7 @@ func (f *mergeCursor) AnswerInsert(*mysql.OKPacket, uint64) bool {
 	return false
 }
 func (f *mergeCursor) AnnotateErrors(a func(*mysql.SQLError) *mysql.SQLError) { f.annotate = a }
+func (f *mergeCursor) UnlockTables() bool                                     { return true }
 func (f *mergeCursor) Fail(e *mysql.SQLError) bool {
 	f.refused = append(f.refused, e)
 	_ = f.client.WriteErr(e)
