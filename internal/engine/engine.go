@@ -92,6 +92,10 @@ type Cursor interface {
 	// for the statement, becomes the session's LAST_INSERT_ID() (0: what
 	// the parts' connections said, as for Answer).
 	AnswerInsert(ok *mysql.OKPacket, generated uint64) bool
+	// Killed reports that a KILL QUERY came for the client's statement
+	// while it ran: the parts running then were sent KILL QUERY, and the
+	// parts not sent yet are refused (Send).
+	Killed() bool
 	// UnlockTables lets go of every table lock the session holds, after a
 	// LOCK TABLES that failed on the current connection (which the server
 	// left holding none) and whose error the client has: UNLOCK TABLES on

@@ -49,6 +49,7 @@ func (f *fakeCursor) AnswerResult(*mysql.ResultSet) bool                   { ret
 func (f *fakeCursor) AnswerInsert(*mysql.OKPacket, uint64) bool            { return false }
 func (f *fakeCursor) AnnotateErrors(func(*mysql.SQLError) *mysql.SQLError) {}
 func (f *fakeCursor) UnlockTables() bool                                   { return true }
+func (f *fakeCursor) Killed() bool                                         { return false }
 
 func (f *fakeCursor) Run(cl *backend.Cluster, replicaOK bool, q []byte) bool {
 	f.runs = append(f.runs, run{cl, replicaOK, append([]byte(nil), q...)})

@@ -73,6 +73,9 @@ func (s *Session) Send(c *backend.Conn, p *engine.Part, q []byte) error {
 	return nil
 }
 
+// Killed implements engine.Cursor.
+func (s *Session) Killed() bool { return s.queryKilled.Load() }
+
 // Relay implements engine.Cursor.
 func (s *Session) Relay(c *backend.Conn) *mysql.Relay {
 	r := c.Relay(s.client, s.caps)
