@@ -19,6 +19,12 @@ import (
 // the next shard's before it is done with this one, and enter then sets
 // it aside with its pin reasons, as it does a pinned one.
 func (s *Session) Acquire(cl *backend.Cluster, replicaOK bool) (*backend.Conn, bool) {
+	if !s.cmd.parts {
+		// Before the statement's first part goes out on any connection
+		// (the one keeping LAST_INSERT_ID() may be one of them): its
+		// parts then start from the session's value.
+		s.resolveLastID()
+	}
 	s.cmd.parts = true
 	s.enter(cl)
 	s.cmd.n &^= needBegin // the previous part's shard's, not this one's

@@ -40,6 +40,13 @@ import (
 // literal (substitute), so no connection needs to be set for it; those
 // the proxy cannot rewrite (a prepared statement, a multi-statement, a
 // streamed one) have their connection set first (needLastID).
+//
+// The read waits while the session keeps the connection (a transaction,
+// say): only the session's statements run there, so the connection keeps
+// the answer through any number of INSERTs (lastIDConn). It is read once,
+// when the session needs the value (a statement reading it, or one that
+// depends on it, on any connection) or the connection leaves the session
+// (release, another shard): one read per transaction, not per INSERT.
 
 // lastIDNeeds says what st needs of its connection's LAST_INSERT_ID()
 // before it runs. Most statements need nothing.
@@ -96,6 +103,12 @@ func mayGenerateIDs(st router.Stmt) bool {
 // lastIDInStep reports whether c's LAST_INSERT_ID() is as the statement
 // needs it (n: lastIDNeeds).
 func (s *Session) lastIDInStep(c *backend.Conn, n needs) bool {
+	if s.lastIDConn != nil {
+		if c == s.lastIDConn && n&lastIDNeedsMask == needLastIDBase {
+			return true // one more statement that may generate ids: c keeps the answer
+		}
+		s.resolveLastID() // the value is needed, or c is another connection
+	}
 	if c.LastInsertIDUnknown {
 		return false
 	}
@@ -124,6 +137,9 @@ func mayChangeLastID(info *mysql.ResponseInfo, st router.Stmt) bool {
 // first part's generated id (or the last value set), taken when the
 // statement ends (endLastID).
 func (s *Session) learnLastID(c *backend.Conn, info *mysql.ResponseInfo, st router.Stmt) {
+	if s.lastIDConn != nil && s.lastIDConn != c {
+		s.resolveLastID() // the value st started from is that connection's
+	}
 	before, known := c.LastInsertID, !c.LastInsertIDUnknown
 	exact := setsLastIDExactly(st)
 	id := info.LastInsertID
@@ -131,12 +147,24 @@ func (s *Session) learnLastID(c *backend.Conn, info *mysql.ResponseInfo, st rout
 	switch {
 	case exact && (st.Kind == router.KindUpdate || st.Kind == router.KindDelete) && st.Flags&router.FlagMultiStatement == 0 && id != 0:
 		// The OK says the value LAST_INSERT_ID(expr) set.
-		v, exact = id, true
+		s.lastIDConn = nil // what c held before does not matter any more
 		c.LastInsertID, c.LastInsertIDUnknown = id, false
-		s.setLastID(v, exact)
+		s.setLastID(id, true)
+		return
+	case s.lastIDConn == c:
+		// c keeps the answer of the statements before and this one's (a
+		// statement setting it exactly had it read before, lastIDInStep).
+		if id != 0 {
+			s.lastIDGuess = id
+		}
 		return
 	case !exact && id != 0 && known && id == s.lastInsertID && before == id:
 		return // unchanged whether generated or not
+	case known && !s.cmd.parts && s.pins != 0:
+		// c stays the session's: read it when needed (resolveLastID).
+		s.lastIDConn, s.lastIDBase, s.lastIDGuess = c, before, id
+		c.LastInsertIDUnknown = true
+		return
 	}
 	got, err := c.TakeLastInsertID()
 	s.rowsProbed, s.skipAffinity = true, true
@@ -161,6 +189,46 @@ func (s *Session) learnLastID(c *backend.Conn, info *mysql.ResponseInfo, st rout
 		v = got
 	}
 	s.setLastID(v, exact)
+}
+
+// resolveLastID reads the session's LAST_INSERT_ID() from the connection
+// that keeps it (lastIDConn), if any. The connection's value before the
+// statements it ran (lastIDBase) was 0 or the session's, so a value other
+// than that one is the last id generated (or set), and that one means none
+// was.
+func (s *Session) resolveLastID() {
+	c := s.lastIDConn
+	if c == nil {
+		return
+	}
+	s.lastIDConn = nil
+	got, err := c.TakeLastInsertID()
+	s.rowsProbed, s.skipAffinity = true, true
+	if err != nil {
+		s.logger().Warn("could not read the session's LAST_INSERT_ID() from its connection; it may be wrong until the next statement sets it",
+			"backend", c.Pool().Addr(), "err", err)
+		if !isSQLError(err) {
+			c.Dirty = true // broken: its release resets or discards it
+		}
+		if s.lastIDGuess != 0 {
+			s.lastInsertID = s.lastIDGuess
+		}
+		return
+	}
+	if got != s.lastIDBase {
+		s.lastInsertID = got
+	}
+}
+
+// lostLastID forgets a LAST_INSERT_ID() kept by a connection the session
+// lost (its transaction went with it) before it was read: the last insert
+// id an OK reported there stands in for it.
+func (s *Session) lostLastID() {
+	s.logger().Warn("the connection keeping the session's LAST_INSERT_ID() was lost before it was read; it may be wrong until the next statement sets it")
+	if s.lastIDGuess != 0 {
+		s.lastInsertID = s.lastIDGuess
+	}
+	s.lastIDConn = nil
 }
 
 // setLastID makes v the session's LAST_INSERT_ID(), or, in a statement in
@@ -192,6 +260,9 @@ func (s *Session) setLastIDVariable(c *backend.Conn, value []byte) {
 	if err != nil {
 		c.LastInsertIDUnknown = true
 		return
+	}
+	if s.lastIDConn == c {
+		s.lastIDConn = nil // what it kept is replaced
 	}
 	s.lastInsertID = v
 	c.LastInsertID, c.LastInsertIDUnknown = v, false

@@ -91,6 +91,9 @@ func (s *Session) statement(p []byte, st router.Stmt) bool {
 	s.dropHeldElsewhere(st) // before planning: a connection it drops no longer pins
 	s.cmd = command{st: st, n: needDB | lastIDNeeds(st, s.stream != nil)}
 	s.rowsProbed = false // the previous statement's, which substitute has read
+	if s.lastIDConn != nil && s.lastIDConn != s.pinned {
+		s.lostLastID()
+	}
 	if st.Flags&router.FlagHintExplain != 0 && s.srv.opt.Keyspaces.Lookup(s.db) != nil {
 		return s.explain(st, p)
 	}
@@ -240,6 +243,12 @@ func (s *Session) reclaimPrevious() bool {
 // there is none the previous statement left no warnings or errors.
 func (s *Session) substitute(p []byte, st router.Stmt) ([]byte, router.Stmt) {
 	var sub router.Substitutions
+	lastID := substitutesLastID(st, s.stream != nil)
+	if lastID {
+		// First: reading it may take a statement on the pinned connection,
+		// whose ROW_COUNT() and FOUND_ROWS() the session then answers.
+		s.resolveLastID()
+	}
 	switch {
 	case st.Flags&router.FlagConnectionID == 0:
 	case st.Kind == router.KindKill:
@@ -266,7 +275,7 @@ func (s *Session) substitute(p []byte, st router.Stmt) ([]byte, router.Stmt) {
 			sub.ErrorCount = sub.WarningCount
 		}
 	}
-	if substitutesLastID(st, s.stream != nil) {
+	if lastID {
 		sub.LastInsertID = router.LastInsertIDValue(s.lastInsertID)
 	}
 	if st.Flags&router.FlagClientTimeout != 0 && readsInPlace(st, s.stream != nil) && st.Kind != router.KindSet {
@@ -643,9 +652,6 @@ func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stm
 	default:
 		s.lastRowCount = -1 // ROW_COUNT() after an error
 	}
-	if mayChangeLastID(info, st) {
-		s.learnLastID(c, info, st)
-	}
 	inTrx := info.Status&mysql.StatusInTrans != 0
 	if info.Err != nil && info.Results <= 1 {
 		// An error response carries no status; the transaction state is
@@ -674,6 +680,9 @@ func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stm
 	}
 	if s.pins&pinsThatDirty != 0 {
 		c.Dirty = true
+	}
+	if mayChangeLastID(info, st) {
+		s.learnLastID(c, info, st) // last: whether c stays pinned decides when
 	}
 }
 

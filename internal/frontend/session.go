@@ -60,6 +60,12 @@ type Session struct {
 	// the previous statement (lastid.go), which replaced its ROW_COUNT()
 	// and FOUND_ROWS() there: the session answers them, pinned or not.
 	rowsProbed bool
+	// lastIDConn, when set, is the pinned connection whose own
+	// LAST_INSERT_ID() tells the session's, not read yet (lastid.go):
+	// lastIDBase is what it held before the statements since, lastIDGuess
+	// the last insert id their OKs reported.
+	lastIDConn              *backend.Conn
+	lastIDBase, lastIDGuess uint64
 
 	stmts      map[uint32]*pstmt
 	nextStmtID uint32
@@ -880,6 +886,9 @@ func (s *Session) release(c *backend.Conn) {
 	if s.pins != 0 {
 		s.pinned = c
 		return
+	}
+	if c == s.lastIDConn {
+		s.resolveLastID() // before another session's statements change it
 	}
 	s.pinned = nil
 	if c.Dirty {

@@ -161,6 +161,20 @@ func TestLastInsertIDAsOneServer(t *testing.T) {
 		xa("COMMIT"), lid,
 		xb("COMMIT"), xb("INSERT INTO bi (id, v) VALUES (50, 1)"),
 		xa("INSERT INTO ai (id, v) VALUES (900, 1)"), lid, lidPrepared,
+		// Transactions whose INSERTs are not followed by a read of the
+		// value: it is read once, when needed or at the end.
+		xa("BEGIN"), xa("INSERT INTO ai (id, v) VALUES (1000, 1)"), xa("INSERT INTO ai (v) VALUES (11)"),
+		xa("INSERT INTO ai (id, v) VALUES (1001, 1)"), xa("INSERT INTO plain VALUES (5, 5)"),
+		qa("SELECT ROW_COUNT()"), xa("COMMIT"), lid, lidPrepared,
+		xa("BEGIN"), xa("INSERT INTO ai (v) VALUES (12)"), xa("INSERT INTO ai (id, v) VALUES (1100, 1)"),
+		qa("SELECT LAST_INSERT_ID(), ROW_COUNT()"), xa("INSERT INTO ai (v) VALUES (13)"), xa("INSERT INTO ai (id, v) VALUES (1101, 1)"),
+		lidPrepared, xa("INSERT INTO ai (id, v) VALUES (1102, 1)"), xa("ROLLBACK"), lid,
+		xa("BEGIN"), xa("INSERT INTO ai (id, v) VALUES (1200, 1)"), xa("INSERT INTO ai (id, v) VALUES (1201, 1)"), xa("COMMIT"), lid,
+		xa("START TRANSACTION"), xa("INSERT INTO ai (v) VALUES (14)"), xb("INSERT INTO bi (v) VALUES (9)"),
+		xa("UPDATE counter SET n = LAST_INSERT_ID(n + 1)"), xa("INSERT INTO ai (id, v) VALUES (1300, 1)"), xa("COMMIT"), lid,
+		// A session pinned by a user variable for good.
+		xa("SET @u = 1"), xa("INSERT INTO ai (v) VALUES (15)"), xa("INSERT INTO ai (id, v) VALUES (1400, 1)"),
+		xb("INSERT INTO bi (v) VALUES (10)"), lid, xa("INSERT INTO ai (id, v) VALUES (1401, 1)"), lidPrepared,
 	}
 	sameSessionAnswers(t, ref, px, steps)
 }
