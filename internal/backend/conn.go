@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/shardgate/shardgate/internal/mysql"
@@ -48,10 +49,14 @@ type Conn struct {
 	idleIdx     int    // position in the pool's idle stack, -1 when in use
 
 	// State as last set on the server, kept in step by the frontend.
-	DB           string
-	Vars         Vars
-	VarsFP       uint64 // fingerprint of Vars as last synced or learnt
-	LastInsertID uint64
+	DB     string
+	Vars   Vars
+	VarsFP uint64 // fingerprint of Vars as last synced or learnt
+	// LastInsertID is the connection's LAST_INSERT_ID(), unless
+	// LastInsertIDUnknown: a read of it failed, so the next statement that
+	// depends on it sets it first.
+	LastInsertID        uint64
+	LastInsertIDUnknown bool
 	// Dirty marks state the proxy cannot describe (user variables, temporary
 	// tables, locks...): the conn needs a reset before another session uses it.
 	Dirty bool
@@ -572,7 +577,7 @@ func (c *Conn) ClearDB() error {
 func (c *Conn) forgetSession() {
 	c.Vars = c.Vars[:0]
 	c.VarsFP = 0
-	c.LastInsertID = 0
+	c.LastInsertID, c.LastInsertIDUnknown = 0, false
 	c.Dirty = false
 	c.forgetStmts()
 }
@@ -699,6 +704,37 @@ func (c *Conn) Uses() uint64 { return c.uses }
 
 // Pool returns the pool the connection belongs to.
 func (c *Conn) Pool() *Pool { return c.pool }
+
+// takeLastInsertIDSQL reads the connection's LAST_INSERT_ID() and sets it
+// to 0 in the same statement: LAST_INSERT_ID(0) takes effect for the
+// statements after it, while the first item reads the value from before.
+// A statement that uses no table leaves the previous statement's warnings
+// on the connection.
+const takeLastInsertIDSQL = "SELECT LAST_INSERT_ID(), LAST_INSERT_ID(0)"
+
+// TakeLastInsertID returns the connection's LAST_INSERT_ID() and leaves it
+// at 0 (LastInsertID then says so). It is a statement of its own: it
+// replaces the connection's ROW_COUNT() and FOUND_ROWS(). When the server
+// answers with an error the connection's value is unknown
+// (LastInsertIDUnknown); an I/O error leaves the connection unusable.
+func (c *Conn) TakeLastInsertID() (uint64, error) {
+	rows, err := c.QueryRows(takeLastInsertIDSQL)
+	if err != nil {
+		c.LastInsertIDUnknown = true
+		return 0, fmt.Errorf("read LAST_INSERT_ID(): %w", err)
+	}
+	if len(rows) != 1 || len(rows[0]) != 2 {
+		c.LastInsertIDUnknown = true
+		return 0, fmt.Errorf("read LAST_INSERT_ID(): %d rows", len(rows))
+	}
+	v, err := strconv.ParseUint(rows[0][0], 10, 64)
+	if err != nil {
+		c.LastInsertIDUnknown = true
+		return 0, fmt.Errorf("read LAST_INSERT_ID(): %w", err)
+	}
+	c.LastInsertID, c.LastInsertIDUnknown = 0, false
+	return v, nil
+}
 
 // QueryRows runs a statement and returns its text rows (NULL as "").
 func (c *Conn) QueryRows(sql string) ([][]string, error) {

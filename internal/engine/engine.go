@@ -79,16 +79,29 @@ type Cursor interface {
 	// Status is the server status the answer ends with.
 	Status() uint16
 	// Answer sends ok as the whole statement's answer and remembers its
-	// affected rows and insert id as the session's.
+	// affected rows as the session's. Its insert id may be one a row gave:
+	// the session's LAST_INSERT_ID() is what the parts' connections said
+	// (Done).
 	Answer(ok *mysql.OKPacket) bool
 	// AnswerResult sends rs, a result set the plan composed, as the whole
 	// statement's answer.
 	AnswerResult(rs *mysql.ResultSet) bool
 	// AnswerInsert is Answer for an INSERT or REPLACE: ok's insert id is
 	// what MySQL reports for the statement (the last row's key when every
-	// row gave its own), while generated, the statement's first generated
-	// id, becomes the session's LAST_INSERT_ID() (0: unchanged).
+	// row gave its own), while generated, the first id the proxy generated
+	// for the statement, becomes the session's LAST_INSERT_ID() (0: what
+	// the parts' connections said, as for Answer).
 	AnswerInsert(ok *mysql.OKPacket, generated uint64) bool
+	// Killed reports that a KILL QUERY came for the client's statement
+	// while it ran: the parts running then were sent KILL QUERY, and the
+	// parts not sent yet are refused (Send).
+	Killed() bool
+	// UnlockTables lets go of every table lock the session holds, after a
+	// LOCK TABLES that failed on the current connection (which the server
+	// left holding none) and whose error the client has: UNLOCK TABLES on
+	// the other connections holding locks. false: the session must end
+	// (a connection failed with state it cannot lose).
+	UnlockTables() bool
 	// AnnotateErrors makes every error the session answers the client
 	// with, until called with nil, pass through f first: a statement in
 	// parts (DDL) says which parts had been applied when one failed, for

@@ -48,6 +48,8 @@ func (f *fakeCursor) Answer(*mysql.OKPacket) bool                          { ret
 func (f *fakeCursor) AnswerResult(*mysql.ResultSet) bool                   { return false }
 func (f *fakeCursor) AnswerInsert(*mysql.OKPacket, uint64) bool            { return false }
 func (f *fakeCursor) AnnotateErrors(func(*mysql.SQLError) *mysql.SQLError) {}
+func (f *fakeCursor) UnlockTables() bool                                   { return true }
+func (f *fakeCursor) Killed() bool                                         { return false }
 
 func (f *fakeCursor) Run(cl *backend.Cluster, replicaOK bool, q []byte) bool {
 	f.runs = append(f.runs, run{cl, replicaOK, append([]byte(nil), q...)})

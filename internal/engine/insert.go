@@ -92,7 +92,10 @@ func (s *InsertSplit) Execute(c Cursor, q []byte) bool {
 		c.Done(conn, &r.Info)
 	}
 	ok := s.merge.OK()
-	generated := ok.LastInsertID
+	// Without KeysGiven the sub-tables may have generated ids, or not: the
+	// OK's id may be a row's own, and the cursor learns from each part's
+	// connection which it was (Done).
+	generated := uint64(0)
 	if s.KeysGiven {
 		generated = s.Generated
 		ok.LastInsertID = s.Generated

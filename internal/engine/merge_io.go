@@ -191,15 +191,14 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 			return m.abandon(c, i, err)
 		}
 		m.open[i].sent = true
-	}
-	// A command's write waits for the read of its reply (FlushForReply),
-	// and the parts are read in turn: written now, every shard starts
-	// at once, not when the parts before it have answered.
-	for i := range m.open {
-		if !m.open[i].sent {
-			continue
-		}
-		if err := m.open[i].conn.Flush(); err != nil {
+		// A command's write waits for the read of its reply
+		// (FlushForReply), and the parts are read in turn: written now,
+		// every shard starts at once, not when the parts before it have
+		// answered. And at once, not after the next parts are written
+		// (they may wait for a connection): a KILL QUERY meanwhile is sent
+		// to the shards of the parts written, and a shard's thread that
+		// has not read its command yet forgets it, then runs the command.
+		if err := conn.Flush(); err != nil {
 			return m.abandon(c, i, mysql.BackendError(err))
 		}
 	}
@@ -232,13 +231,22 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 	if !m.headers(c) {
 		return m.headerFailed
 	}
+	if c.Killed() {
+		// A KILL QUERY came while the parts went out. A shard whose
+		// thread had not read its part's command when the kill reached it
+		// let it pass (a thread between commands forgets a KILL QUERY)
+		// and runs the part. Every part has answered now, so every
+		// thread has its command: stopping the parts now (stop: KILL
+		// QUERY) reaches them all, and the statement ends as killed.
+		return m.abandon(c, -1, errInterrupted)
+	}
 	m.cols, m.begun, m.status = m.open[0].rows.Cols, false, c.Status()
 	m.visible = len(m.cols)
 	if m.Spec != nil {
 		m.visible -= m.Spec.Hidden
 	}
 	if m.relays() {
-		return m.end(c, m.relayAll())
+		return m.end(c, m.relayAll(c))
 	}
 	return m.end(c, m.run(m.cols, m.inputs, (*mergeSink)(m)))
 }
@@ -253,12 +261,17 @@ func (m *Merge) relays() bool {
 
 // relayAll sends the column definitions, then every part's rows as its
 // shard sent them (mysql.RowStream.RelayRows), part after part; the
-// other parts' rows wait at their sockets meanwhile.
-func (m *Merge) relayAll() error {
+// other parts' rows wait at their sockets meanwhile. A KILL QUERY that
+// came meanwhile ends the rows with 1317, as one server ends a killed
+// statement's, though the parts after may have sent all theirs already.
+func (m *Merge) relayAll(c Cursor) error {
 	if err := m.begin(); err != nil {
 		return err
 	}
 	for i := range m.open {
+		if i > 0 && c.Killed() {
+			return errInterrupted
+		}
 		rows := &m.open[i].rows
 		before := rows.Info.Rows
 		err := rows.RelayRows(m.w.Client, m.w.ClientCaps)
@@ -613,6 +626,10 @@ func (m *Merge) stop(mp *mergePart) error {
 	_, err := mp.rows.Drain(true)
 	return err
 }
+
+// errInterrupted is what a statement a KILL QUERY interrupted ends with,
+// as the server says it.
+var errInterrupted = mysql.NewError(mysql.ERQueryInterrupted, mysql.StateQueryInterrupted, "Query execution was interrupted")
 
 // killQuery interrupts the statement running on c with KILL QUERY over a
 // connection of its own.

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +35,9 @@ type mergeCursor struct {
 	refused     []*mysql.SQLError
 	annotate    func(*mysql.SQLError) *mysql.SQLError
 	mu          sync.Mutex
+	// killed stands for a KILL QUERY of the client's statement whose
+	// KILL QUERY to the shards was lost (Killed).
+	killed atomic.Bool
 }
 
 type shardDB struct {
@@ -94,6 +98,8 @@ func (f *mergeCursor) AnswerInsert(*mysql.OKPacket, uint64) bool {
 	return false
 }
 func (f *mergeCursor) AnnotateErrors(a func(*mysql.SQLError) *mysql.SQLError) { f.annotate = a }
+func (f *mergeCursor) UnlockTables() bool                                     { return true }
+func (f *mergeCursor) Killed() bool                                           { return f.killed.Load() }
 func (f *mergeCursor) Fail(e *mysql.SQLError) bool {
 	f.refused = append(f.refused, e)
 	_ = f.client.WriteErr(e)
@@ -324,6 +330,28 @@ func TestMergeLimitStopsTheOtherParts(t *testing.T) {
 			t.Fatalf("a stopped part's connection is not usable: %v", err)
 		}
 		f.Done(conn, nil)
+	}
+}
+
+// TestMergeKilledWhileItsPartsWentOut: a KILL QUERY that came while the
+// parts were being sent, and that the shards may have let pass (a thread
+// that had not read its command yet forgets it), ends the merge once the
+// parts have answered: the client gets 1317 and no row, every part is
+// stopped and done with, its connection back in the pool.
+func TestMergeKilledWhileItsPartsWentOut(t *testing.T) {
+	a, b, c, shards, _ := mergeShards(t)
+	out := &bytes.Buffer{}
+	f := newMergeCursor(t, shards, &bufConn{w: out}, clientCaps)
+	f.killed.Store(true)
+	sql := "SELECT id, v FROM t ORDER BY id"
+	m := &Merge{Parts: []Part{{Cluster: a, Query: query(sql)}, {Cluster: b, Query: query(sql)}, {Cluster: c, Query: query(sql)}},
+		Spec: &MergeSpec{Order: []SortKey{{Col: 0}}}}
+	ps := execMerge(t, f, out, m, nil)
+	if len(ps) != 1 || ps[0][0] != mysql.HeaderErr || mysql.ParseErr(ps[0]).Code != mysql.ERQueryInterrupted {
+		t.Fatalf("client got %.40q, want one ERR 1317", ps)
+	}
+	if f.done != 3 || f.dropped != 0 || f.inUse() != 0 {
+		t.Fatalf("done %d dropped %d in use %d: every part must be done with and its connection back in the pool", f.done, f.dropped, f.inUse())
 	}
 }
 

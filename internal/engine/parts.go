@@ -83,9 +83,15 @@ func (s *Scatter) failed(c Cursor, conn *backend.Conn, p *Part, err error) bool 
 // the first server's, since each holds the same rows. A part's error stops
 // the statement: the client gets it, naming the shards where parts had
 // already been applied, since outside a transaction those stay applied.
+//
+// Locks: the statement is LOCK TABLES, which one server takes all or
+// none, releasing the locks held before it either way. A part's failure
+// then undoes the parts before it and any lock held before
+// (Cursor.UnlockTables), and the client gets the server's error as it is.
 type Fanout struct {
 	Parts     []Part
 	OneServer bool
+	Locks     bool
 	merge     mysql.OKMerge
 	first     mysql.OKPacket
 }
@@ -97,14 +103,17 @@ func (f *Fanout) Execute(c Cursor, q []byte) bool {
 		p := &f.Parts[i]
 		conn, ok := c.Acquire(p.Cluster, false)
 		if conn == nil {
-			return ok
+			return f.undo(c, ok)
 		}
 		okp, r, err := writePart(c, conn, p, q)
 		if err != nil {
-			return c.Failed(conn, err, false)
+			return f.undo(c, c.Failed(conn, err, false))
 		}
 		if e := r.Info.Err; e != nil {
 			c.Done(conn, &r.Info)
+			if f.Locks {
+				return f.undo(c, c.Fail(e))
+			}
 			return c.Fail(partFailed(e, f.Parts[:i], *p))
 		}
 		f.merge.Add(&okp)
@@ -124,6 +133,16 @@ func (f *Fanout) Execute(c Cursor, q []byte) bool {
 	}
 	ok.Status = c.Status() | ok.Status&mysql.StatusSessionStateChange
 	return c.Answer(&ok)
+}
+
+// undo lets go, after a LOCK TABLES (Locks) failed on a part and the
+// client was answered, of the table locks the session holds; ok is
+// whether the session goes on, which it returns.
+func (f *Fanout) undo(c Cursor, ok bool) bool {
+	if f.Locks && ok {
+		return c.UnlockTables()
+	}
+	return ok
 }
 
 // writePart sends part p of the client's command q on conn and reads its

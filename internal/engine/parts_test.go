@@ -31,6 +31,7 @@ type partsCursor struct {
 	dropped []error
 	refused []*mysql.SQLError
 	answer  *mysql.OKPacket
+	unlocks int // UnlockTables calls
 }
 
 const clientCaps = mysql.ClientProtocol41 | mysql.ClientDeprecateEOF | mysql.ClientSecureConnection | mysql.ClientTransactions
@@ -81,6 +82,8 @@ func (f *partsCursor) AnswerInsert(*mysql.OKPacket, uint64) bool {
 	return false
 }
 func (f *partsCursor) AnnotateErrors(func(*mysql.SQLError) *mysql.SQLError) {}
+func (f *partsCursor) UnlockTables() bool                                   { f.unlocks++; return true }
+func (f *partsCursor) Killed() bool                                         { return false }
 func (f *partsCursor) Fail(e *mysql.SQLError) bool                          { f.refused = append(f.refused, e); return true }
 func (f *partsCursor) Run(*backend.Cluster, bool, []byte) bool              { f.t.Fatal("Run"); return false }
 func (f *partsCursor) Savepoint([]byte) bool                                { f.t.Fatal("Savepoint"); return false }
@@ -195,6 +198,29 @@ func TestFanoutOneServerAnswersAsOne(t *testing.T) {
 		if n := srv.Scalar(t, "SELECT COUNT(*) FROM "+db+".t WHERE id = 9"); n != "1" {
 			t.Fatalf("%s has %s rows with id 9, want the client's command run on every part", db, n)
 		}
+	}
+}
+
+// TestFanoutLocksAllOrNone: a LOCK TABLES failing on a part answers with
+// the server's error as it is (nothing stays applied) and has the cursor
+// let go of the locks taken.
+func TestFanoutLocksAllOrNone(t *testing.T) {
+	srv, a, b, dbs := twoShards(t)
+	f := newPartsCursor(t, srv, dbs)
+	fo := Fanout{Locks: true, OneServer: true, Parts: []Part{{Cluster: a, Query: query("LOCK TABLES t READ")}, {Cluster: b, Query: query("LOCK TABLES missing READ")}}}
+	if !fo.Execute(f, nil) {
+		t.Fatal("Execute ended the session")
+	}
+	if len(f.refused) != 1 || f.answer != nil || f.unlocks != 1 {
+		t.Fatalf("answer %+v refused %v unlocks %d, want one error, no OK, one UnlockTables", f.answer, f.refused, f.unlocks)
+	}
+	if e := f.refused[0]; e.Code != 1146 || strings.Contains(e.Message, "shardgate") {
+		t.Fatalf("error %v, want the server's 1146 as it is", e)
+	}
+	f.refused = nil
+	fo.Parts[1].Query = query("LOCK TABLES t READ")
+	if !fo.Execute(f, nil) || f.answer == nil || f.unlocks != 1 {
+		t.Fatalf("a LOCK TABLES every part takes: answer %+v, unlocks %d", f.answer, f.unlocks)
 	}
 }
 

@@ -19,6 +19,12 @@ import (
 // the next shard's before it is done with this one, and enter then sets
 // it aside with its pin reasons, as it does a pinned one.
 func (s *Session) Acquire(cl *backend.Cluster, replicaOK bool) (*backend.Conn, bool) {
+	if !s.cmd.parts {
+		// Before the statement's first part goes out on any connection
+		// (the one keeping LAST_INSERT_ID() may be one of them): its
+		// parts then start from the session's value.
+		s.resolveLastID()
+	}
 	s.cmd.parts = true
 	s.enter(cl)
 	s.cmd.n &^= needBegin // the previous part's shard's, not this one's
@@ -72,6 +78,9 @@ func (s *Session) Send(c *backend.Conn, p *engine.Part, q []byte) error {
 	}
 	return nil
 }
+
+// Killed implements engine.Cursor.
+func (s *Session) Killed() bool { return s.queryKilled.Load() }
 
 // Relay implements engine.Cursor.
 func (s *Session) Relay(c *backend.Conn) *mysql.Relay {
@@ -136,9 +145,8 @@ func (s *Session) Status() uint16 { return s.status() }
 func (s *Session) Answer(ok *mysql.OKPacket) bool {
 	s.lastRowCount = int64(ok.AffectedRows)
 	s.tele.affected = ok.AffectedRows // the whole statement's, not the sum of its parts' again
-	if ok.LastInsertID != 0 {
-		s.lastInsertID = ok.LastInsertID
-	}
+	// LAST_INSERT_ID() is what the parts left (learnLastID), not the OK's
+	// insert id, which may be one a row gave.
 	return s.writeOK(ok)
 }
 

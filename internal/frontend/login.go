@@ -52,8 +52,8 @@ func (s *Session) resetState(charset byte) {
 		s.vars.Set("collation_connection", coll.Name)
 	}
 	s.varsFP = s.vars.Fingerprint()
-	s.waitTimeout = 0
-	s.lastInsertID = 0
+	s.waitTimeout, s.interactiveTimeout = 0, 0
+	s.lastInsertID, s.lastIDConn = 0, nil
 	s.lastRowCount, s.lastFoundRows = -1, 0
 	s.stmts = nil
 	s.last = nil

@@ -81,8 +81,8 @@ func (s *Session) comQuery(p []byte) bool {
 			return s.writeErr(e)
 		}
 	}
-	if st.Flags&(router.FlagConnectionID|router.FlagFoundRows|router.FlagRowCount|router.FlagWarnings) != 0 {
-		if !s.reclaimPrevious() {
+	if st.Flags&(diagnosticsFlags|router.FlagLastInsertID|router.FlagClientTimeout) != 0 {
+		if st.Flags&diagnosticsFlags != 0 && !s.reclaimPrevious() {
 			if st.Kind == router.KindShow && st.Flags&router.FlagWarnings != 0 {
 				return s.answerNoDiagnostics(p[1:])
 			}
@@ -101,9 +101,10 @@ func (s *Session) comQuery(p []byte) bool {
 // COM_STMT_EXECUTE (s.exec set), once the command's own checks passed.
 func (s *Session) statement(p []byte, st router.Stmt) bool {
 	s.dropHeldElsewhere(st) // before planning: a connection it drops no longer pins
-	s.cmd = command{st: st, n: needDB}
-	if s.stream != nil || (st.Flags&router.FlagLastInsertID != 0 && st.Flags&router.FlagLastInsertIDArg == 0) {
-		s.cmd.n |= needLastID // a streamed statement may read LAST_INSERT_ID() past its head
+	s.cmd = command{st: st, n: needDB | lastIDNeeds(st, s.stream != nil)}
+	s.rowsProbed = false // the previous statement's, which substitute has read
+	if s.lastIDConn != nil && s.lastIDConn != s.pinned {
+		s.lostLastID()
 	}
 	if st.Flags&router.FlagHintExplain != 0 && s.srv.opt.Keyspaces.Lookup(s.db) != nil {
 		return s.explain(st, p)
@@ -111,7 +112,9 @@ func (s *Session) statement(p []byte, st router.Stmt) bool {
 	s.tele.trace.st.StartPlan()
 	prim := s.plan(st, p)
 	s.tele.trace.st.EndPlan()
-	return prim.Execute(s, p)
+	ok := prim.Execute(s, p)
+	s.endLastID()
+	return ok
 }
 
 // plan returns the plan of statement p. A cursor pins its connection, so
@@ -150,6 +153,10 @@ type command struct {
 	// renameWarns rewrites the next part's warning messages
 	// (engine.Cursor.RenameWarnings).
 	renameWarns func(string) string
+	// lastID is the LAST_INSERT_ID() the statement's parts left
+	// (lastIDSet: some part changed it), the session's when it ends.
+	lastID    uint64
+	lastIDSet bool
 }
 
 // Run implements engine.Cursor: it runs the current command (s.cmd) on
@@ -241,12 +248,19 @@ func (s *Session) reclaimPrevious() bool {
 }
 
 // substitute rewrites what the proxy knows better than the backend: its own
-// connection id always, and, when the previous statement's connection is
-// gone, that statement's FOUND_ROWS(), ROW_COUNT() and diagnostics counts.
+// connection id, the session's LAST_INSERT_ID() and idle timeouts always,
+// and, when the previous statement's connection is gone, that statement's
+// FOUND_ROWS(), ROW_COUNT() and diagnostics counts.
 // A held connection means any warnings are still there to read, so when
 // there is none the previous statement left no warnings or errors.
 func (s *Session) substitute(p []byte, st router.Stmt) ([]byte, router.Stmt) {
 	var sub router.Substitutions
+	lastID := substitutesLastID(st, s.stream != nil)
+	if lastID {
+		// First: reading it may take a statement on the pinned connection,
+		// whose ROW_COUNT() and FOUND_ROWS() the session then answers.
+		s.resolveLastID()
+	}
 	switch {
 	case st.Flags&router.FlagConnectionID == 0:
 	case st.Kind == router.KindKill:
@@ -254,23 +268,63 @@ func (s *Session) substitute(p []byte, st router.Stmt) ([]byte, router.Stmt) {
 	default:
 		sub.ConnectionID = router.ConnectionIDValue(s.id)
 	}
-	if s.pinned == nil {
+	if s.pinned == nil || s.rowsProbed {
 		if st.Flags&router.FlagFoundRows != 0 {
 			sub.FoundRows = router.FoundRowsValue(s.lastFoundRows)
 		}
 		if st.Flags&router.FlagRowCount != 0 {
 			sub.RowCount = router.RowCountValue(s.lastRowCount)
 		}
-		if st.Flags&router.FlagWarnings != 0 {
-			sub.Diagnostics = router.NoDiagnosticsValue
+	}
+	if st.Flags&router.FlagWarnings != 0 {
+		switch {
+		case s.warns.valid:
+			// The previous statement ran in parts: its warnings are the
+			// ones the session collected, not one part's connection's.
+			sub.WarningCount, sub.ErrorCount = s.warns.counts()
+		case s.pinned == nil:
+			sub.WarningCount = router.SessionVariableValue(0)
+			sub.ErrorCount = sub.WarningCount
 		}
+	}
+	if lastID {
+		sub.LastInsertID = router.LastInsertIDValue(s.lastInsertID)
+	}
+	if st.Flags&router.FlagClientTimeout != 0 && readsInPlace(st, s.stream != nil) && st.Kind != router.KindSet {
+		// Not in a SET, where Substitute would not tell the variable
+		// assigned from the one read.
+		s.clientTimeoutValues(&sub)
 	}
 	if sub == (router.Substitutions{}) {
 		return p, st
 	}
 	s.rewrite = append(s.rewrite[:0], mysql.ComQuery)
 	s.rewrite = router.Substitute(s.rewrite, p[1:], &sub)
-	return s.rewrite, router.Classify(s.rewrite[1:])
+	rst := router.Classify(s.rewrite[1:])
+	if sub.LastInsertID != "" {
+		// Routed as it was: a read of LAST_INSERT_ID() right after the
+		// session's INSERT goes to the primary, not to a replica that
+		// would wait to catch up with that write.
+		rst.Flags |= router.FlagHintPrimary
+	}
+	return s.rewrite, rst
+}
+
+// readsInPlace reports whether a value the session knows may replace a
+// call or variable in st's text (substitute): a statement whole (not
+// streamed), not a multi-statement (whose later statements may see the
+// earlier ones change it), of a kind that does not store its text (CREATE
+// VIEW, PROCEDURE, TRIGGER..., where it must stay a call).
+func readsInPlace(st router.Stmt, streamed bool) bool {
+	if streamed || st.Flags&router.FlagMultiStatement != 0 {
+		return false
+	}
+	switch st.Kind {
+	case router.KindSelect, router.KindInsert, router.KindReplace, router.KindUpdate, router.KindDelete,
+		router.KindDo, router.KindSet, router.KindValues:
+		return true
+	}
+	return false
 }
 
 // answerNoDiagnostics answers SHOW WARNINGS / SHOW ERRORS / SHOW COUNT(*)
@@ -610,10 +664,8 @@ func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stm
 		s.lastRowCount, s.lastFoundRows = -1, info.Rows
 	case info.Err == nil:
 		s.lastRowCount = int64(info.AffectedRows)
-	}
-	if info.LastInsertID != 0 && info.Err == nil {
-		s.lastInsertID = info.LastInsertID
-		c.LastInsertID = info.LastInsertID
+	default:
+		s.lastRowCount = -1 // ROW_COUNT() after an error
 	}
 	inTrx := info.Status&mysql.StatusInTrans != 0
 	if info.Err != nil && info.Results <= 1 {
@@ -643,6 +695,9 @@ func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stm
 	}
 	if s.pins&pinsThatDirty != 0 {
 		c.Dirty = true
+	}
+	if mayChangeLastID(info, st) {
+		s.learnLastID(c, info, st) // last: whether c stays pinned decides when
 	}
 }
 
@@ -697,6 +752,10 @@ func (s *Session) applyStateChanges(c *backend.Conn, blocks []byte) (charsetChan
 					if g := string(ch.Value); backend.ValidGTID(g) {
 						s.lastGTID = g
 					}
+					return
+				}
+				if name == "last_insert_id" || name == "identity" {
+					s.setLastIDVariable(c, ch.Value) // SET last_insert_id = N
 					return
 				}
 				if backend.Untracked(name) {

@@ -56,6 +56,16 @@ type Session struct {
 	last         *backend.Conn
 	lastUses     uint64
 	skipAffinity bool // the proxy ran a statement of its own after the client's
+	// rowsProbed: the proxy read LAST_INSERT_ID() on the connection after
+	// the previous statement (lastid.go), which replaced its ROW_COUNT()
+	// and FOUND_ROWS() there: the session answers them, pinned or not.
+	rowsProbed bool
+	// lastIDConn, when set, is the pinned connection whose own
+	// LAST_INSERT_ID() tells the session's, not read yet (lastid.go):
+	// lastIDBase is what it held before the statements since, lastIDGuess
+	// the last insert id their OKs reported.
+	lastIDConn              *backend.Conn
+	lastIDBase, lastIDGuess uint64
 
 	stmts      map[uint32]*pstmt
 	nextStmtID uint32
@@ -155,8 +165,11 @@ type Session struct {
 	drainOnClose bool
 
 	// waitTimeout is the client's own SET wait_timeout (0: not set), which
-	// the proxy applies itself (idleLimit).
-	waitTimeout time.Duration
+	// the proxy applies itself (idleLimit); interactiveTimeout its SET
+	// interactive_timeout in seconds (0: not set), which it only reads
+	// back. Both are reset on the backend connection that ran the SET.
+	waitTimeout        time.Duration
+	interactiveTimeout uint64
 
 	scratch []byte // state-sync statements
 	rewrite []byte // a client statement rewritten by the proxy
@@ -427,13 +440,40 @@ func clientTimeout(name string) bool {
 
 // setClientTimeout records a client's wait_timeout or interactive_timeout.
 // interactive_timeout only seeds wait_timeout at connect, so setting it
-// later changes nothing for the session, as on the server.
+// later changes nothing for the session, as on the server, but the
+// session reads it back (clientTimeoutValues).
 func (s *Session) setClientTimeout(name string, value []byte) {
-	if name != "wait_timeout" {
+	secs, err := strconv.ParseUint(string(value), 10, 32)
+	if err != nil || secs == 0 {
 		return
 	}
-	if secs, err := strconv.ParseUint(string(value), 10, 32); err == nil && secs > 0 {
+	if name == "wait_timeout" {
 		s.waitTimeout = time.Duration(secs) * time.Second
+	} else {
+		s.interactiveTimeout = secs
+	}
+}
+
+// maxWaitTimeout is the largest wait_timeout MariaDB takes, in seconds.
+const maxWaitTimeout = 31536000
+
+// clientTimeoutValues fills in sub the session's @@wait_timeout and
+// @@interactive_timeout: the ones the client set; else, for wait_timeout,
+// the idle limit the proxy applies to the session (server.client_idle_timeout,
+// the proxy's global wait_timeout as it were, in whole seconds), and for
+// interactive_timeout the server's, left to the backend.
+func (s *Session) clientTimeoutValues(sub *router.Substitutions) {
+	secs := uint64(s.waitTimeout / time.Second)
+	if secs == 0 {
+		d := time.Duration(s.srv.idleTimeout.Load())
+		if d <= 0 {
+			return // no limit: the server's value is as good as any
+		}
+		secs = min(uint64((d+time.Second-1)/time.Second), maxWaitTimeout)
+	}
+	sub.WaitTimeout = router.SessionVariableValue(secs)
+	if s.interactiveTimeout != 0 {
+		sub.InteractiveTimeout = router.SessionVariableValue(s.interactiveTimeout)
 	}
 }
 
@@ -676,9 +716,16 @@ type needs uint8
 
 const (
 	needDB       needs = 1 << iota // current database and variables in step
-	needLastID                     // LAST_INSERT_ID() in step
+	needLastID                     // LAST_INSERT_ID() in step (lastid.go)
 	needPrevious                   // the connection that ran the previous statement
 	needBegin                      // join the session's transaction, open on other shards (shards.go)
+	// LAST_INSERT_ID() either 0 or in step (needLastIDBase), or either
+	// not 0 or in step (needLastIDNonZero): what learnLastID needs to tell
+	// from the connection's value after the statement whether it changed.
+	needLastIDBase
+	needLastIDNonZero
+
+	lastIDNeedsMask = needLastID | needLastIDBase | needLastIDNonZero
 )
 
 // acquire returns the backend connection a command runs on: the pinned one
@@ -762,7 +809,7 @@ func (s *Session) sync(c *backend.Conn, n needs) error {
 	}
 	dbOK := c.DB == s.db || s.db == ""
 	varsOK := c.VarsFP == s.varsFP && c.Vars.Equal(s.vars)
-	lidOK := n&needLastID == 0 || c.LastInsertID == s.lastInsertID
+	lidOK := n&lastIDNeedsMask == 0 || s.lastIDInStep(c, n)
 	if dbOK && varsOK && lidOK && n&needBegin == 0 {
 		return nil
 	}
@@ -805,7 +852,7 @@ func (s *Session) sync(c *backend.Conn, n needs) error {
 	c.Vars = append(c.Vars[:0], s.vars...)
 	c.VarsFP = s.varsFP
 	if !lidOK {
-		c.LastInsertID = s.lastInsertID
+		c.LastInsertID, c.LastInsertIDUnknown = s.lastInsertID, false
 	}
 	return nil
 }
@@ -844,6 +891,9 @@ func (s *Session) release(c *backend.Conn) {
 	if s.pins != 0 {
 		s.pinned = c
 		return
+	}
+	if c == s.lastIDConn {
+		s.resolveLastID() // before another session's statements change it
 	}
 	s.pinned = nil
 	if c.Dirty {

@@ -23,6 +23,9 @@ func (s *Session) enter(cl *backend.Cluster) {
 	if cl == s.cl {
 		return
 	}
+	// A connection set aside ends its use without release: its
+	// LAST_INSERT_ID() is read now, if it keeps the session's.
+	s.resolveLastID()
 	if s.pinned != nil {
 		s.others = append(s.others, heldConn{cl: s.cl, conn: s.pinned, pins: s.pins})
 	}

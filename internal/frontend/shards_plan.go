@@ -234,8 +234,7 @@ func (s *Session) subTables(ks *planner.Keyspace, plan *planner.Plan, st router.
 				return s.refuseErr(e)
 			}
 		}
-		s.fanout.Parts, s.fanout.OneServer = s.parts, false
-		return &s.fanout
+		return s.useFanout(s.parts, false, false)
 	}
 	s.scatter.Parts = s.parts
 	s.scatter.ReplicaOK = planner.ReplicaOK(s.parts[0].Cluster, s.user.Policy(), st, s)
@@ -282,7 +281,13 @@ func (s *Session) everyShard(ks *planner.Keyspace, st router.Stmt) engine.Primit
 		}
 		s.parts = append(s.parts, engine.Part{Cluster: cl})
 	}
-	s.fanout.Parts, s.fanout.OneServer = s.parts, true
+	return s.useFanout(s.parts, true, false)
+}
+
+// useFanout plans the session's Fanout over parts: one server's answer
+// (oneServer) or the parts' merged, a LOCK TABLES (locks) or not.
+func (s *Session) useFanout(parts []engine.Part, oneServer, locks bool) engine.Primitive {
+	s.fanout.Parts, s.fanout.OneServer, s.fanout.Locks = parts, oneServer, locks
 	return &s.fanout
 }
 

@@ -40,10 +40,13 @@ func (s *Session) collectWarnings(c *backend.Conn, rename func(string) string) {
 }
 
 // readsPartWarnings reports whether st reads the diagnostics a statement
-// in parts left, which the session answers itself (answerDiagnostics).
-// Any other statement forgets them.
+// in parts left as a SHOW, which the session answers itself
+// (answerDiagnostics). A SELECT of @@warning_count or @@error_count gets
+// their counts (substitute) and, as on one server, where a statement that
+// reads no table leaves the diagnostics alone, keeps them for the next
+// statement. Any other statement forgets them.
 func (s *Session) readsPartWarnings(st router.Stmt) bool {
-	if !s.warns.valid {
+	if !s.warns.valid || st.Flags&router.FlagWarnings != 0 && st.Kind == router.KindSelect {
 		return false
 	}
 	if st.Kind == router.KindShow && st.Flags&router.FlagWarnings != 0 {
@@ -51,6 +54,19 @@ func (s *Session) readsPartWarnings(st router.Stmt) bool {
 	}
 	s.warns.valid = false
 	return false
+}
+
+// counts are @@warning_count and @@error_count of the warnings collected
+// (as SHOW COUNT(*) WARNINGS and SHOW COUNT(*) ERRORS count them), as
+// values for substitute.
+func (w *partWarnings) counts() (warnings, errs string) {
+	n := 0
+	for _, r := range w.rows {
+		if len(r) > 0 && r[0] == "Error" {
+			n++
+		}
+	}
+	return router.SessionVariableValue(uint64(len(w.rows))), router.SessionVariableValue(uint64(n))
 }
 
 // answerDiagnostics answers SHOW WARNINGS, SHOW ERRORS and SHOW COUNT(*)

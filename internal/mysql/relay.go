@@ -35,6 +35,9 @@ type ResponseInfo struct {
 	Status       uint16 // server status of the last OK/EOF/terminator
 	Warnings     uint16
 	AffectedRows uint64
+	// LastInsertID is the last insert id an OK of the response reported:
+	// an earlier statement's of a multi-statement when the later ones
+	// report none.
 	LastInsertID uint64
 	Err          *SQLError // set when the response ended in an ERR packet
 	ResultSet    bool      // the last statement returned a result set
@@ -211,7 +214,9 @@ func (r *Relay) noteOK(ok *OKPacket) {
 	r.Info.Status = ok.Status
 	r.Info.Warnings = ok.Warnings
 	r.Info.AffectedRows = ok.AffectedRows
-	r.Info.LastInsertID = ok.LastInsertID
+	if ok.LastInsertID != 0 {
+		r.Info.LastInsertID = ok.LastInsertID
+	}
 	if len(ok.SessionState) > 0 {
 		r.Info.SessionState = AppendLenEncString(r.Info.SessionState, ok.SessionState)
 	}

@@ -200,16 +200,126 @@ func TestClientWaitTimeout(t *testing.T) {
 			}
 		})
 	}
-	// The other sessions' connection kept the server's wait_timeout.
+	// The other sessions' connection kept the server's wait_timeout (read
+	// from the connection: @@wait_timeout is the session's own).
 	db := openDB(t, proxyDSN(p, appUser, appPass, "", ""))
-	if got, want := queryString(t, db, "SELECT @@session.wait_timeout"), srv.Scalar(t, "SELECT @@global.wait_timeout"); got != want {
-		t.Fatalf("another session's wait_timeout = %s, want the server's %s", got, want)
+	if got, want := queryString(t, db, "SELECT VARIABLE_VALUE FROM information_schema.SESSION_VARIABLES WHERE VARIABLE_NAME = 'WAIT_TIMEOUT'"),
+		srv.Scalar(t, "SELECT @@global.wait_timeout"); got != want {
+		t.Fatalf("the backend connection's wait_timeout = %s, want the server's %s", got, want)
 	}
 	// A client that sets a longer wait_timeout stays.
 	out := cliIdleSession(t, bin, clientsProxyTarget(t, p), "SET SESSION wait_timeout = 30;", 1500*time.Millisecond, "SELECT 'still here';")
 	if !ranStillHere(out) {
 		t.Fatalf("client with wait_timeout 30 after 1.5 s idle:\n%s", out)
 	}
+}
+
+// TestClientTimeoutVariables: @@wait_timeout and @@interactive_timeout
+// (also @@session., @@local.) read the session's own values, which the
+// proxy keeps per client rather than on the backend connections: what the
+// client set, from whichever backend connection the read runs on; before
+// that, for wait_timeout the idle limit the proxy applies
+// (server.client_idle_timeout, here 1234 s where the server's is 28800),
+// for interactive_timeout the server's. @@global. reads the server's. The
+// columns are the server's (name, type, width, nullability).
+func TestClientTimeoutVariables(t *testing.T) {
+	srv := testenv.Shared(t)
+	cfg := proxyConfig(t, srv, "")
+	cfg.Server.ClientIdleTimeout = 1234 * time.Second
+	cfg.Clusters[0].Pool.MaxOpen, cfg.Clusters[0].Pool.MaxIdle = 2, 2
+	p := startProxy(t, cfg)
+	db := openDB(t, proxyDSN(p, appUser, appPass, "", ""))
+	a, b := oneConn(t, db), oneConn(t, db)
+	direct := oneConn(t, openDB(t, srv.DSN("")))
+	global := srv.Scalar(t, "SELECT @@global.wait_timeout")
+	globalInteractive := srv.Scalar(t, "SELECT @@global.interactive_timeout")
+	const read = "SELECT @@wait_timeout, @@session.wait_timeout, @@LOCAL.Wait_Timeout, @@global.wait_timeout, @@interactive_timeout, @@session.interactive_timeout"
+	check := func(c *sql.Conn, when, wait, interactive string) {
+		t.Helper()
+		want := fmt.Sprintf("%s %s %s %s %s %s", wait, wait, wait, global, interactive, interactive)
+		if got := strings.Join(queryRow(t, c, read), " "); got != want {
+			t.Fatalf("%s: %s = %s, want %s", when, read, got, want)
+		}
+	}
+	check(a, "a fresh session", "1234", globalInteractive)
+	// b holds a backend connection in a transaction: a's statements run on
+	// the other one, not the one that ran its SET.
+	mustExec(t, a, "SET wait_timeout = 77")
+	mustExec(t, b, "BEGIN")
+	queryString(t, b, "SELECT 1")
+	check(a, "after SET wait_timeout = 77", "77", globalInteractive)
+	mustExec(t, a, "SET SESSION wait_timeout = 88", "SET @@session.interactive_timeout = 99")
+	check(a, "after SET SESSION wait_timeout = 88, interactive_timeout = 99", "88", "99")
+	mustExec(t, b, "COMMIT")
+	mustExec(t, a, "SET @@local.wait_timeout = 66")
+	check(a, "after SET @@local.wait_timeout = 66", "66", "99")
+	check(b, "the other session", "1234", globalInteractive)
+	mustExec(t, a, "BEGIN", "SET wait_timeout = 55")
+	check(a, "inside a transaction", "55", "99")
+	mustExec(t, a, "COMMIT")
+	if got := queryString(t, a, "SELECT @@wait_timeout + 1 AS w"); got != "56" {
+		t.Fatalf("SELECT @@wait_timeout + 1 AS w = %s", got)
+	}
+	// The columns are the server's.
+	mustExec(t, direct, "SET wait_timeout = 55", "SET interactive_timeout = 99")
+	const cols = "SELECT @@wait_timeout, @@session.interactive_timeout, @@wait_timeout + 0"
+	if got, want := columnTypes(t, a, cols), columnTypes(t, direct, cols); got != want {
+		t.Fatalf("%s: columns %s, the server's %s", cols, got, want)
+	}
+}
+
+// queryRow returns the one row of sqlText's answer, NULL as "NULL".
+func queryRow(t *testing.T, c *sql.Conn, sqlText string) []string {
+	t.Helper()
+	rows, err := c.QueryContext(context.Background(), sqlText)
+	if err != nil {
+		t.Fatalf("%s: %v", sqlText, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if !rows.Next() {
+		t.Fatalf("%s: no row (%v)", sqlText, rows.Err())
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = "NULL"
+		if v.Valid {
+			out[i] = v.String
+		}
+	}
+	return out
+}
+
+// columnTypes describes the columns of sqlText's answer: name, type,
+// length, nullability, and the values.
+func columnTypes(t *testing.T, c *sql.Conn, sqlText string) string {
+	t.Helper()
+	rows, err := c.QueryContext(context.Background(), sqlText)
+	if err != nil {
+		t.Fatalf("%s: %v", sqlText, err)
+	}
+	defer rows.Close()
+	cts, err := rows.ColumnTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, ct := range cts {
+		n, _ := ct.Nullable()
+		l, _ := ct.Length()
+		fmt.Fprintf(&b, "[%s %s %d null=%v] ", ct.Name(), ct.DatabaseTypeName(), l, n)
+	}
+	for rows.Next() {
+	}
+	return b.String()
 }
 
 // cliIdleSession runs the mariadb CLI, sends first, stays idle for idle,

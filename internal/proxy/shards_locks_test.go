@@ -275,3 +275,59 @@ func TestScatterReadErrorsAndLargeRows(t *testing.T) {
 	}
 	rows.Close()
 }
+
+// TestShardedLockTablesFailureHoldsNothing: a LOCK TABLES that locks its
+// tables on one shard and then fails on another (a lock wait timeout:
+// another connection holds a sub-table there) holds no lock anywhere
+// afterwards, as on one server, where a failed LOCK TABLES holds nothing,
+// neither the tables it named nor those an earlier LOCK TABLES had
+// locked: the client gets the server's error, the session reads and
+// writes any table, and so does another session at once.
+func TestShardedLockTablesFailureHoldsNothing(t *testing.T) {
+	const db = "lock_fails"
+	p, srvs, px, ref := startRefPair(t, db, "",
+		"{name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}")
+	other := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, db, "")))
+	for _, c := range []*sql.Conn{ref, px} {
+		mustExec(t, c, "CREATE TABLE t (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)",
+			"CREATE TABLE u (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)",
+			"CREATE TABLE w (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)",
+			"INSERT INTO t VALUES (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0)",
+			"INSERT INTO u VALUES (1, 0)", "INSERT INTO w VALUES (1, 0)")
+	}
+	// Another connection holds one of t's sub-tables on s1 (srvs[2]), and
+	// t on the reference, for writing: a LOCK TABLES t READ waits there
+	// for lock_wait_timeout and fails, after locking t's sub-tables on s0.
+	s1Holder := oneConn(t, openDB(t, srvs[2].DSN(db)))
+	mustExec(t, s1Holder, "LOCK TABLES t_0002 WRITE")
+	refHolder := oneConn(t, openDB(t, srvs[0].DSN(db)))
+	mustExec(t, refHolder, "LOCK TABLES t WRITE")
+	steps := []string{
+		"SET SESSION lock_wait_timeout = 1",
+		"LOCK TABLES t READ, u READ", // 1205 on s1, after s0 locked t's sub-tables and u
+		"SELECT id, v FROM w",        // 1100 if s0 still held its locks
+		"UPDATE u SET v = v + 1",     // 1099 if u were still locked for reading
+		"SELECT id, v FROM u",
+		// A LOCK TABLES that fails releases the locks held before it too.
+		"LOCK TABLES w READ",
+		"LOCK TABLES t READ",
+		"UPDATE w SET v = v + 1",
+		"SELECT id, v FROM w",
+		"UNLOCK TABLES",
+	}
+	sameAnswers(t, ref, px, steps)
+	if got := answerRows(px, "LOCK TABLES t READ"); got != "error 1205" {
+		t.Fatalf("LOCK TABLES t READ while a sub-table is held on s1: %s, want error 1205", got)
+	}
+	// Nothing is held on the servers either: once the other connections
+	// let go, another session writes every sub-table and the tables of
+	// the default cluster at once (lock_wait_timeout would fail it).
+	mustExec(t, s1Holder, "UNLOCK TABLES")
+	mustExec(t, refHolder, "UNLOCK TABLES")
+	mustExec(t, other, "SET SESSION lock_wait_timeout = 1")
+	for _, q := range []string{"UPDATE t SET v = v + 1", "UPDATE u SET v = 0", "UPDATE w SET v = 0"} {
+		if _, err := other.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("another session after the failed LOCK TABLES: %s: %v", q, err)
+		}
+	}
+}

@@ -656,3 +656,65 @@ func TestKillQueryWhileAPartWaits(t *testing.T) {
 		t.Fatalf("the killed session's next statement: %q, want 5", got)
 	}
 }
+
+// TestKillQueryReachesAWrittenPart: a KILL QUERY that comes after a part
+// of a merge was written to its shard, while another part waits for a
+// connection, reaches the written part on its shard and stops it there.
+// The written part must have gone out when it was written: one held back
+// in the proxy until every part is written reaches its shard's thread
+// after the kill did, when the thread, between commands, had forgotten the
+// kill, and runs to its end. The test holds that thread with table locks
+// of its own, so that only a kill ends the part: the client gets 1317
+// while the locks are still held, and s0 runs nothing of the statement.
+func TestKillQueryReachesAWrittenPart(t *testing.T) {
+	const db = "mkillwritten"
+	s0, s1 := testenv.Start(t, testenv.Options{}), testenv.Start(t, testenv.Options{})
+	for _, s := range []*testenv.Server{s0, s1} {
+		s.Exec(t, "CREATE DATABASE "+db)
+	}
+	yaml := twoShardYAML(db, s0.Addr, s1.Addr, 2, "    tables:\n      - {name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}\n", "")
+	// s1's pool holds one connection.
+	yaml = strings.Replace(yaml, `pool: {max_open: 2}, primary: {address: "`+s1.Addr, `pool: {max_open: 1}, primary: {address: "`+s1.Addr, 1)
+	p := startProxy(t, parseConfig(t, yaml, "kill-written.yaml"))
+	pdb := openDB(t, proxyDSN(p, appUser, appPass, db, ""))
+	holder, a, b := oneConn(t, pdb), oneConn(t, pdb), oneConn(t, pdb)
+	mustExec(t, holder, "CREATE TABLE t (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)")
+	var onS1 int64 = 1
+	for subTableOf(t, onS1, 4) < 2 {
+		onS1++
+	}
+	mustExec(t, holder, fmt.Sprintf("INSERT INTO t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (%d, 0)", 100+onS1))
+	// s0's sub-tables are locked by a connection of the test's: the merge's
+	// part there waits for them once its thread runs it.
+	root0 := s0.RootDB(t)
+	locker := oneConn(t, root0)
+	mustExec(t, locker, "LOCK TABLES "+db+".t_0000 WRITE, "+db+".t_0001 WRITE")
+	// The holder's transaction keeps s1's only connection.
+	mustExec(t, holder, "BEGIN", fmt.Sprintf("SELECT v FROM t WHERE id = %d FOR UPDATE", onS1))
+	aID := queryString(t, a, "SELECT CONNECTION_ID()")
+	const marker = "t_0000" // in s0's part
+	done := runAsync(a, "SELECT id, v FROM t ORDER BY id")
+	// a's merge has written s0's part and waits for s1's connection.
+	pool := p.Cluster("s1").Servers()[0].Pool
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, _, waiting := pool.Open(); waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the merge does not wait for s1's connection")
+		}
+	}
+	// The written part reached s0, whose thread runs it, held by the locks.
+	waitShards(t, true, marker, root0)
+	mustExec(t, b, "KILL QUERY "+aID)
+	mustExec(t, holder, "COMMIT")
+	if err := waitErr(t, done, "KILL QUERY"); mysqlErrCode(err) != 1317 {
+		t.Fatalf("the merge killed while s0 held its part: %v, want error 1317", err)
+	}
+	waitShards(t, false, marker, root0)
+	mustExec(t, locker, "UNLOCK TABLES")
+	if got := queryString(t, a, "SELECT COUNT(*) FROM t"); got != "5" {
+		t.Fatalf("the killed session's next statement: %q, want 5", got)
+	}
+	waitPoolsIdle(t, p, 2)
+}

@@ -169,6 +169,11 @@ const (
 	// SET PASSWORD, SET DEFAULT ROLE (which write the grant tables) and
 	// MariaDB's SET STATEMENT ... FOR <statement>.
 	FlagSetNotVariable
+	// FlagClientTimeout: @@wait_timeout or @@interactive_timeout of the
+	// session (@@x, @@session.x, @@local.x; not @@global.x). The proxy
+	// enforces them per client, so the backend connection's value is not
+	// the session's: the session answers them (Substitutions).
+	FlagClientTimeout
 
 	flagsEnd // one past the last flag
 )
@@ -178,6 +183,7 @@ var flagNames = [...]string{
 	"RowCount", "LastInsertID", "LastInsertIDArg", "Warnings", "Local", "ForUpdate",
 	"MultiStatement", "ConnectionID", "SideEffectFunc", "SelectInto", "TrxIsolationSet",
 	"Autocommit", "AnalyzeExec", "HintPrimary", "HintReplica", "HintShard", "HintExplain", "SetNotVariable",
+	"ClientTimeout",
 }
 
 // Has reports whether all the flags in x are set in f.
@@ -470,7 +476,8 @@ func (c *classifier) feed(t *token) bool {
 			return true
 		}
 	}
-	if s.setExpect {
+	target := s.setExpect // t is what a SET assigns, not a value read
+	if target {
 		c.setTarget(t)
 	}
 
@@ -523,6 +530,10 @@ func (c *classifier) feed(t *token) bool {
 		switch lookupKw(c.lx.s[t.ns:t.ne], t.h) {
 		case kwWARNING_COUNT, kwERROR_COUNT:
 			c.st.Flags |= FlagWarnings
+		case kwWAIT_TIMEOUT, kwINTERACTIVE_TIMEOUT:
+			if t.scope != scopeGlobal && !target {
+				c.st.Flags |= FlagClientTimeout
+			}
 		}
 	}
 	return true

@@ -316,6 +316,15 @@ var classifyCases = []classifyCase{
 	{"GET STACKED DIAGNOSTICS @n = ROW_COUNT", KindOther, fWarn | fUV},
 	{"SHOW TABLES LIKE 'warnings'", KindShow, 0},
 
+	// the idle timeouts the proxy keeps per client
+	{"SELECT @@wait_timeout", KindSelect, FlagClientTimeout},
+	{"SELECT @@SESSION.Wait_Timeout, @@local.interactive_timeout", KindSelect, FlagClientTimeout},
+	{"SELECT @@global.wait_timeout, @@GLOBAL.interactive_timeout", KindSelect, 0},
+	{"SELECT wait_timeout FROM t WHERE x = '@@wait_timeout'", KindSelect, 0},
+	{"SET wait_timeout = 10", KindSet, fSys},
+	{"SET @@session.wait_timeout = @@global.wait_timeout", KindSet, fSys},
+	{"SET @@wait_timeout = @@wait_timeout + 1", KindSet, fSys | FlagClientTimeout},
+
 	// functions
 	{"SELECT FOUND_ROWS()", KindSelect, fFR},
 	{"SELECT found_rows ()", KindSelect, fFR},
@@ -624,7 +633,7 @@ func TestKindString(t *testing.T) {
 }
 
 func TestFlags(t *testing.T) {
-	if len(flagNames) != 24 || flagsEnd != 1<<len(flagNames) {
+	if len(flagNames) != 25 || flagsEnd != 1<<len(flagNames) {
 		t.Fatalf("flagNames has %d names for flagsEnd %#x", len(flagNames), uint32(flagsEnd))
 	}
 	f := FlagUserVar | FlagForUpdate

@@ -10,7 +10,12 @@ type Substitutions struct {
 	ConnectionID string // CONNECTION_ID()
 	FoundRows    string // FOUND_ROWS()
 	RowCount     string // ROW_COUNT()
-	Diagnostics  string // @@warning_count, @@error_count (any scope)
+	LastInsertID string // LAST_INSERT_ID() without an argument
+	WarningCount string // @@warning_count (any scope)
+	ErrorCount   string // @@error_count (any scope)
+	// WaitTimeout, InteractiveTimeout: @@wait_timeout and
+	// @@interactive_timeout of the session (not @@global.).
+	WaitTimeout, InteractiveTimeout string
 }
 
 // Substitute appends to dst the statement sql with the expressions named in
@@ -51,8 +56,7 @@ func Substitute(dst, sql []byte, sub *Substitutions) []byte {
 		case tString, tQuoted, tUserVar:
 			it.token(t.start, t.end, itemOther)
 		case tSysVar:
-			name := sql[t.ns:t.ne]
-			if v := sub.Diagnostics; v != "" && (eqFold(name, "WARNING_COUNT") || eqFold(name, "ERROR_COUNT")) {
+			if v := sub.sysVarValue(sql[t.ns:t.ne], t.scope); v != "" {
 				dst = append(dst, sql[last:t.start]...)
 				dst = append(dst, v...)
 				last = t.end
@@ -326,8 +330,36 @@ func RowCountValue(n int64) string {
 	return fmt.Sprintf("CAST(%021d AS SIGNED)", n)
 }
 
-// NoDiagnosticsValue is @@warning_count or @@error_count = 0.
-const NoDiagnosticsValue = "CAST(000000000000000000000 AS UNSIGNED)"
+// LastInsertIDValue is LAST_INSERT_ID() = n: BIGINT UNSIGNED, 21 wide,
+// NOT NULL, as the function's column.
+func LastInsertIDValue(n uint64) string {
+	return fmt.Sprintf("CAST(%021d AS UNSIGNED)", n)
+}
+
+// SessionVariableValue is a BIGINT UNSIGNED session variable (such as
+// @@wait_timeout, @@warning_count) = n: 21 wide and nullable, as the
+// variable's column (NULLIF(x, NULL) is x, nullable).
+func SessionVariableValue(n uint64) string {
+	return fmt.Sprintf("NULLIF(CAST(%021d AS UNSIGNED), NULL)", n)
+}
+
+// sysVarValue is the value of system variable name of the given scope, or
+// "" when it is not substituted.
+func (sub *Substitutions) sysVarValue(name []byte, scope uint8) string {
+	switch {
+	case sub.WarningCount != "" && eqFold(name, "WARNING_COUNT"):
+		return sub.WarningCount
+	case sub.ErrorCount != "" && eqFold(name, "ERROR_COUNT"):
+		return sub.ErrorCount
+	case scope == scopeGlobal:
+		return ""
+	case sub.WaitTimeout != "" && eqFold(name, "WAIT_TIMEOUT"):
+		return sub.WaitTimeout
+	case sub.InteractiveTimeout != "" && eqFold(name, "INTERACTIVE_TIMEOUT"):
+		return sub.InteractiveTimeout
+	}
+	return ""
+}
 
 func (sub *Substitutions) valueOf(name []byte) string {
 	switch {
@@ -337,6 +369,8 @@ func (sub *Substitutions) valueOf(name []byte) string {
 		return sub.FoundRows
 	case sub.RowCount != "" && eqFold(name, "ROW_COUNT"):
 		return sub.RowCount
+	case sub.LastInsertID != "" && eqFold(name, "LAST_INSERT_ID"):
+		return sub.LastInsertID
 	}
 	return ""
 }

@@ -7,7 +7,7 @@ import (
 
 func TestSubstitute(t *testing.T) {
 	id := &Substitutions{ConnectionID: "42"}
-	all := &Substitutions{ConnectionID: "42", FoundRows: "7", RowCount: "-1", Diagnostics: "0"}
+	all := &Substitutions{ConnectionID: "42", FoundRows: "7", RowCount: "-1", WarningCount: "0", ErrorCount: "0"}
 	cases := []struct {
 		sub      *Substitutions
 		in, want string
@@ -25,6 +25,12 @@ func TestSubstitute(t *testing.T) {
 		{id, "SELECT 'a\\'b', CONNECTION_ID()", "SELECT 'a\\'b', 42 AS `CONNECTION_ID()`"},
 		{id, "SELECT 'unterminated CONNECTION_ID()", "SELECT 'unterminated CONNECTION_ID()"},
 		{id, "SELECT FOUND_ROWS(), ROW_COUNT(), @@warning_count", "SELECT FOUND_ROWS(), ROW_COUNT(), @@warning_count"},
+		{&Substitutions{LastInsertID: "9"}, "SELECT LAST_INSERT_ID(), LAST_INSERT_ID(5), last_insert_id ( ) + 1",
+			"SELECT 9 AS `LAST_INSERT_ID()`, LAST_INSERT_ID(5), 9 + 1 AS `last_insert_id ( ) + 1`"},
+		{&Substitutions{LastInsertID: "9"}, "INSERT INTO t VALUES (LAST_INSERT_ID(), 'LAST_INSERT_ID()')", "INSERT INTO t VALUES (9, 'LAST_INSERT_ID()')"},
+		{&Substitutions{WaitTimeout: "77", InteractiveTimeout: "5"}, "SELECT @@wait_timeout, @@SESSION.wait_timeout, @@local.Wait_Timeout + 1, @@global.wait_timeout, @@interactive_timeout",
+			"SELECT 77 AS `@@wait_timeout`, 77 AS `@@SESSION.wait_timeout`, 77 + 1 AS `@@local.Wait_Timeout + 1`, @@global.wait_timeout, 5 AS `@@interactive_timeout`"},
+		{&Substitutions{WaitTimeout: "77"}, "SELECT @@interactive_timeout, '@@wait_timeout'", "SELECT @@interactive_timeout, '@@wait_timeout'"},
 		{all, "SELECT FOUND_ROWS(), row_count(), @@warning_count, @@session.error_count, @@GLOBAL.max_connections",
 			"SELECT 7 AS `FOUND_ROWS()`, -1 AS `row_count()`, 0 AS `@@warning_count`, 0 AS `@@session.error_count`, @@GLOBAL.max_connections"},
 		// Only items of the select list without an alias are named, and
@@ -63,7 +69,7 @@ func FuzzSubstitute(f *testing.F) {
 	f.Add("'\\")
 	f.Add("@@")
 	f.Fuzz(func(t *testing.T, s string) {
-		sub := &Substitutions{ConnectionID: "7", FoundRows: "1", RowCount: "2", Diagnostics: "0"}
+		sub := &Substitutions{ConnectionID: "7", FoundRows: "1", RowCount: "2", WarningCount: "0", ErrorCount: "0"}
 		out := Substitute(nil, []byte(s), sub)
 		// Values are no longer than their expressions; an alias at most
 		// doubles its item's text, plus " AS ``".
