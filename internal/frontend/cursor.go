@@ -95,7 +95,7 @@ func (s *Session) Done(c *backend.Conn, info *mysql.ResponseInfo) {
 	s.teleResult(info)
 	s.traceBackendDone(c, nil)
 	if info.Err == nil && info.Warnings > 0 && !s.cmd.skipWarns || info.Err != nil && s.cmd.renameWarns != nil {
-		s.collectWarnings(c, s.cmd.renameWarns)
+		s.collectWarnings(c, int(info.Warnings), s.cmd.renameWarns)
 	}
 	s.cmd.skipWarns, s.cmd.renameWarns = false, nil
 	s.after(c, info, s.cmd.st)

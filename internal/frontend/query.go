@@ -68,7 +68,7 @@ func (s *Session) comQuery(p []byte) bool {
 		return s.writeErr(e)
 	}
 	if s.readsPartWarnings(st) {
-		return s.answerDiagnostics(p[1:], s.warns.rows)
+		return s.answerDiagnostics(p[1:], &s.warns)
 	}
 	if st.Processlist != 0 && s.namesProcesslist(st) {
 		// Before CONNECTION_ID() is rewritten: the proxy reads it itself.

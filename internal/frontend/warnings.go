@@ -14,23 +14,46 @@ import (
 // connection right after it: one server would list them all for SHOW
 // WARNINGS, while each connection holds only its own part's.
 type partWarnings struct {
-	rows  [][]string // Level, Code, Message, part after part
+	rows  [][]string // Level, Code, Message, part after part, max_error_count at most
+	count int        // the warnings the parts raised, listed or not
 	valid bool       // the previous statement ran in parts
 }
 
+// defaultMaxErrorCount is the server's max_error_count unless the session
+// sets another: SHOW WARNINGS lists that many of a statement's
+// diagnostics, @@warning_count counts them all.
+const defaultMaxErrorCount = 64
+
+// maxErrorCount is the most diagnostics the session's SHOW WARNINGS lists.
+func (s *Session) maxErrorCount() int {
+	if v, ok := s.vars.Get("max_error_count"); ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			return n
+		}
+	}
+	return defaultMaxErrorCount
+}
+
 // collectWarnings adds the warnings c holds after a part of the current
-// statement, their messages passed through rename unless it is nil.
-// Reading them is a round trip, made only for parts that had warnings.
-func (s *Session) collectWarnings(c *backend.Conn, rename func(string) string) {
+// statement, which reported raised of them, their messages passed through
+// rename unless it is nil; the list keeps the first max_error_count of all
+// parts', as one server's. Reading them is a round trip, made only for
+// parts that had warnings.
+func (s *Session) collectWarnings(c *backend.Conn, raised int, rename func(string) string) {
 	if !s.warns.valid {
-		s.warns.rows, s.warns.valid = s.warns.rows[:0], true
+		s.warns.rows, s.warns.count, s.warns.valid = s.warns.rows[:0], 0, true
 	}
 	rows, err := c.QueryRows("SHOW WARNINGS")
 	if err != nil {
 		c.Dirty = true
 		return
 	}
+	s.warns.count += max(raised, len(rows))
+	limit := s.maxErrorCount()
 	for _, r := range rows {
+		if len(s.warns.rows) >= limit {
+			break
+		}
 		if rename != nil && len(r) == 3 {
 			r[2] = rename(r[2])
 		}
@@ -66,12 +89,17 @@ func (w *partWarnings) counts() (warnings, errs string) {
 			n++
 		}
 	}
-	return router.SessionVariableValue(uint64(len(w.rows))), router.SessionVariableValue(uint64(n))
+	return router.SessionVariableValue(uint64(max(w.count, len(w.rows)))), router.SessionVariableValue(uint64(n))
 }
 
 // answerDiagnostics answers SHOW WARNINGS, SHOW ERRORS and SHOW COUNT(*)
 // WARNINGS/ERRORS with rows, as the server answers them.
-func (s *Session) answerDiagnostics(sql []byte, rows [][]string) bool {
+func (s *Session) answerDiagnostics(sql []byte, w *partWarnings) bool {
+	var rows [][]string
+	count := 0
+	if w != nil {
+		rows, count = w.rows, max(w.count, len(w.rows))
+	}
 	up := bytes.ToUpper(sql)
 	errorsOnly := bytes.Contains(up, []byte("ERRORS"))
 	if errorsOnly {
@@ -81,7 +109,7 @@ func (s *Session) answerDiagnostics(sql []byte, rows [][]string) bool {
 				errs = append(errs, r)
 			}
 		}
-		rows = errs
+		rows, count = errs, len(errs)
 	}
 	var cols []mysql.Column
 	if bytes.Contains(up, []byte("COUNT")) {
@@ -89,8 +117,8 @@ func (s *Session) answerDiagnostics(sql []byte, rows [][]string) bool {
 		if errorsOnly {
 			name = "@@session.error_count"
 		}
-		cols = []mysql.Column{{Name: name, Type: mysql.TypeLongLong, Charset: uint16(mysql.CollationBinary), Length: 21, Flags: mysql.FlagUnsigned | mysql.FlagNotNull | mysql.FlagBinary}}
-		rows = [][]string{{strconv.Itoa(len(rows))}}
+		cols = []mysql.Column{{Name: name, Type: mysql.TypeLongLong, Charset: uint16(mysql.CollationBinary), Length: 21, Flags: mysql.FlagUnsigned | mysql.FlagBinary, Expression: true}}
+		rows = [][]string{{strconv.Itoa(count)}}
 	} else {
 		cols = []mysql.Column{
 			{Name: "Level", Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: 28, Flags: mysql.FlagNotNull},

@@ -11,6 +11,9 @@ type Column struct {
 	Length   uint32
 	Flags    uint16
 	Decimals byte
+	// Expression: the column of an expression, which has no original
+	// name (a server's @@session.warning_count).
+	Expression bool
 }
 
 // Column flags used by the proxy's own results.
@@ -29,7 +32,11 @@ func AppendColumnDef(b []byte, c *Column) []byte {
 	b = AppendLenEncStr(b, "") // table
 	b = AppendLenEncStr(b, "") // original table
 	b = AppendLenEncStr(b, c.Name)
-	b = AppendLenEncStr(b, c.Name)
+	if c.Expression {
+		b = AppendLenEncStr(b, "")
+	} else {
+		b = AppendLenEncStr(b, c.Name)
+	}
 	b = append(b, 0x0c)
 	b = AppendUint16(b, c.Charset)
 	b = AppendUint32(b, c.Length)
