@@ -14,6 +14,13 @@
 #   3. builds .local/bin/shardgate, runs it in front of them and prints
 #      queries to try, until Ctrl-C; then stops the MariaDB servers it
 #      started.
+# However it is stopped (Ctrl-C, also with its output piped into another
+# program that Ctrl-C ends first; SIGTERM; SIGHUP when its terminal goes
+# away), it stops shardgate and the servers before it exits. A demo that
+# could not (kill -9) leaves pid files under the demo directory: the next
+# run stops the shardgate it left and reuses its servers, and stops them
+# on exit. While a demo runs, another one with the same directory refuses
+# to start.
 # Extra arguments are passed to `shardgate serve`.
 #
 # Environment:
@@ -48,9 +55,12 @@ SUB_TABLES=4
 
 DEMO_DIR="${SHARDGATE_DEMO_DIR:-$ROOT/.local/demo}"
 BIN="$ROOT/.local/bin/shardgate"
-log() { printf 'demo: %s\n' "$*" >&2; }
+# log never fails: after Ctrl-C through a pipe (demo.sh | tee) or the loss
+# of its terminal, stderr may be a closed pipe or a hung-up terminal, and
+# the cleanup must go on to stop the servers rather than die on a write.
+log() { printf 'demo: %s\n' "$*" >&2 2>/dev/null || true; }
 die() {
-	printf 'demo: ERROR: %s\n' "$*" >&2
+	printf 'demo: ERROR: %s\n' "$*" >&2 2>/dev/null || true
 	exit 1
 }
 
@@ -104,7 +114,7 @@ demo_db_pid() {
 	[[ -r "$dir/mysqld.pid" ]] || return 1
 	pid="$(cat "$dir/mysqld.pid" 2>/dev/null || true)"
 	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
-	kill -0 "$pid" 2>/dev/null || return 1
+	alive "$pid" || return 1
 	# Guard against a recycled pid: it must be a mariadbd on our datadir.
 	if [[ -r "/proc/$pid/cmdline" ]]; then
 		tr '\0' '\n' <"/proc/$pid/cmdline" | grep -qxF -- "--datadir=$dir/data" || return 1
@@ -114,44 +124,111 @@ demo_db_pid() {
 
 port_in_use() { (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# The demo's own pid and its shardgate's, for a later run to find what a
+# demo that could not clean up (kill -9) left running.
+DEMO_PIDFILE="$DEMO_DIR/demo.pid"
+PROXY_PIDFILE="$DEMO_DIR/shardgate.pid"
 PROXY_PID=""
 
+# running_cmd PID WORD… succeeds when PID is a live process whose command
+# line has each WORD as an argument of its own (a recycled pid is someone
+# else's).
+running_cmd() {
+	local pid="$1" args word
+	shift
+	[[ "$pid" =~ ^[0-9]+$ ]] && alive "$pid" || return 1
+	args="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+	for word in "$@"; do
+		grep -qxF -- "$word" <<<"$args" || return 1
+	done
+}
+
+# running_demo PID succeeds when PID is a demo.sh running from this
+# checkout (it works in $ROOT).
+running_demo() {
+	[[ "$1" =~ ^[0-9]+$ ]] && alive "$1" || return 1
+	[[ "$(readlink "/proc/$1/cwd" 2>/dev/null)" == "$(cd "$ROOT" && pwd -P)" ]] || return 1
+	tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -q '\(^\|/\)demo\.sh$'
+}
+
+# alive PID succeeds while PID runs: a zombie has ended (an orphan's
+# zombie stays until whoever adopted it reaps it, if ever).
+alive() {
+	local stat
+	stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+	stat="${stat##*) }"
+	[[ "${stat%% *}" != Z ]]
+}
+
+# stop_pid PID NAME stops process PID (a child or not) with SIGTERM and
+# waits for it to be gone, with SIGKILL after 60 s.
+stop_pid() {
+	local pid="$1" name="$2" i
+	log "stopping $name (pid $pid)"
+	kill -TERM "$pid" 2>/dev/null || return 0
+	if wait "$pid" 2>/dev/null; then
+		return 0 # a child, now reaped
+	fi
+	# Not a child (left by an earlier demo) or one that ended with a
+	# signal: poll until it is gone.
+	for ((i = 0; i < 600; i++)); do
+		alive "$pid" || return 0
+		sleep 0.1
+	done
+	log "$name (pid $pid) did not stop within 60 s of SIGTERM: killing it"
+	kill -KILL "$pid" 2>/dev/null || true
+}
+
 stop_db() {
-	local name="$1" pid="${DB_PIDS[$1]}"
-	[[ -n "$pid" ]] || return 0
-	log "stopping the demo MariaDB $name (pid $pid)"
+	local name="$1" pid="${DB_PIDS[$1]:-}"
+	# Started but killed before its pid was noted: mariadbd's pid file.
+	[[ -n "$pid" ]] || pid="$(demo_db_pid "$name")" || return 0
 	# mariadbd ignores SIGINT; SIGTERM is a clean shutdown.
-	kill -TERM "$pid" 2>/dev/null || true
-	# The watchdog keeps no output open: a caller reading the demo's output
-	# would wait for it.
-	(
-		sleep 60
-		kill -KILL "$pid" 2>/dev/null
-	) </dev/null >/dev/null 2>&1 &
-	local watchdog=$!
-	wait "$pid" 2>/dev/null || true
-	kill "$watchdog" 2>/dev/null || true
-	wait "$watchdog" 2>/dev/null || true
+	stop_pid "$pid" "the demo MariaDB $name"
 	DB_PIDS[$name]=""
 }
 
 cleanup() {
 	local rc=$? name
-	trap - EXIT INT TERM
+	# Nothing may interrupt the cleanup: a second Ctrl-C, the SIGHUP of a
+	# closing terminal, or a write to a closed pipe (ignored, the write
+	# fails instead, and log ignores that).
+	trap '' INT TERM HUP PIPE QUIT
+	trap - EXIT
+	set +e
 	if [[ -n "$PROXY_PID" ]] && kill -0 "$PROXY_PID" 2>/dev/null; then
-		kill -TERM "$PROXY_PID" 2>/dev/null || true
-		wait "$PROXY_PID" 2>/dev/null || true
+		stop_pid "$PROXY_PID" shardgate
 	fi
+	rm -f "$PROXY_PIDFILE"
 	for name in "${SERVERS[@]+"${SERVERS[@]}"}"; do
 		if [[ -n "${STARTED[$name]:-}" ]]; then
 			stop_db "$name"
 		fi
 	done
+	if [[ "$(cat "$DEMO_PIDFILE" 2>/dev/null)" == "$$" ]]; then
+		rm -f "$DEMO_PIDFILE"
+	fi
 	exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+trap 'exit 129' HUP
+trap 'exit 131' QUIT
+trap 'exit 141' PIPE
+
+# One demo per directory: a live one owns the servers (and its shardgate
+# the ports); one that is gone left them to this run.
+if owner="$(cat "$DEMO_PIDFILE" 2>/dev/null)" && [[ "$owner" != "$$" ]] && running_demo "$owner"; then
+	# (exit without the cleanup: nothing here is this run's to stop)
+	trap - EXIT
+	die "a demo is already running with ${DEMO_DIR#"$ROOT"/} (pid $owner): stop it first (Ctrl-C where it runs, or kill $owner)"
+fi
+printf '%s\n' "$$" >"$DEMO_PIDFILE"
+if left="$(cat "$PROXY_PIDFILE" 2>/dev/null)" && running_cmd "$left" "$BIN" serve; then
+	stop_pid "$left" "the shardgate an earlier demo left running"
+fi
+rm -f "$PROXY_PIDFILE"
 
 # --- MariaDB ---------------------------------------------------------------
 
@@ -164,14 +241,17 @@ start_db() {
 	mkdir -p "$dir"
 	SERVERS+=("$name")
 	if pid="$(demo_db_pid "$name")"; then
+		# Left by an earlier demo (a live one would have stopped this
+		# run): this run reuses it, and stops it on exit.
 		DB_PIDS[$name]="$pid"
+		STARTED[$name]=1
 		running_port="$(cat "$dir/mysqld.port" 2>/dev/null || true)"
 		if [[ "$running_port" =~ ^[0-9]+$ && "$running_port" != "$port" ]]; then
 			log "the demo MariaDB $name is already running on port $running_port (not $port); using it"
 			port="$running_port"
 		fi
 		DB_PORTS[$name]="$port"
-		log "reusing the running demo MariaDB $name (pid $pid, port $port); it is left running on exit"
+		log "reusing the demo MariaDB $name an earlier demo left running (pid $pid, port $port); it is stopped on exit"
 		return 0
 	fi
 	if [[ ! -f "$dir/.initialized" ]]; then
@@ -190,6 +270,7 @@ start_db() {
 	fi
 	log "starting the demo MariaDB $name on 127.0.0.1:$port"
 	: >"$dir/mysqld.err"
+	STARTED[$name]=1 # before its pid is known: stop_db then reads its pid file
 	"$MARIADBD" --no-defaults \
 		--datadir="$dir/data" \
 		--socket="$(server_socket "$name")" \
@@ -205,7 +286,6 @@ start_db() {
 	pid=$!
 	DB_PIDS[$name]="$pid"
 	DB_PORTS[$name]="$port"
-	STARTED[$name]=1
 	printf '%s\n' "$port" >"$dir/mysqld.port"
 
 	local ready=0
@@ -453,6 +533,7 @@ EOF
 		--admin-http "$ADMIN" \
 		"$@" &
 	PROXY_PID=$!
+	printf '%s\n' "$PROXY_PID" >"$PROXY_PIDFILE"
 	if [[ "$CHECK" == 1 ]]; then
 		wait_for_proxy
 		proxy_sql --table -e "SELECT c.name, p.name, o.quantity FROM orders o JOIN customers c ON c.id = o.customer_id JOIN products p ON p.id = o.product_id WHERE o.id <= 3 ORDER BY o.id"
@@ -468,6 +549,7 @@ run_sharded() {
 	cfg="$(write_config)"
 	"$BIN" serve --config "$cfg" "$@" &
 	PROXY_PID=$!
+	printf '%s\n' "$PROXY_PID" >"$PROXY_PIDFILE"
 	wait_for_proxy
 	create_schema
 	log "loading examples/sharded-data.sql through shardgate"

@@ -111,6 +111,18 @@ func startServe(t *testing.T, args ...string) (*proc, string) {
 	}
 }
 
+// waitUntil polls cond until it holds, failing the test after within.
+func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func open(t *testing.T, listen, db string) *sql.DB {
 	t.Helper()
 	d, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s)/%s", testenv.User, testenv.Password, listen, db))
@@ -161,7 +173,12 @@ func TestQuickStartServeAndSIGTERM(t *testing.T) {
 		var v int
 		result <- busy.QueryRowContext(ctx, "SELECT SLEEP(2)").Scan(&v)
 	}()
-	time.Sleep(300 * time.Millisecond)
+	// SIGTERM once the statement runs on the server: a fixed pause could
+	// end before the proxy had read it, on a busy machine, and a statement
+	// that comes after SIGTERM is refused.
+	waitUntil(t, 20*time.Second, "SELECT SLEEP(2) running on the server", func() bool {
+		return srv.Scalar(t, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND = 'Query' AND INFO = 'SELECT SLEEP(2)'") != "0"
+	})
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -245,10 +245,12 @@ func copySource(t *testing.T, src, dst string) {
 func TestServeLogsStartupSummary(t *testing.T) {
 	srv := testenv.Shared(t)
 	p, listen := startServe(t, "--backend", fmt.Sprintf("%s:%s@%s", testenv.User, testenv.Password, srv.Addr))
-	// The summary follows the first health check, which takes milliseconds
-	// against a live server; give it ample time, then stop the process so
-	// its log can be read without racing its writer.
-	time.Sleep(1500 * time.Millisecond)
+	// The summary follows the first health check: wait for its last line
+	// (a fixed pause could end before it on a busy machine), then stop the
+	// process and read the whole log.
+	waitUntil(t, 30*time.Second, "the startup summary's backend line", func() bool {
+		return strings.Contains(p.stderr.String(), `msg="backend server"`)
+	})
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

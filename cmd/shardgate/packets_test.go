@@ -88,13 +88,24 @@ func TestMemoryReturnedAfterLoginFlood(t *testing.T) {
 		c.Close()
 	}
 	peak := procStatusKB(t, pid, "VmHWM")
-	time.Sleep(4 * time.Second)
-	after := procStatusKB(t, pid, "VmRSS")
-	t.Logf("RSS before %d KB, peak %d KB, 4 s after %d logins %d KB", before, peak, clients, after)
 	// What is left is the runtime's own (stacks, span metadata): the heap
-	// the flood used is back with the OS.
-	if after-before > (peak-before)/3 {
-		t.Fatalf("4 s after a login flood the proxy's RSS is %d KB above where it started, of a peak %d KB above: want most of it returned",
-			after-before, peak-before)
+	// the flood used is back with the OS. The proxy gives it back once the
+	// flood has been quiet for a few seconds (frontend.memoryRelief); the
+	// test polls for it, for longer than that on a busy machine, rather
+	// than read the RSS once at a fixed time.
+	left := time.Now()
+	const within = 30 * time.Second
+	after := 0
+	for {
+		time.Sleep(250 * time.Millisecond)
+		after = procStatusKB(t, pid, "VmRSS")
+		if after-before <= (peak-before)/3 {
+			break
+		}
+		if time.Since(left) > within {
+			t.Fatalf("%v after a login flood the proxy's RSS is %d KB above where it started, of a peak %d KB above: want most of it returned",
+				within, after-before, peak-before)
+		}
 	}
+	t.Logf("RSS before %d KB, peak %d KB, %v after %d logins %d KB", before, peak, time.Since(left).Round(100*time.Millisecond), clients, after)
 }

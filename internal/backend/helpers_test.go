@@ -69,6 +69,15 @@ func newPool(t *testing.T, name string, dc *DialConfig, cfg PoolConfig) *Pool {
 	return p
 }
 
+// newUntickedPool is newPool whose maintenance never ticks: the test runs
+// p.tick itself, at the points it chooses.
+func newUntickedPool(t *testing.T, name string, dc *DialConfig, cfg PoolConfig) *Pool {
+	t.Helper()
+	p := startPool(name, dc, cfg, discardLog(), false)
+	t.Cleanup(p.Close)
+	return p
+}
+
 func acquire(t *testing.T, p *Pool, foundRows bool) *Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -9,11 +9,16 @@ import (
 // connections idle past IdleTimeout (above MinIdle) or older than
 // MaxLifetime, and pings connections that sat idle for a health-check
 // interval so a dead one is found here rather than by a client.
-func (p *Pool) maintain() {
+func (p *Pool) maintain(ticking bool) {
 	defer close(p.done)
 	every := tickEvery(p.config())
-	tick := time.NewTicker(every)
-	defer tick.Stop()
+	var tick *time.Ticker
+	var ticks <-chan time.Time // nil (never ready) when not ticking
+	if ticking {
+		tick = time.NewTicker(every)
+		defer tick.Stop()
+		ticks = tick.C
+	}
 	p.warm()
 	for {
 		select {
@@ -21,18 +26,23 @@ func (p *Pool) maintain() {
 			return
 		case <-p.back:
 			p.warm()
-		case <-tick.C:
+		case <-ticks:
 			cfg := p.config() // SetConfig may have changed it
 			if d := tickEvery(cfg); d != every {
 				every = d
 				tick.Reset(every)
 			}
-			p.noteUses(time.Now())
-			p.expire(cfg)
-			p.healthCheck(cfg)
-			p.warm()
+			p.tick(cfg)
 		}
 	}
+}
+
+// tick is maintenance's periodic work.
+func (p *Pool) tick(cfg PoolConfig) {
+	p.noteUses(time.Now())
+	p.expire(cfg)
+	p.healthCheck(cfg)
+	p.warm()
 }
 
 func tickEvery(cfg PoolConfig) time.Duration {

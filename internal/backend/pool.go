@@ -114,10 +114,17 @@ var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan *Conn,
 // NewPool creates a pool and starts its maintenance goroutine, which warms
 // up MinIdle connections in the background.
 func NewPool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger) *Pool {
+	return startPool(name, dc, cfg, log, true)
+}
+
+// startPool is NewPool; with ticking false its maintenance never ticks (it
+// only warms up, at start and when the server is back): tests of what a
+// tick does then run it themselves (Pool.tick) rather than race its timer.
+func startPool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger, ticking bool) *Pool {
 	p := &Pool{Name: name, dial: dc, cfg: cfg.withDefaults(dc), log: log.With("pool", name, "addr", dc.Addr),
 		stop: make(chan struct{}), done: make(chan struct{}), back: make(chan struct{}, 1),
 		waitSeconds: newWaitHistogram(name, dc.Addr)}
-	go p.maintain()
+	go p.maintain(ticking)
 	return p
 }
 

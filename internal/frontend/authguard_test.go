@@ -146,11 +146,20 @@ func TestAuthGuardBounded(t *testing.T) {
 
 // TestAuthGuardLapses checks that a failure count lapses after max_delay
 // without a failure, that a success resets it, and that the table forgets
-// idle addresses.
+// idle addresses. Time passes by moving the records' last failure back:
+// with a max_delay short enough to wait for, a busy machine could let it
+// lapse between two calls that must see the count.
 func TestAuthGuardLapses(t *testing.T) {
 	log, _ := guardLog(t)
 	m := NewMetrics(nil)
-	g := NewAuthGuard(AuthDelayConfig{Threshold: 1, MinDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond}, log, m)
+	g := NewAuthGuard(AuthDelayConfig{Threshold: 1, MinDelay: 10 * time.Millisecond, MaxDelay: time.Minute}, log, m)
+	age := func(d time.Duration) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for e := g.lru.Front(); e != nil; e = e.Next() {
+			e.Value.(*authAddr).last = time.Now().Add(-d)
+		}
+	}
 	defer g.Close()
 	if d := g.Failed("192.0.2.1", "a", "wrong password"); d != 0 {
 		t.Fatalf("first failure delayed %v", d)
@@ -166,15 +175,15 @@ func TestAuthGuardLapses(t *testing.T) {
 		t.Fatalf("after a success: delay %v, gauge %v, want none", d, n)
 	}
 	g.Failed("192.0.2.1", "a", "wrong password")
-	time.Sleep(60 * time.Millisecond)
+	age(time.Minute - time.Second)
+	if d := g.Delay("192.0.2.1"); d != 10*time.Millisecond {
+		t.Fatalf("just under max_delay after the last failure: delay %v, want 10ms", d)
+	}
+	age(time.Minute + time.Second)
 	if d, n := g.Delay("192.0.2.1"), gaugeValue(m.AuthDelayedAddrs); d != 0 || n != 0 {
 		t.Fatalf("max_delay after the last failure: delay %v, gauge %v, want none", d, n)
 	}
-	g.mu.Lock()
-	for e := g.lru.Front(); e != nil; e = e.Next() {
-		e.Value.(*authAddr).last = time.Now().Add(-time.Hour)
-	}
-	g.mu.Unlock()
+	age(time.Hour)
 	g.tick()
 	if g.lru.Len() != 0 || len(g.addrs) != 0 || len(g.logging) != 0 {
 		t.Fatalf("idle addresses kept: %d", g.lru.Len())

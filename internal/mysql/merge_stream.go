@@ -419,15 +419,21 @@ func (s *RowStream) decodeBinary(p []byte) error {
 }
 
 // Drain reads and drops the rest of the result set, without flushing the
-// client (which may be gone): all of it, or (all false) only what the
-// backend has already sent, so that a part the merge stops reading
-// costs no wait. done reports the end was reached (Info then holds the
-// terminator's status, or the ERR a KILL QUERY caused); a failure to read
-// is a backend *RelayError.
+// client (which may be gone): all of it, or (all false) only the frames
+// already buffered, so that a part the merge stops reading costs no wait.
+// done reports the end was reached (Info then holds the terminator's
+// status, or the ERR a KILL QUERY caused); a failure to read is a backend
+// *RelayError.
+//
+// Without all it stops at a frame that is only partly buffered: reading
+// it would read the connection, and buffer more frames, partial again at
+// their end more often than not, so that a reader slower than the server
+// (a loaded proxy) read a stopped part's megabytes to their end instead of
+// interrupting it (TestMergeLimitStopsTheOtherParts under -race).
 func (s *RowStream) Drain(all bool) (done bool, err error) {
 	more := false
 	for !s.done {
-		if !all && s.Backend.Buffered() == 0 {
+		if !all && !s.Backend.FrameBuffered() {
 			return false, nil
 		}
 		p, m, err := s.Backend.ReadFrame()

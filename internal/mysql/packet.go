@@ -202,6 +202,19 @@ func (c *Conn) ResetSeq() { c.seq = 0 }
 // to flush its output before it would block on input.
 func (c *Conn) Buffered() int { return c.rend - c.rpos }
 
+// FrameBuffered reports whether the next frame, header and body, is
+// already buffered: reading it needs no read from the connection. (A
+// frame only partly buffered makes ReadFrame read the connection, which
+// then buffers whatever else the peer has sent meanwhile.)
+func (c *Conn) FrameBuffered() bool {
+	n := c.rend - c.rpos
+	if n < 4 {
+		return false
+	}
+	h := c.rbuf[c.rpos:]
+	return n >= 4+int(uint32(h[0])|uint32(h[1])<<8|uint32(h[2])<<16)
+}
+
 // fill ensures at least n bytes are buffered (n <= len(rbuf)).
 func (c *Conn) fill(n int) error {
 	if c.rend-c.rpos >= n {

@@ -2,18 +2,37 @@ package mysql
 
 import (
 	"net"
+	"runtime"
 	"testing"
 	"time"
 )
 
-// writeSoon writes b to w a moment later, after the reader has started to
-// wait.
+// writeSoon writes b to w a moment later, likely after the reader has
+// started to wait (either way the reader gets it).
 func writeSoon(w net.Conn, b []byte) {
 	go func() {
 		time.Sleep(2 * time.Millisecond)
 		_, _ = w.Write(b)
 	}()
 }
+
+// writeWhenPolling writes b to w once a wait polls on p: then, and only
+// then, the poll is what finds the input. (Writing after a fixed delay
+// raced with the reader: on a busy machine the reader may start its wait
+// after the write, find the input at its first read and never poll.)
+func writeWhenPolling(p *Poller, w net.Conn, b []byte) {
+	go func() {
+		for p.spinning.Load() == 0 {
+			runtime.Gosched()
+		}
+		_, _ = w.Write(b)
+	}()
+}
+
+// pollBudget is the tests' budget for a poll that must catch its input:
+// ample, since a poll ends as soon as the input is there, and a budget
+// that ran out while the writer waited for a CPU would fail the test.
+const pollBudget = 10 * time.Second
 
 // quietPoller returns a Poller whose traffic has been single-stream long
 // enough for waits to poll.
@@ -87,8 +106,8 @@ func TestPollerGate(t *testing.T) {
 func TestWaitInputPolls(t *testing.T) {
 	a, b := tcpPair(t)
 	c := NewConn(a)
-	c.Poller = quietPoller(200 * time.Millisecond)
-	writeSoon(b, []byte{1, 0, 0, 0, 9})
+	c.Poller = quietPoller(pollBudget)
+	writeWhenPolling(c.Poller, b, []byte{1, 0, 0, 0, 9})
 	if err := c.WaitInput(time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +140,7 @@ func TestFlushForReplyPollsForReply(t *testing.T) {
 	a, b := tcpPair(t)
 	go echoServer(b)
 	c := NewConn(a)
-	c.Poller = quietPoller(200 * time.Millisecond)
+	c.Poller = quietPoller(pollBudget)
 	if err := c.WritePacket([]byte("ping")); err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +173,8 @@ func TestFlushForReplyPollsForReply(t *testing.T) {
 func TestReadPolls(t *testing.T) {
 	a, b := tcpPair(t)
 	c := NewConn(a)
-	c.Poller = quietPoller(200 * time.Millisecond)
-	writeSoon(b, []byte{2, 0, 0, 0, 'h', 'i'})
+	c.Poller = quietPoller(pollBudget)
+	writeWhenPolling(c.Poller, b, []byte{2, 0, 0, 0, 'h', 'i'})
 	p, err := c.ReadPacket()
 	if err != nil || string(p) != "hi" {
 		t.Fatalf("read %q, %v", p, err)

@@ -33,8 +33,20 @@ func TestReplicaKilledUnderReadLoad(t *testing.T) {
 			args[0] = "oltp_read_only"
 			done := make(chan clientsResult, 1)
 			go func() { done <- clientsExec(t, 2*time.Minute, nil, bin, args...) }()
-			time.Sleep(2500 * time.Millisecond)
-			before := statusCounter(t, r.Replicas[1], "Com_select") + statusCounter(t, r.Replicas[1], "Com_stmt_execute")
+			// Killed once it has run its share of reads (a fixed pause
+			// counted how many it ran in that time: too few on a busy
+			// machine), while sysbench still runs.
+			executed := func() int {
+				return statusCounter(t, r.Replicas[1], "Com_select") + statusCounter(t, r.Replicas[1], "Com_stmt_execute")
+			}
+			var before int
+			for before = executed(); before < 1000; before = executed() {
+				select {
+				case res := <-done:
+					t.Fatalf("sysbench ended before the replica had run 1000 statements (%d): reads were not balanced onto it:\n%s", before, res)
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
 			if err := r.Replicas[1].Kill(); err != nil {
 				t.Fatal(err)
 			}
@@ -45,9 +57,6 @@ func TestReplicaKilledUnderReadLoad(t *testing.T) {
 			s := clientsParseSysbench(t, res)
 			if s.ignoredErrors != 0 || s.reconnects != 0 {
 				t.Fatalf("sysbench saw %d errors and %d reconnects:\n%s", s.ignoredErrors, s.reconnects, res)
-			}
-			if before < 1000 {
-				t.Fatalf("the killed replica had run only %d statements before it died: reads were not balanced onto it", before)
 			}
 			t.Logf("replica killed under load: %s, 0 errors", s.qpsLine)
 		})
@@ -294,9 +303,18 @@ func TestPrimaryKilledUnderReadWriteLoad(t *testing.T) {
 
 	args := clientsSysbenchArgs(px, "--db-ps-mode=disable", "--threads=8", "--time=8", "--report-interval=0",
 		"--mysql-ignore-errors=1927,9001,1213", "run")
+	committed := statusCounter(t, r.Primary, "Com_commit")
 	done := make(chan clientsResult, 1)
 	go func() { done <- clientsExec(t, 2*time.Minute, nil, bin, args...) }()
-	time.Sleep(2 * time.Second)
+	// The primary dies under load: once transactions commit on it (a fixed
+	// pause could end before sysbench's had, on a busy machine).
+	for n := 0; n < 50; n = statusCounter(t, r.Primary, "Com_commit") - committed {
+		select {
+		case res := <-done:
+			t.Fatalf("sysbench ended before 50 transactions committed on the primary (%d):\n%s", n, res)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	if err := r.Primary.Kill(); err != nil {
 		t.Fatal(err)
 	}

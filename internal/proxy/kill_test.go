@@ -32,7 +32,12 @@ func TestKill(t *testing.T) {
 		_, err := a.ExecContext(ctx, "SELECT SLEEP(20)")
 		done <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
+	// KILL QUERY stops what runs: wait for the statement to run on the
+	// server (a fixed pause lost that race on a busy machine, and the
+	// KILL then found nothing to stop).
+	waitFor(t, "SELECT SLEEP(20) running on the server", 20*time.Second, func() bool {
+		return srv.Scalar(t, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND = 'Query' AND INFO = 'SELECT SLEEP(20)'") != "0"
+	})
 	mustExec(t, b, "KILL QUERY "+aID)
 	select {
 	case err := <-done:

@@ -11,13 +11,16 @@ import (
 
 // The status page in headless Chromium: it renders every section with the
 // backends up, and when a replica's server dies it shows that backend down
-// within a health check and one refresh, without the page being reloaded.
+// within one refresh of the proxy knowing it, without the page being
+// reloaded.
 func TestStatusPageInBrowser(t *testing.T) {
 	const (
 		healthInterval = 100 * time.Millisecond
 		healthTimeout  = 500 * time.Millisecond
 		refresh        = 2 * time.Second // the page's refresh period (admin.statusRefresh)
-		slack          = 2 * time.Second
+		// slack is for the browser's fetch and rendering on a busy machine:
+		// a page that did not refresh itself would never show the change.
+		slack = 5 * time.Second
 	)
 	r := testenv.StartReplicated(t, 1)
 	replica := r.Replicas[0]
@@ -49,15 +52,23 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	within := healthInterval + healthTimeout + refresh + slack
+	// First the proxy's health check finds the server down (how long that
+	// takes on a busy machine is the health checker's business, tested in
+	// internal/backend); from then on the page has a refresh to show it.
+	waitFor(t, "the proxy's health check to find the killed replica down", 30*time.Second, func() bool {
+		h := p.Cluster("main").Servers()[1].Health()
+		return h.Checked && !h.Up || p.Cluster("main").Servers()[1].BreakerOpen()
+	})
+	known := time.Now()
+	within := refresh + slack
 	for {
 		all, _ := b.Text(t, "#backends")
 		if rowState(all, replica.Addr) == "down" {
 			t.Logf("the page showed %s down %s after it was killed", replica.Addr, time.Since(killed).Round(time.Millisecond))
 			break
 		}
-		if time.Since(killed) > within {
-			t.Fatalf("%s after killing %s the page does not show it down (proxy's health: %+v):\n%s",
+		if time.Since(known) > within {
+			t.Fatalf("%s after the proxy found %s down the page does not show it (proxy's health: %+v):\n%s",
 				within, replica.Addr, p.Cluster("main").Servers()[1].Health(), all)
 		}
 		time.Sleep(100 * time.Millisecond)

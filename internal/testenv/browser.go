@@ -23,6 +23,11 @@ type Browser struct {
 	driver  *exec.Cmd
 	session string
 	profile string // Chromium's --user-data-dir
+
+	// afterLookup, when set (by this package's tests), runs between Text's
+	// look-up of an element and the read of its text: where a live page
+	// replacing the element makes the reference stale.
+	afterLookup func()
 }
 
 // StartBrowser starts chromedriver and a headless Chromium session; both
@@ -171,6 +176,9 @@ func (b *Browser) Text(tb testing.TB, selector string) (string, bool) {
 		var id string
 		for _, v := range el { // the key is the W3C element identifier
 			id = v
+		}
+		if b.afterLookup != nil {
+			b.afterLookup()
 		}
 		var text string
 		err := call(http.MethodGet, b.base+"/element/"+id+"/text", nil, &text)
