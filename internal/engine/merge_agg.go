@@ -111,12 +111,15 @@ func (a *accum) add(row []sqltypes.Value) error {
 		if v.IsNull() {
 			return nil
 		}
-		if a.best.null {
-			a.setBest(row)
-			return nil
+		if !a.best.null {
+			if c := a.cmp.compare(row[a.by], a.bestBy.value()); c >= 0 && a.Kind == AggMin || c <= 0 && a.Kind == AggMax {
+				return nil
+			}
 		}
-		if c := a.cmp.compare(row[a.by], a.bestBy.value()); c < 0 && a.Kind == AggMin || c > 0 && a.Kind == AggMax {
-			a.setBest(row)
+		a.best.set(v)
+		a.bestBy.set(row[a.by])
+		if len(a.With) > 0 {
+			a.setWith(row)
 		}
 	case AggBitAnd, AggBitOr, AggBitXor:
 		if v.IsNull() {
@@ -168,11 +171,9 @@ func (a *accum) add(row []sqltypes.Value) error {
 	return nil
 }
 
-// setBest makes row's value the MIN or MAX so far, with its weight and
-// the columns computed from it.
-func (a *accum) setBest(row []sqltypes.Value) {
-	a.best.set(row[a.Col])
-	a.bestBy.set(row[a.by])
+// setWith keeps the columns computed from the MIN or MAX so far, which
+// row holds.
+func (a *accum) setWith(row []sqltypes.Value) {
 	if len(a.with) != len(a.With) {
 		a.with = make([]ownedValue, len(a.With))
 	}
