@@ -611,12 +611,18 @@ func TestMergeMemorySpillOrRefuse(t *testing.T) {
 	}
 }
 
-// TestKillQueryWhileAPartWaits: a KILL QUERY that comes while a merge
-// waits for a connection to one shard (its pool full) finds nothing to
-// interrupt there; the part is not sent once the connection comes, and
-// the client gets 1317, as one server interrupts a statement that waits.
-func TestKillQueryWhileAPartWaits(t *testing.T) {
-	const db = "mkillwait"
+// killWaitLayout is table t of db hash-sharded over s0 and s1 (two
+// sub-tables each), s1's pool holding one connection, five rows (row onS1
+// on s1), and three client connections: holder, a and b.
+type killWaitLayout struct {
+	s0           *testenv.Server
+	proxy        *proxy.Proxy
+	holder, a, b *sql.Conn
+	onS1         int64
+}
+
+func startKillWaitLayout(t *testing.T, db string) killWaitLayout {
+	t.Helper()
 	s0, s1 := testenv.Start(t, testenv.Options{}), testenv.Start(t, testenv.Options{})
 	for _, s := range []*testenv.Server{s0, s1} {
 		s.Exec(t, "CREATE DATABASE "+db)
@@ -624,15 +630,24 @@ func TestKillQueryWhileAPartWaits(t *testing.T) {
 	yaml := twoShardYAML(db, s0.Addr, s1.Addr, 2, "    tables:\n      - {name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}\n", "")
 	// s1's pool holds one connection.
 	yaml = strings.Replace(yaml, `pool: {max_open: 2}, primary: {address: "`+s1.Addr, `pool: {max_open: 1}, primary: {address: "`+s1.Addr, 1)
-	p := startProxy(t, parseConfig(t, yaml, "kill-wait.yaml"))
+	p := startProxy(t, parseConfig(t, yaml, db+".yaml"))
 	pdb := openDB(t, proxyDSN(p, appUser, appPass, db, ""))
-	holder, a, b := oneConn(t, pdb), oneConn(t, pdb), oneConn(t, pdb)
-	mustExec(t, holder, "CREATE TABLE t (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)")
-	var onS1 int64 = 1
-	for subTableOf(t, onS1, 4) < 2 {
-		onS1++
+	k := killWaitLayout{s0: s0, proxy: p, holder: oneConn(t, pdb), a: oneConn(t, pdb), b: oneConn(t, pdb), onS1: 1}
+	mustExec(t, k.holder, "CREATE TABLE t (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)")
+	for subTableOf(t, k.onS1, 4) < 2 {
+		k.onS1++
 	}
-	mustExec(t, holder, fmt.Sprintf("INSERT INTO t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (%d, 0)", 100+onS1))
+	mustExec(t, k.holder, fmt.Sprintf("INSERT INTO t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (%d, 0)", 100+k.onS1))
+	return k
+}
+
+// TestKillQueryWhileAPartWaits: a KILL QUERY that comes while a merge
+// waits for a connection to one shard (its pool full) finds nothing to
+// interrupt there; the part is not sent once the connection comes, and
+// the client gets 1317, as one server interrupts a statement that waits.
+func TestKillQueryWhileAPartWaits(t *testing.T) {
+	k := startKillWaitLayout(t, "mkillwait")
+	p, holder, a, b, onS1 := k.proxy, k.holder, k.a, k.b, k.onS1
 	// The holder's transaction keeps s1's only connection.
 	mustExec(t, holder, "BEGIN", fmt.Sprintf("SELECT v FROM t WHERE id = %d FOR UPDATE", onS1))
 	aID := queryString(t, a, "SELECT CONNECTION_ID()")
@@ -668,22 +683,8 @@ func TestKillQueryWhileAPartWaits(t *testing.T) {
 // while the locks are still held, and s0 runs nothing of the statement.
 func TestKillQueryReachesAWrittenPart(t *testing.T) {
 	const db = "mkillwritten"
-	s0, s1 := testenv.Start(t, testenv.Options{}), testenv.Start(t, testenv.Options{})
-	for _, s := range []*testenv.Server{s0, s1} {
-		s.Exec(t, "CREATE DATABASE "+db)
-	}
-	yaml := twoShardYAML(db, s0.Addr, s1.Addr, 2, "    tables:\n      - {name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}\n", "")
-	// s1's pool holds one connection.
-	yaml = strings.Replace(yaml, `pool: {max_open: 2}, primary: {address: "`+s1.Addr, `pool: {max_open: 1}, primary: {address: "`+s1.Addr, 1)
-	p := startProxy(t, parseConfig(t, yaml, "kill-written.yaml"))
-	pdb := openDB(t, proxyDSN(p, appUser, appPass, db, ""))
-	holder, a, b := oneConn(t, pdb), oneConn(t, pdb), oneConn(t, pdb)
-	mustExec(t, holder, "CREATE TABLE t (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)")
-	var onS1 int64 = 1
-	for subTableOf(t, onS1, 4) < 2 {
-		onS1++
-	}
-	mustExec(t, holder, fmt.Sprintf("INSERT INTO t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (%d, 0)", 100+onS1))
+	k := startKillWaitLayout(t, db)
+	p, holder, a, b, onS1, s0 := k.proxy, k.holder, k.a, k.b, k.onS1, k.s0
 	// s0's sub-tables are locked by a connection of the test's: the merge's
 	// part there waits for them once its thread runs it.
 	root0 := s0.RootDB(t)
