@@ -56,13 +56,9 @@ func renderRows(rows *sql.Rows, err error) string {
 	defer rows.Close()
 	cols, _ := rows.Columns()
 	var b strings.Builder
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
 	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
+		vals, err := scanNullStrings(rows, len(cols))
+		if err != nil {
 			return "scan: " + err.Error()
 		}
 		for _, v := range vals {
