@@ -205,23 +205,24 @@ type ComputedColumn struct {
 	Operands Operands
 }
 
-// Operands are the columns an expression the merge evaluates reads, with
-// the expression's text. Vitess's evalengine agrees with the server on
+// Operands are the columns an expression the merge evaluates reads.
+// Vitess's evalengine agrees with the server on
 // numbers, but not on strings (it compares utf8mb4_unicode_ci NO PAD)
 // nor on dates (a DATETIME compared with an integer): an expression
 // reading another type is refused when the columns' types are known.
 // (What the merge would compute from one MIN or MAX alone, the shards
 // compute; see Aggregate.With.)
 type Operands struct {
-	Text string
 	Cols []Operand
 }
 
-// Operand is a column an evaluated expression reads. Loose: a constant
-// (a literal, a parameter) that an arithmetic or comparison operator
-// reads as a number, whatever its type.
+// Operand is a column an evaluated expression reads, named for a refusal
+// by Text (an aggregate's, a constant's). Loose: a constant (a literal, a
+// parameter) that an arithmetic or comparison operator reads as a number,
+// whatever its type.
 type Operand struct {
 	Col   int
+	Text  string
 	Loose bool
 }
 

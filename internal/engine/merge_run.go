@@ -272,8 +272,8 @@ func (r *mergeRun) checkOperands(ops Operands) error {
 			}
 		default:
 			return mysql.NewError(mysql.ERNotSupportedYet, "42000",
-				"This version of shardgate doesn't yet support '%s across shards: it reads a %s value, and the proxy computes an expression of more than one aggregate over numbers only'",
-				ops.Text, strings.ToLower(t.String()))
+				"This version of shardgate doesn't yet support 'comparing or computing %s, a %s value, with another aggregate across shards (the proxy computes those over numbers only)'",
+				o.Text, strings.ToLower(t.String()))
 		}
 	}
 	return nil

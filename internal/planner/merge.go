@@ -691,7 +691,7 @@ func (b *mergeBuilder) groupMerge(grouped bool) error {
 		if b.spec.Having, err = translate(e); err != nil {
 			return err
 		}
-		b.spec.HavingOperands = b.operands(h.Expr, e)
+		b.spec.HavingOperands = b.operands(e)
 		b.push.Having = nil
 	}
 	if grouped {
@@ -958,7 +958,7 @@ func (b *mergeBuilder) item(i int, e sqlparser.Expr) error {
 	if err != nil {
 		return err
 	}
-	b.spec.Computed = append(b.spec.Computed, engine.ComputedColumn{Col: i, Expr: expr, Operands: b.operands(e, lifted)})
+	b.spec.Computed = append(b.spec.Computed, engine.ComputedColumn{Col: i, Expr: expr, Operands: b.operands(lifted)})
 	return nil
 }
 
@@ -1165,7 +1165,7 @@ func (b *mergeBuilder) groupedOrderKey(o *sqlparser.Order) (engine.SortKey, erro
 		return k, err
 	}
 	k.Col = b.hiddenColumn(o.Expr)
-	b.spec.Computed = append(b.spec.Computed, engine.ComputedColumn{Col: k.Col, Expr: expr, Operands: b.operands(o.Expr, lifted)})
+	b.spec.Computed = append(b.spec.Computed, engine.ComputedColumn{Col: k.Col, Expr: expr, Operands: b.operands(lifted)})
 	return k, nil
 }
 

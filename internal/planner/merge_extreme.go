@@ -118,11 +118,10 @@ func (b *mergeBuilder) expandAliases(e sqlparser.Expr) sqlparser.Expr {
 	return out.(sqlparser.Expr)
 }
 
-// operands lists the columns a lifted expression (orig as the client
-// wrote it) reads, for the merge's check of their types
-// (engine.Operands): a constant is loose where an arithmetic or
-// comparison operator reads it as a number.
-func (b *mergeBuilder) operands(orig, lifted sqlparser.Expr) engine.Operands {
+// operands lists the columns a lifted expression reads, for the merge's
+// check of their types (engine.Operands): a constant is loose where an
+// arithmetic or comparison operator reads it as a number.
+func (b *mergeBuilder) operands(lifted sqlparser.Expr) engine.Operands {
 	loose := map[int]bool{}
 	var mark func(es ...sqlparser.Expr)
 	mark = func(es ...sqlparser.Expr) {
@@ -162,9 +161,13 @@ func (b *mergeBuilder) operands(orig, lifted sqlparser.Expr) engine.Operands {
 		}
 		return true, nil
 	}, lifted)
-	ops := engine.Operands{Text: sqlparser.String(orig)}
+	var ops engine.Operands
 	for _, c := range cols {
-		ops.Cols = append(ops.Cols, engine.Operand{Col: c, Loose: loose[c]})
+		text := "a constant"
+		if !b.constant(c) {
+			text = sqlparser.String(b.columnExpr(c))
+		}
+		ops.Cols = append(ops.Cols, engine.Operand{Col: c, Text: text, Loose: loose[c]})
 	}
 	return ops
 }

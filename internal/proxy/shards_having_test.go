@@ -238,4 +238,10 @@ func TestShardedHavingOfSeveralAggregates(t *testing.T) {
 			t.Errorf("%s: answered; the proxy must refuse it (or this test must now compare it)", st.SQL)
 		}
 	}
+	// The refusal names the aggregate the proxy would compare as a string.
+	proxied := openDB(t, proxyDSN(d.proxy, appUser, appPass, havingDB, ""))
+	_, err := proxied.Exec("SELECT user_id % 7 FROM sf_order GROUP BY user_id % 7 HAVING MIN(status) = MAX(status)")
+	if mysqlErrCode(err) != 1235 || !strings.Contains(err.Error(), "min(`status`), a varchar value") {
+		t.Errorf("MIN(status) = MAX(status): %v, want 1235 naming min(`status`)", err)
+	}
 }
