@@ -167,14 +167,18 @@ func spelling(r *rand.Rand, s string) string {
 	return s
 }
 
-// likePattern is a LIKE pattern from a part of s.
+// likePattern is a LIKE pattern from a part of s, ending with %: LIKE
+// does not pad, so a pattern ending otherwise tells apart the values a
+// PAD SPACE collation holds equal ('😀' and '😁 ' under
+// utf8mb4_general_ci), of which MIN and MAX return either, one server's
+// choice as much as another's.
 func likePattern(r *rand.Rand, s string) string {
 	rs := []rune(strings.TrimSpace(s))
 	if len(rs) > 2 {
 		rs = rs[:2]
 	}
 	frag := strings.NewReplacer("%", `\%`, "_", `\_`).Replace(string(rs))
-	return pick(r, []string{"%" + frag + "%", frag + "%", "%" + frag, "_" + frag + "%"})
+	return pick(r, []string{"%" + frag + "%", frag + "%", "_" + frag + "%"})
 }
 
 // compareLit is a value to compare with column c (or an aggregate of it):
