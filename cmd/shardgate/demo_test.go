@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,11 +18,16 @@ import (
 	"time"
 )
 
-// freePorts returns a base port whose n consecutive ports are free now.
+// freePorts returns a base port whose n consecutive ports are free now,
+// below the kernel's ephemeral range: the demo's ports are chosen once and
+// used for minutes, while the suite's other packages open connections
+// whose local ports the kernel picks from that range (one took the demo's
+// admin port once: "bind: address already in use").
 func freePorts(t *testing.T, n int) int {
 	t.Helper()
+	top := ephemeralLow() - n
 	for range 50 {
-		base := 20000 + rand.IntN(30000)
+		base := 10000 + rand.IntN(top-10000)
 		free := true
 		for i := range n {
 			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
@@ -37,6 +43,20 @@ func freePorts(t *testing.T, n int) int {
 	}
 	t.Fatal("no free ports")
 	return 0
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range
+// (Linux's default when it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if lo, err := strconv.Atoi(f[0]); err == nil && lo > 10100 {
+				return lo
+			}
+		}
+	}
+	return 32768
 }
 
 // demoEnv is where a demo runs: its directory and first port (it takes
