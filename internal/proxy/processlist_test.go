@@ -47,6 +47,21 @@ clusters:
 		testenv.User, testenv.Password, testenv.User, testenv.Password, srv.Addr, extra), "processlist.yaml")
 }
 
+// killQueryAndWait runs KILL QUERY id on killer and waits for the killed
+// statement's end (done): interrupted (1317) or finished.
+func killQueryAndWait(t testing.TB, killer *sql.Conn, id string, done <-chan error) {
+	t.Helper()
+	mustExec(t, killer, "KILL QUERY "+id)
+	select {
+	case err := <-done:
+		if err != nil && mysqlErrCode(err) != 1317 {
+			t.Fatalf("the killed statement: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("KILL QUERY did not stop the statement")
+	}
+}
+
 // plRows runs a query and returns its column names and rows, NULL as
 // nil.
 func plRows(t testing.TB, q interface {
@@ -188,15 +203,7 @@ func TestProcesslistFindAndKill(t *testing.T) {
 	if r := rowByID(rows, aID); r == nil || str(r[4]) != "Query" || str(r[6]) != "Executing" || str(r[7]) != "SELECT SLEEP(100)" {
 		t.Fatalf("a running, in SHOW PROCESSLIST: %s", showRow(r))
 	}
-	mustExec(t, b, "KILL QUERY "+aID)
-	select {
-	case err := <-done:
-		if err != nil && mysqlErrCode(err) != 1317 {
-			t.Fatalf("a's killed statement: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("KILL QUERY by the listed id did not stop a's statement")
-	}
+	killQueryAndWait(t, b, aID, done)
 	if got := queryString(t, a, "SELECT 'alive'"); got != "alive" {
 		t.Fatalf("a after KILL QUERY: %q", got)
 	}
@@ -587,15 +594,7 @@ func TestProcesslistRunningStatements(t *testing.T) {
 	}
 	stop := func(done <-chan error) {
 		t.Helper()
-		mustExec(t, b, "KILL QUERY "+aID)
-		select {
-		case err := <-done:
-			if err != nil && mysqlErrCode(err) != 1317 {
-				t.Fatalf("a's killed statement: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("KILL QUERY did not stop a's statement")
-		}
+		killQueryAndWait(t, b, aID, done)
 	}
 
 	long := "SELECT SLEEP(100) /* " + strings.Repeat("x", 70000) + " */"

@@ -621,6 +621,20 @@ type killWaitLayout struct {
 	onS1         int64
 }
 
+// waitForS1 waits until a statement waits for s1's one connection.
+func (k killWaitLayout) waitForS1(t *testing.T) {
+	t.Helper()
+	pool := k.proxy.Cluster("s1").Servers()[0].Pool
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, _, waiting := pool.Open(); waiting > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the merge does not wait for s1's connection")
+		}
+	}
+}
+
 func startKillWaitLayout(t *testing.T, db string) killWaitLayout {
 	t.Helper()
 	s0, s1 := testenv.Start(t, testenv.Options{}), testenv.Start(t, testenv.Options{})
@@ -647,21 +661,13 @@ func startKillWaitLayout(t *testing.T, db string) killWaitLayout {
 // the client gets 1317, as one server interrupts a statement that waits.
 func TestKillQueryWhileAPartWaits(t *testing.T) {
 	k := startKillWaitLayout(t, "mkillwait")
-	p, holder, a, b, onS1 := k.proxy, k.holder, k.a, k.b, k.onS1
+	holder, a, b, onS1 := k.holder, k.a, k.b, k.onS1
 	// The holder's transaction keeps s1's only connection.
 	mustExec(t, holder, "BEGIN", fmt.Sprintf("SELECT v FROM t WHERE id = %d FOR UPDATE", onS1))
 	aID := queryString(t, a, "SELECT CONNECTION_ID()")
 	done := runAsync(a, "SELECT id, v FROM t ORDER BY id")
 	// a's merge has s0's part and waits for s1's connection.
-	pool := p.Cluster("s1").Servers()[0].Pool
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, _, waiting := pool.Open(); waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the merge does not wait for s1's connection")
-		}
-	}
+	k.waitForS1(t)
 	mustExec(t, b, "KILL QUERY "+aID)
 	mustExec(t, holder, "COMMIT")
 	if err := waitErr(t, done, "KILL QUERY"); mysqlErrCode(err) != 1317 {
@@ -696,15 +702,7 @@ func TestKillQueryReachesAWrittenPart(t *testing.T) {
 	const marker = "t_0000" // in s0's part
 	done := runAsync(a, "SELECT id, v FROM t ORDER BY id")
 	// a's merge has written s0's part and waits for s1's connection.
-	pool := p.Cluster("s1").Servers()[0].Pool
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, _, waiting := pool.Open(); waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the merge does not wait for s1's connection")
-		}
-	}
+	k.waitForS1(t)
 	// The written part reached s0, whose thread runs it, held by the locks.
 	waitShards(t, true, marker, root0)
 	mustExec(t, b, "KILL QUERY "+aID)
