@@ -686,7 +686,9 @@ func (cl *mfClient) writePacket(seq byte, payload []byte) {
 type mfResult struct {
 	err      *mysql.SQLError
 	ok       bool
-	rows     [][]string // text rows (binary rows as one raw string)
+	defs     [][]byte   // the column definition packets
+	rows     [][]string // text rows (binary rows as one raw string), NULL as ""
+	nulls    [][]bool   // which of a text row's values are NULL
 	firstSeq byte
 }
 
@@ -712,9 +714,11 @@ func (cl *mfClient) readResult() (mfResult, error) {
 		return res, fmt.Errorf("bad column count packet %x", p)
 	}
 	for i := uint64(0); i < cols; i++ {
-		if _, err := cl.c.ReadPacket(); err != nil {
+		p, err := cl.c.ReadPacket()
+		if err != nil {
 			return res, fmt.Errorf("column %d: %w", i, err)
 		}
+		res.defs = append(res.defs, bytes.Clone(p))
 	}
 	if p, err = cl.c.ReadPacket(); err != nil || !mysql.IsEOF(p) {
 		return res, fmt.Errorf("EOF after columns: %x, %v", p, err)
@@ -735,13 +739,17 @@ func (cl *mfClient) readResult() (mfResult, error) {
 		default:
 			r := mysql.NewReader(p)
 			var row []string
+			var nulls []bool
 			for i := uint64(0); i < cols; i++ {
+				rest := r.Rest()
+				nulls = append(nulls, len(rest) > 0 && rest[0] == 0xfb)
 				row = append(row, string(r.LenEncString()))
 			}
 			if !r.OK() {
 				return res, fmt.Errorf("bad text row %x", p)
 			}
 			res.rows = append(res.rows, row)
+			res.nulls = append(res.nulls, nulls)
 		}
 	}
 }

@@ -269,53 +269,24 @@ type rawResult struct {
 func rawQuery(t testing.TB, cl *mfClient, text string) rawResult {
 	t.Helper()
 	cl.writePacket(0, append([]byte{mysql.ComQuery}, text...))
-	var res rawResult
-	p, err := cl.c.ReadPacket()
-	if err != nil {
+	r, err := cl.readResult()
+	switch {
+	case err != nil:
 		t.Fatalf("%s: %v", text, err)
+	case r.ok:
+		t.Fatalf("%s: an OK packet, not a result set", text)
 	}
-	if mysql.IsErr(p) {
-		res.err = mysql.ParseErr(p)
-		return res
-	}
-	n, _, _, ok := mysql.ReadLenEncInt(p)
-	if !ok || n == 0 {
-		t.Fatalf("%s: column count %x", text, p)
-	}
-	for i := uint64(0); i < n; i++ {
-		p, err := cl.c.ReadPacket()
-		if err != nil {
-			t.Fatalf("%s: column %d: %v", text, i, err)
-		}
-		res.defs = append(res.defs, bytes.Clone(p))
-	}
-	if p, err := cl.c.ReadPacket(); err != nil || !mysql.IsEOF(p) {
-		t.Fatalf("%s: EOF after columns: %x %v", text, p, err)
-	}
-	for {
-		p, err := cl.c.ReadPacket()
-		if err != nil {
-			t.Fatalf("%s: row: %v", text, err)
-		}
-		if mysql.IsErr(p) {
-			res.err = mysql.ParseErr(p)
-			return res
-		}
-		if mysql.IsEOF(p) && len(p) < 9 {
-			return res
-		}
-		r := mysql.NewReader(p)
-		row := make([]*string, n)
-		for i := range row {
-			if rest := r.Rest(); len(rest) > 0 && rest[0] == 0xfb {
-				r.Byte()
-				continue
+	res := rawResult{defs: r.defs, err: r.err}
+	for i, vals := range r.rows {
+		row := make([]*string, len(vals))
+		for j := range vals {
+			if !r.nulls[i][j] {
+				row[j] = &vals[j]
 			}
-			s := string(r.LenEncString())
-			row[i] = &s
 		}
 		res.rows = append(res.rows, row)
 	}
+	return res
 }
 
 func rawLogin(t testing.TB, addr, user, pass string) *mfClient {
