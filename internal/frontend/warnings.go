@@ -89,7 +89,7 @@ func (w *partWarnings) counts() (warnings, errs string) {
 			n++
 		}
 	}
-	return router.SessionVariableValue(uint64(max(w.count, len(w.rows)))), router.SessionVariableValue(uint64(n))
+	return router.SessionVariableValue(uint64(w.count)), router.SessionVariableValue(uint64(n))
 }
 
 // answerDiagnostics answers SHOW WARNINGS, SHOW ERRORS and SHOW COUNT(*)
@@ -98,7 +98,7 @@ func (s *Session) answerDiagnostics(sql []byte, w *partWarnings) bool {
 	var rows [][]string
 	count := 0
 	if w != nil {
-		rows, count = w.rows, max(w.count, len(w.rows))
+		rows, count = w.rows, w.count
 	}
 	up := bytes.ToUpper(sql)
 	errorsOnly := bytes.Contains(up, []byte("ERRORS"))
