@@ -30,6 +30,9 @@ type Config struct {
 	// copied to every shard (see schemas.go); the proxy does not route by
 	// them yet, so changing them needs a restart.
 	Schemas []Schema `yaml:"schemas" reload:"restart"`
+	// Transactions configures atomic transactions across shards
+	// (schemas[].cross_shard_writes: atomic) and their recovery.
+	Transactions Transactions `yaml:"transactions" reload:"restart"`
 
 	// File is the file name the configuration was parsed from, as given to
 	// Load or Parse ("" for QuickStart). It is used in messages only.
@@ -117,6 +120,23 @@ type AuthFailureDelay struct {
 	Threshold int           `yaml:"threshold"`
 	MinDelay  time.Duration `yaml:"min_delay"`
 	MaxDelay  time.Duration `yaml:"max_delay"`
+}
+
+// Transactions configures two-phase commit across shards: the name of
+// this instance in the XA ids it writes, and the recovery of branches
+// left prepared (docs/sharding.md, "Atomic transactions").
+type Transactions struct {
+	// Instance names this shardgate process in XA ids: unique among the
+	// processes sharing backends, at most one process at a time. "": the
+	// host name and the first listener's port.
+	Instance string `yaml:"instance"`
+	// RecoveryInterval is how often recovery scans the shards for
+	// prepared branches (and once at start).
+	RecoveryInterval time.Duration `yaml:"recovery_interval"`
+	// AbandonAfter: a prepared branch of another instance with no
+	// decision, seen this long, is rolled back (its coordinator's
+	// transaction would have decided by then).
+	AbandonAfter time.Duration `yaml:"abandon_after"`
 }
 
 // Log configures the proxy's own log output.

@@ -337,7 +337,7 @@ func TestProblems(t *testing.T) {
 		{"unknown key camel case", "server:\n  shutdownTimeout: 5s\n" + validTail, []string{
 			f + `:2: server.shutdownTimeout: unknown key (did you mean "shutdown_timeout"?)`}},
 		{"unknown key without suggestion", "frobnicate: 1\n" + validTail, []string{
-			f + ":1: frobnicate: unknown key (known keys: listeners, admin, server, log, telemetry, users, clusters, schemas)"}},
+			f + ":1: frobnicate: unknown key (known keys: listeners, admin, server, log, telemetry, users, clusters, schemas, transactions)"}},
 		{"non-string key", "log:\n  [a]: b\n" + validTail, []string{
 			f + ":2: log: keys must be strings, got a list"}},
 		{"bad merge value", "log:\n  <<: [1]\n" + validTail, []string{

@@ -39,6 +39,12 @@ const maxBusyPoll = time.Millisecond
 // while an address that keeps guessing gets no answers.
 const defaultAuthMaxDelay = 30 * time.Second
 
+// Transactions defaults.
+const (
+	DefaultRecoveryInterval = 10 * time.Second
+	DefaultAbandonAfter     = time.Minute
+)
+
 // Telemetry defaults.
 const (
 	DefaultMaxDigests       = 10000
@@ -68,7 +74,8 @@ func defaultConfig() *Config {
 				Threshold: 3, MinDelay: time.Second, MaxDelay: defaultAuthMaxDelay,
 			},
 		},
-		Log: Log{Level: "info", Format: "text"},
+		Log:          Log{Level: "info", Format: "text"},
+		Transactions: Transactions{RecoveryInterval: DefaultRecoveryInterval, AbandonAfter: DefaultAbandonAfter},
 		Telemetry: Telemetry{
 			Enabled: true, Digests: true, MaxDigests: DefaultMaxDigests,
 			SlowLog: SlowLog{Threshold: DefaultSlowThreshold},

@@ -17,8 +17,9 @@ type Schema struct {
 	DefaultCluster string  `yaml:"default_cluster"`
 	Tables         []Table `yaml:"tables"`
 	// CrossShardWrites says what a transaction that writes on a second
-	// shard gets: refuse (an error before that write runs) or allow (each
-	// shard commits in turn, without atomicity across shards).
+	// shard gets: refuse (an error before that write runs), allow (each
+	// shard commits in turn, without atomicity across shards) or atomic
+	// (two-phase commit over XA).
 	CrossShardWrites string `yaml:"cross_shard_writes"`
 	// MergeMemory bounds, in bytes, the rows a query across shards may
 	// hold when it cannot stream them (a sort after GROUP BY without
@@ -39,6 +40,7 @@ const (
 const (
 	CrossShardRefuse = "refuse"
 	CrossShardAllow  = "allow"
+	CrossShardAtomic = "atomic"
 )
 
 // Table is a listed table of a schema: sharded (by a rule, or like

@@ -82,9 +82,9 @@ func (b *schemaBuilder) cluster(path, name string) bool {
 func (b *schemaBuilder) schema(p string, s *Schema) *sharding.Schema {
 	b.cluster(p+".default_cluster", s.DefaultCluster)
 	switch s.CrossShardWrites {
-	case "", CrossShardRefuse, CrossShardAllow:
+	case "", CrossShardRefuse, CrossShardAllow, CrossShardAtomic:
 	default:
-		b.fail(p+".cross_shard_writes", "must be %s or %s, got %q", CrossShardRefuse, CrossShardAllow, s.CrossShardWrites)
+		b.fail(p+".cross_shard_writes", "must be %s, %s or %s, got %q", CrossShardRefuse, CrossShardAllow, CrossShardAtomic, s.CrossShardWrites)
 	}
 	switch s.MergeOverflow {
 	case "", MergeSpill, MergeRefuse:
@@ -124,7 +124,12 @@ func (b *schemaBuilder) schema(p string, s *Schema) *sharding.Schema {
 	}
 
 	out := sharding.NewSchema(s.Name, s.DefaultCluster, shards)
-	out.CrossShardWrites = s.CrossShardWrites == CrossShardAllow
+	switch s.CrossShardWrites {
+	case CrossShardAllow:
+		out.CrossShardWrites = sharding.CrossShardAllow
+	case CrossShardAtomic:
+		out.CrossShardWrites = sharding.CrossShardAtomic
+	}
 	out.MergeMemory = int64(s.MergeMemory)
 	out.MergeRefuse = s.MergeOverflow == MergeRefuse
 	for j := range s.Tables {

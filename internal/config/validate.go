@@ -94,6 +94,7 @@ func (v *validator) config(c *Config) {
 	v.server(&c.Server)
 	v.log(c.Log)
 	v.telemetry(&c.Telemetry)
+	v.transactions(&c.Transactions)
 	v.clusters(c.Clusters)
 	buildSchemas(c.Schemas, c.Clusters, v.fail)
 	v.users(c.Users, c.Clusters, c.Schemas)
@@ -255,6 +256,38 @@ func (v *validator) telemetry(t *Telemetry) {
 			v.fail("telemetry.slow_log.file", "directory %s does not exist", filepath.Dir(*f))
 		}
 	}
+}
+
+func (v *validator) transactions(t *Transactions) {
+	v.positiveDuration("transactions.recovery_interval", t.RecoveryInterval)
+	v.positiveDuration("transactions.abandon_after", t.AbandonAfter)
+	if strings.ContainsAny(t.Instance, ": \t") {
+		v.fail("transactions.instance", "must not hold ':' or blanks (got %q)", t.Instance)
+	}
+}
+
+// InstanceName is transactions.instance, or the host name and the first
+// listener's port: two processes cannot listen on one port of one host.
+func (c *Config) InstanceName() string {
+	if c.Transactions.Instance != "" {
+		return c.Transactions.Instance
+	}
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if r == ':' || r == ' ' || r == '\t' {
+			return '-'
+		}
+		return r
+	}, host)
+	if host == "" {
+		host = "shardgate"
+	}
+	if len(c.Listeners) > 0 {
+		if _, port, err := net.SplitHostPort(c.Listeners[0].Address); err == nil {
+			return host + "-" + port
+		}
+	}
+	return host
 }
 
 func (v *validator) clusters(cs []Cluster) {

@@ -88,12 +88,12 @@ func subTable(sch *sharding.Schema, name []byte) (*sharding.SchemaTable, int, bo
 // when match accepts it (the statement's LIKE). Rows sort by name, as the
 // server sorts them. The table named hidden (the proxy's own sequence
 // counters) is left out.
-func TableList(sch *sharding.Schema, status bool, match func(name []byte) bool, hidden string) func([]*mysql.ResultSet) (*mysql.ResultSet, error) {
+func TableList(sch *sharding.Schema, status bool, match func(name []byte) bool, hidden ...string) func([]*mysql.ResultSet) (*mysql.ResultSet, error) {
 	return func(results []*mysql.ResultSet) (*mysql.ResultSet, error) {
 		out := &mysql.ResultSet{Columns: results[0].Columns, Warnings: results[0].Warnings}
 		for _, row := range results[0].Rows {
-			if string(row[0]) == hidden {
-				continue // the proxy's own table, not the application's
+			if slices.Contains(hidden, string(row[0])) {
+				continue // the proxy's own tables, not the application's
 			}
 			if _, _, ok := subTable(sch, row[0]); !ok {
 				out.Rows = append(out.Rows, row)

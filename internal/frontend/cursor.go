@@ -182,6 +182,9 @@ func (s *Session) Fail(e *mysql.SQLError) bool { return s.writeErr(e) }
 // answer is the client's, so a failed COMMIT of the writes is what the
 // client sees.
 func (s *Session) EndTransaction(q []byte) bool {
+	if s.xa.trx != nil {
+		return s.endXA(q)
+	}
 	last := s.trxWriter
 	if last == nil {
 		last = s.cl
@@ -285,7 +288,12 @@ func (s *Session) partialEnd(q []byte, failed *backend.Cluster, err error, wrote
 // lets it go unless other state keeps it. It returns the server's error
 // or the connection's failure, if any.
 func (s *Session) endHeld(h heldConn, q []byte) error {
-	err := h.conn.Exec(string(q[1:]))
+	return s.finishHeld(h, h.conn.Exec(string(q[1:])))
+}
+
+// finishHeld is endHeld after the statement that ended the transaction
+// returned err.
+func (s *Session) finishHeld(h heldConn, err error) error {
 	if err != nil && !isSQLError(err) {
 		s.logger().Warn("backend connection failed ending a part of a transaction", "backend", h.conn.Pool().Addr(), "err", err)
 		h.conn.Pool().Discard(h.conn, true)

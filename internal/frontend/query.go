@@ -182,9 +182,11 @@ func (s *Session) abortedTrx(st router.Stmt) bool {
 	switch st.Kind {
 	case router.KindRollback:
 		s.trxAborted = false
+		s.rollbackHeld() // the parts of the transaction on other shards
 		return s.writeOK(&mysql.OKPacket{Status: s.status()})
 	case router.KindCommit:
 		s.trxAborted = false
+		s.rollbackHeld()
 		return s.writeErr(mysql.NewError(mysql.ERConnectionKilled, mysql.StateConnFailure,
 			"Transaction lost with its backend connection and rolled back: nothing was committed"))
 	}

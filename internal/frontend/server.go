@@ -25,6 +25,7 @@ import (
 	"github.com/shardgate/shardgate/internal/router"
 	"github.com/shardgate/shardgate/internal/telemetry"
 	"github.com/shardgate/shardgate/internal/tracing"
+	"github.com/shardgate/shardgate/internal/xa"
 )
 
 // User is an account clients log in with. A session keeps the User it
@@ -123,6 +124,11 @@ type Options struct {
 	// Keyspaces are the sharded schemas: statements in these databases
 	// are planned by the sharding planner.
 	Keyspaces planner.Keyspaces
+	// XA registers the transactions with XA branches (cross_shard_writes:
+	// atomic) and names their ids; nil: atomic schemas refuse writes on a
+	// second shard. XAMetrics, when set, counts their commits.
+	XA        *xa.Registry
+	XAMetrics *xa.Metrics
 	// Local, when set, makes the server answer every statement itself
 	// through it (local.go), never touching a backend: the admin SQL port.
 	// Its users have no cluster.

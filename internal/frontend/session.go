@@ -113,7 +113,8 @@ type Session struct {
 	// each shard the transaction reaches after they were set.
 	savepoints []string
 	trxWriter  *backend.Cluster   // the shard the open transaction wrote to last
-	trxWrote   []*backend.Cluster // the others it wrote to (cross_shard_writes: allow)
+	trxWrote   []*backend.Cluster // the others it wrote to (cross_shard_writes: allow, atomic)
+	xa         xaState            // its XA branches (cross_shard_writes: atomic, shards_xa.go)
 
 	// A statement on a sharded schema (shards.go): its shape and values,
 	// the parts it runs in, rendered into one buffer, and the primitives
@@ -588,6 +589,9 @@ func (s *Session) forceClose() {
 
 // close releases everything the session holds.
 func (s *Session) close() {
+	if s.xa.trx != nil {
+		s.rollbackHeld() // XA branches end explicitly; nothing stays prepared
+	}
 	if c := s.pinned; c != nil {
 		held := s.pins
 		s.pinned, s.pins = nil, 0

@@ -43,9 +43,15 @@ func (s *Session) homeCluster(u *User) *backend.Cluster {
 // shards end it on each. A shard hint sends a statement to the named
 // shard as written.
 func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) engine.Primitive {
+	if e := s.xaRefusal(st); e != nil {
+		s.refusal = engine.Refuse{Err: e}
+		return &s.refusal
+	}
 	switch st.Kind {
+	case router.KindXA:
+		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "XA statements on a sharded schema (shardgate runs XA itself: cross_shard_writes: atomic)")
 	case router.KindCommit, router.KindRollback:
-		if len(s.others) > 0 {
+		if len(s.others) > 0 || s.xa.trx != nil {
 			return engine.EndTransaction{}
 		}
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)

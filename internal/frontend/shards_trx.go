@@ -9,6 +9,7 @@ import (
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
+	"github.com/shardgate/shardgate/internal/sharding"
 )
 
 // joinTransaction prepares a statement on a shard the session's open
@@ -34,6 +35,7 @@ func (s *Session) joinTransaction(q []byte) {
 	if s.pins&pinTrx == 0 && len(s.others) > 0 && s.heldPins()&pinTrx != 0 {
 		s.pins |= pinTrx
 		s.cmd.n |= needBegin
+		s.startBranch()
 	}
 }
 
@@ -43,7 +45,9 @@ func (s *Session) appendBegin(b []byte) []byte {
 	if len(b) > 0 {
 		b = append(b, ';')
 	}
-	if len(s.beginSQL) == 0 {
+	if xb, ok := s.appendXAStart(b); ok {
+		b = xb
+	} else if len(s.beginSQL) == 0 {
 		b = append(b, "START TRANSACTION"...)
 	} else {
 		b = append(b, s.beginSQL...)
@@ -120,7 +124,13 @@ func (s *Session) crossShardWrite(cl *backend.Cluster, st router.Stmt) *mysql.SQ
 		s.trxWriter = cl
 		return nil
 	}
-	if ks := s.srv.opt.Keyspaces.Lookup(s.db); ks != nil && ks.Schema.CrossShardWrites {
+	ks := s.srv.opt.Keyspaces.Lookup(s.db)
+	if ks != nil && ks.Schema.CrossShardWrites == sharding.CrossShardAtomic && s.srv.opt.XA != nil {
+		if e := s.atomicWrite(cl); e != nil {
+			return e
+		}
+	}
+	if ks != nil && ks.Schema.CrossShardWrites != sharding.CrossShardRefuse {
 		if !slices.Contains(s.trxWrote, s.trxWriter) {
 			s.trxWrote = append(s.trxWrote, s.trxWriter)
 		}

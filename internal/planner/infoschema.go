@@ -12,6 +12,7 @@ import (
 	"github.com/shardgate/shardgate/internal/router"
 	"github.com/shardgate/shardgate/internal/sequence"
 	"github.com/shardgate/shardgate/internal/sharding"
+	"github.com/shardgate/shardgate/internal/xa"
 )
 
 // infoTable is an information_schema table InfoSchema rewrites: the
@@ -525,7 +526,7 @@ func (q *infoQuery) rowsOf(h zeroHome) string {
 			conds = append(conds, "("+in(h.zeros)+")")
 			continue
 		}
-		others := []string{quoteString(sequence.DefaultTable)}
+		others := []string{quoteString(sequence.DefaultTable), quoteString(xa.DecisionTable)}
 		for _, t := range shardedTables(q.k.Schema) {
 			for i := 0; i < t.Group.Layout.SubTables(); i++ {
 				if i > 0 || t.Group.Layout.Shard(0) != h.shard {

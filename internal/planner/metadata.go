@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"github.com/shardgate/shardgate/internal/sequence"
+	"github.com/shardgate/shardgate/internal/xa"
 	"strings"
 	"unicode/utf8"
 
@@ -140,7 +141,7 @@ func (k *Keyspace) tableList(s *sqlparser.ShowBasic, db string) (engine.Primitiv
 	}
 	q := comQuery(show + quoteName(k.Schema.Name))
 	m := &engine.Metadata{Parts: []engine.Part{{Cluster: k.Default}},
-		Build: engine.TableList(k.Schema, s.Command == sqlparser.TableStatus, match, sequence.DefaultTable)}
+		Build: engine.TableList(k.Schema, s.Command == sqlparser.TableStatus, match, sequence.DefaultTable, xa.DecisionTable)}
 	for _, shard := range k.shardsWithSubTables() {
 		m.Parts = append(m.Parts, engine.Part{Cluster: k.Shard(shard), Query: q})
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/shardgate/shardgate/internal/sequence"
 	"github.com/shardgate/shardgate/internal/telemetry"
 	"github.com/shardgate/shardgate/internal/tracing"
+	"github.com/shardgate/shardgate/internal/xa"
 )
 
 // Proxy is a running shardgate.
@@ -80,6 +81,11 @@ type Proxy struct {
 	keyspaces planner.Keyspaces
 	// sequences are the keyspaces' sequence stores (sequences.go).
 	sequences []*sequence.Store
+	// Atomic transactions across shards (transactions.go).
+	xaReg          *xa.Registry
+	xaMetrics      *xa.Metrics
+	recoverer      *xa.Recoverer // nil: no atomic schema
+	recoveryCancel context.CancelFunc
 	// poolCollectors are the pools' metrics, unregistered when a reload
 	// removes a server.
 	poolCollectors map[*backend.Pool]prometheus.Collector
@@ -112,6 +118,10 @@ func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
 		return nil, err
 	}
 	if err := p.buildSequences(); err != nil {
+		p.closeClusters()
+		return nil, err
+	}
+	if err := p.buildTransactions(); err != nil {
 		p.closeClusters()
 		return nil, err
 	}
@@ -414,7 +424,7 @@ func (p *Proxy) buildServers() error {
 			NetReadTimeout: cfg.Server.NetReadTimeout, NetWriteTimeout: cfg.Server.NetWriteTimeout,
 			HandshakeTimeout: cfg.Server.HandshakeTimeout, MaxConnections: l.MaxConnections,
 			ReservedAdmin: l.ReservedAdminConnections, MaxStmtsPerSess: cfg.Server.MaxPreparedStatementsPerSession,
-			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard, Keyspaces: p.keyspaces, IDs: &p.ids, Peer: p.clientSession,
+			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard, Keyspaces: p.keyspaces, XA: p.xaReg, XAMetrics: p.xaMetrics, IDs: &p.ids, Peer: p.clientSession,
 			Peers:     p.clientSessions,
 			Telemetry: p.telemetry, Tracer: p.tracer,
 		})
@@ -502,6 +512,7 @@ func (p *Proxy) Start() {
 	}
 	p.wg.Add(1)
 	go p.sampleQPS()
+	p.startRecovery()
 	if p.adminSQL != nil {
 		p.log.Info("admin SQL listening", "addr", p.adminLn.Addr().String())
 		p.wg.Add(1)
@@ -603,6 +614,7 @@ func (p *Proxy) Close() {
 		}
 	}
 	p.closeTracer()
+	p.stopRecovery()
 	p.closeSequences()
 	p.closeClusters()
 }

@@ -15,10 +15,9 @@ type Schema struct {
 	// Shards lists every cluster that holds a part of the schema, default
 	// cluster first: DDL on the database and reference tables go to all.
 	Shards []string
-	// CrossShardWrites lets a transaction write on several shards, each
-	// committing in turn (not atomically); otherwise the second shard's
-	// write is refused.
-	CrossShardWrites bool
+	// CrossShardWrites says whether a transaction may write on several
+	// shards, and how they commit.
+	CrossShardWrites CrossShardMode
 	// MergeMemory bounds the rows a merge across shards holds when it
 	// cannot stream them, in bytes (0: the engine's default); past it a
 	// final sort spills to a temporary file, unless MergeRefuse.
@@ -26,6 +25,16 @@ type Schema struct {
 	MergeRefuse bool
 	tables      map[string]*SchemaTable // by lower-cased name
 }
+
+// CrossShardMode is what a transaction that writes on a second shard
+// gets.
+type CrossShardMode uint8
+
+const (
+	CrossShardRefuse CrossShardMode = iota // the second shard's write is refused
+	CrossShardAllow                        // each shard commits in turn, not atomically
+	CrossShardAtomic                       // two-phase commit over XA (internal/xa)
+)
 
 // TableType says how a listed table is placed.
 type TableType uint8
