@@ -39,6 +39,7 @@ func apiRoutes(mux *http.ServeMux, src Source) {
 		return VersionView(ctx, src), nil
 	})
 	view("/api/status", func(*http.Request) (*View, error) { return StatusView(src, time.Now()), nil })
+	view("/api/transactions", func(*http.Request) (*View, error) { return TransactionsView(src), nil })
 }
 
 // digestsRequest is /api/digests?order=<column> [asc|desc]&limit=<n>.

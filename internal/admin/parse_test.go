@@ -33,6 +33,7 @@ func TestParse(t *testing.T) {
 		{"SHOW CONFIG", Statement{Kind: ShowConfig}},
 		{"SHOW VERSION", Statement{Kind: ShowVersion}},
 		{"SHOW STATUS", Statement{Kind: ShowStatus}},
+		{"show transactions", Statement{Kind: ShowTransactions}},
 		{"SET BACKEND main.127.0.0.1:3306 OFFLINE", Statement{Kind: SetBackend, Cluster: "main", Address: "127.0.0.1:3306", Offline: true}},
 		{"set backend main.db-1.example.com:3306 online", Statement{Kind: SetBackend, Cluster: "main", Address: "db-1.example.com:3306"}},
 		{"SET BACKEND `main`.`127.0.0.1:3306` OFFLINE", Statement{Kind: SetBackend, Cluster: "main", Address: "127.0.0.1:3306", Offline: true}},

@@ -7,6 +7,7 @@ import (
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/frontend"
 	"github.com/shardgate/shardgate/internal/telemetry"
+	"github.com/shardgate/shardgate/internal/xa"
 )
 
 // Source is what the admin views read and the admin actions act through:
@@ -26,6 +27,11 @@ type Source interface {
 	Config() []config.Setting
 	Versions(ctx context.Context) Versions
 	Status() Status
+	// Transactions are the open transactions with XA branches of this
+	// process (cross_shard_writes: atomic); InDoubt the prepared branches
+	// the last recovery pass left unresolved, of any instance.
+	Transactions() []xa.TrxView
+	InDoubt() []xa.Branch
 
 	// SetBackendOffline drains (offline) or restores a server of a
 	// cluster, named by its configured address or by the address it was

@@ -66,6 +66,8 @@ func (h *Handler) Answer(c frontend.LocalClient, sql string) (*frontend.LocalRes
 		v = VersionView(ctx, h.src)
 	case ShowStatus:
 		v = StatusView(h.src, now)
+	case ShowTransactions:
+		v = TransactionsView(h.src)
 	case SessionWarnings:
 		v = warningsView()
 	case SessionSelect:

@@ -109,6 +109,28 @@ func SessionsView(src Source, now time.Time) *View {
 	return v
 }
 
+// TransactionsView is SHOW TRANSACTIONS: the open transactions with XA
+// branches (kind open: participants, state, age) and the prepared
+// branches recovery left unresolved (kind in_doubt: the shard holding the
+// branch, the decision found, how long recovery has seen it, and why it
+// is still there), oldest first.
+func TransactionsView(src Source) *View {
+	v := &View{Columns: cols("session", "age_seconds", "kind", "xid", "session", "coordinator", "participants", "state", "age_seconds", "note")}
+	for _, t := range src.Transactions() {
+		v.Rows = append(v.Rows, []any{"open", t.Gtrid, t.Session, t.Coordinator, strings.Join(t.Participants, ","), t.State, Seconds(t.Age), nil})
+	}
+	now := time.Now()
+	for _, b := range src.InDoubt() {
+		decision := b.Decision
+		if decision == "" {
+			decision = "none"
+		}
+		v.Rows = append(v.Rows, []any{"in_doubt", b.XID.String(), nil, b.XID.Coordinator, b.Shard, "prepared, decision: " + decision,
+			Seconds(now.Sub(b.FirstSeen)), b.Note})
+	}
+	return v
+}
+
 // digestColumns are SHOW QUERY DIGESTS's columns, in order.
 var digestColumns = cols("count rows_sent rows_affected errors shards_touched", "total_ms mean_ms p50_ms p99_ms max_ms",
 	"digest", "user", "db", "text", "count", "total_ms", "mean_ms", "p50_ms", "p99_ms", "max_ms",

@@ -3,7 +3,13 @@ package proxy_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"fmt"
 	"testing"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/admin"
+	"github.com/shardgate/shardgate/internal/mysql"
 )
 
 // atomicPair is shardedPairProxy's layout under cross_shard_writes:
@@ -82,5 +88,108 @@ func TestAtomicTransactionCommitsOnEveryShard(t *testing.T) {
 	// The connection goes on working.
 	if got := queryString(t, conn, "SELECT COUNT(*) FROM t"); got != "2" {
 		t.Fatalf("rows of t after the transactions = %s, want 2", got)
+	}
+}
+
+// Savepoints, READ ONLY and consistent-snapshot transactions, autocommit
+// off, and the statements refused while XA branches are open.
+func TestAtomicTransactionSemantics(t *testing.T) {
+	conn, d0, d1 := atomicPair(t, "xasem")
+	mustExec(t, conn, "/* shardgate:shard=s0 */ INSERT INTO t_0000 VALUES (1, 1)")
+	mustExec(t, conn, "/* shardgate:shard=s1 */ INSERT INTO t_0002 VALUES (2, 2)")
+
+	// A savepoint set before a shard joins covers that shard's part.
+	mustExec(t, conn, "BEGIN")
+	mustExec(t, conn, "/* shardgate:shard=s0 */ UPDATE t_0000 SET v = 10")
+	mustExec(t, conn, "SAVEPOINT a")
+	mustExec(t, conn, "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 20")
+	mustExec(t, conn, "/* shardgate:shard=s0 */ UPDATE t_0000 SET v = 11")
+	mustExec(t, conn, "ROLLBACK TO SAVEPOINT a")
+	mustExec(t, conn, "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 21")
+	mustExec(t, conn, "RELEASE SAVEPOINT a")
+	mustExec(t, conn, "COMMIT")
+	if a, b := queryString(t, d0, "SELECT v FROM t_0000"), queryString(t, d1, "SELECT v FROM t_0002"); a != "10" || b != "21" {
+		t.Fatalf("after savepoints: s0 v=%s, s1 v=%s; want 10 and 21", a, b)
+	}
+
+	// Statements that would commit the transaction on one shard only.
+	mustExec(t, conn, "BEGIN")
+	mustExec(t, conn, "/* shardgate:shard=s0 */ UPDATE t_0000 SET v = 12")
+	mustExec(t, conn, "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 22")
+	for _, q := range []string{"BEGIN", "START TRANSACTION", "SET autocommit = 1", "COMMIT AND CHAIN", "XA START 'x'", "XA RECOVER"} {
+		if _, err := conn.ExecContext(context.Background(), q); mysqlErrCode(err) != mysql.ERNotSupportedYet {
+			t.Fatalf("%s with XA branches open: %v, want 1235", q, err)
+		}
+	}
+	mustExec(t, conn, "ROLLBACK")
+	if a, b := queryString(t, d0, "SELECT v FROM t_0000"), queryString(t, d1, "SELECT v FROM t_0002"); a != "10" || b != "21" {
+		t.Fatalf("after ROLLBACK: s0 v=%s, s1 v=%s; want 10 and 21", a, b)
+	}
+
+	// A READ ONLY transaction opens no XA branch: reads work everywhere,
+	// writes fail as on one server.
+	mustExec(t, conn, "START TRANSACTION READ ONLY")
+	if got := queryString(t, conn, "/* shardgate:shard=s1 */ SELECT v FROM t_0002"); got != "21" {
+		t.Fatalf("read in a READ ONLY transaction: %s", got)
+	}
+	if _, err := conn.ExecContext(context.Background(), "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 0"); mysqlErrCode(err) != 1792 {
+		t.Fatalf("write in a READ ONLY transaction: %v, want 1792", err)
+	}
+	mustExec(t, conn, "COMMIT")
+
+	// WITH CONSISTENT SNAPSHOT, then a write on each shard: atomic.
+	mustExec(t, conn, "START TRANSACTION WITH CONSISTENT SNAPSHOT")
+	mustExec(t, conn, "/* shardgate:shard=s0 */ UPDATE t_0000 SET v = 13")
+	mustExec(t, conn, "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 23")
+	mustExec(t, conn, "COMMIT")
+	if a, b := queryString(t, d0, "SELECT v FROM t_0000"), queryString(t, d1, "SELECT v FROM t_0002"); a != "13" || b != "23" {
+		t.Fatalf("after a consistent-snapshot transaction: s0 v=%s, s1 v=%s; want 13 and 23", a, b)
+	}
+
+	// autocommit off: the implicit transaction is atomic too.
+	mustExec(t, conn, "SET autocommit = 0")
+	mustExec(t, conn, "/* shardgate:shard=s0 */ UPDATE t_0000 SET v = 14")
+	mustExec(t, conn, "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 24")
+	mustExec(t, conn, "COMMIT")
+	mustExec(t, conn, "SET autocommit = 1")
+	if a, b := queryString(t, d0, "SELECT v FROM t_0000"), queryString(t, d1, "SELECT v FROM t_0002"); a != "14" || b != "24" {
+		t.Fatalf("after autocommit=0: s0 v=%s, s1 v=%s; want 14 and 24", a, b)
+	}
+	if p := xaPrepared(t, d1); len(p) != 0 {
+		t.Fatalf("prepared branches left on s1: %q", p)
+	}
+}
+
+// A client that disconnects, or whose session is killed, in the middle
+// of a transaction with XA branches leaves nothing behind: no prepared
+// branch, no row.
+func TestAtomicTransactionEndsWithItsSession(t *testing.T) {
+	p, d0, d1, _, _, proxyDB := shardedPairProxy(t, "xadisc", "    cross_shard_writes: atomic\n")
+	db := proxyDB("")
+	for i, end := range []string{"close", "kill"} {
+		conn, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, conn, "BEGIN")
+		mustExec(t, conn, fmt.Sprintf("/* shardgate:shard=s0 */ INSERT INTO t_0000 VALUES (%d, 1)", i))
+		mustExec(t, conn, fmt.Sprintf("/* shardgate:shard=s1 */ INSERT INTO t_0002 VALUES (%d, 2)", i))
+		v := admin.TransactionsView(p)
+		if len(v.Rows) != 1 || v.Rows[0][0] != "open" || v.Rows[0][3] != "s0" || v.Rows[0][4] != "s0,s1" || v.Rows[0][5] != "active" {
+			t.Fatalf("%s: SHOW TRANSACTIONS = %v, want one open transaction coordinated by s0 over s0,s1, active", end, v.Rows)
+		}
+		id := queryString(t, conn, "SELECT CONNECTION_ID()")
+		if end == "kill" {
+			mustExec(t, db, "KILL "+id)
+		}
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // drop it from the pool
+		_ = conn.Close()
+		waitFor(t, end+": the transaction ends", 30*time.Second, func() bool { return len(p.Transactions()) == 0 })
+		if a, b := queryString(t, d0, "SELECT COUNT(*) FROM t_0000"), queryString(t, d1, "SELECT COUNT(*) FROM t_0002"); a != "0" || b != "0" {
+			t.Fatalf("%s: rows left: s0 %s, s1 %s", end, a, b)
+		}
+		if pr := xaPrepared(t, d1); len(pr) != 0 {
+			t.Fatalf("%s: prepared branches left on s1: %q", end, pr)
+		}
 	}
 }
