@@ -658,6 +658,9 @@ func (s *Session) unpinAfterFailure() {
 // after learns the session's new state from a statement's response: session
 // tracking data, transaction status, diagnostics left for the next statement.
 func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stmt) {
+	if info.Err != nil && s.xa.trx != nil {
+		s.noteXAError(info.Err)
+	}
 	if len(info.SessionState) > 0 && s.applyStateChanges(c, info.SessionState) {
 		s.learnCollation(c, info)
 	}

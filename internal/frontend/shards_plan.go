@@ -43,6 +43,7 @@ func (s *Session) homeCluster(u *User) *backend.Cluster {
 // shards end it on each. A shard hint sends a statement to the named
 // shard as written.
 func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) engine.Primitive {
+	s.settleDoomed()
 	if e := s.xaRefusal(st); e != nil {
 		s.refusal = engine.Refuse{Err: e}
 		return &s.refusal

@@ -30,6 +30,10 @@ import (
 type xaState struct {
 	trx      *xa.Trx // nil: no branch yet
 	branches []xaBranch
+	// doomed: a part of the transaction was rolled back by its server (a
+	// deadlock); the rest is rolled back before the next statement, so
+	// that, as on one server, nothing of the transaction survives.
+	doomed bool
 }
 
 // xaBranch is a shard whose part of the transaction is an XA branch.
@@ -178,6 +182,32 @@ func (s *Session) xaRefusal(st router.Stmt) *mysql.SQLError {
 			"shardgate: SET autocommit inside a transaction over several shards (cross_shard_writes: atomic) would commit it shard by shard; COMMIT or ROLLBACK first")
 	}
 	return nil
+}
+
+// noteXAError notes an error that rolled back a part of the transaction.
+func (s *Session) noteXAError(e *mysql.SQLError) {
+	switch e.Code {
+	case erDeadlock, erXARBRollback, erXARBTimeout, erXARBDeadlock:
+		s.xa.doomed = true
+	}
+}
+
+// Server errors that roll a transaction back: a deadlock, and XA's
+// XA_RBROLLBACK .. XA_RBDEADLOCK for a branch.
+const (
+	erDeadlock     = 1213
+	erXARBRollback = 1402
+	erXARBTimeout  = 1613
+	erXARBDeadlock = 1614
+)
+
+// settleDoomed rolls back every part of a transaction a server had
+// already rolled back in part; the statement that comes next runs
+// outside it, as after a deadlock on one server.
+func (s *Session) settleDoomed() {
+	if s.xa.doomed {
+		s.rollbackHeld()
+	}
 }
 
 // endXA ends a transaction with XA branches: ROLLBACK rolls every part
@@ -502,7 +532,7 @@ func (s *Session) forgetXA() {
 	if s.xa.trx != nil {
 		s.srv.opt.XA.End(s.xa.trx)
 	}
-	s.xa.trx = nil
+	s.xa.trx, s.xa.doomed = nil, false
 	s.xa.branches = s.xa.branches[:0]
 }
 
