@@ -135,20 +135,13 @@ func readOnlyBegin(sql []byte) bool {
 // than the coordinator's (autocommit=0 with a first statement over
 // several shards opens one on each).
 func (s *Session) atomicWrite(cl *backend.Cluster) *mysql.SQLError {
-	if !s.localPart(cl) {
+	switch {
+	case !s.localPart(cl):
 		return nil // an XA branch, or a shard the transaction joins as one
-	}
-	coord := s.trxWriter
-	if s.xa.trx != nil {
-		if s.xa.trx.XID.Coordinator == cl.Name {
-			return nil
-		}
-		coord = nil
-	}
-	if coord == nil || coord == cl {
-		if s.xa.trx == nil {
-			return nil
-		}
+	case s.xa.trx != nil && s.xa.trx.XID.Coordinator == cl.Name:
+		return nil
+	case s.xa.trx == nil && (s.trxWriter == nil || s.trxWriter == cl):
+		return nil // it will coordinate
 	}
 	return mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax,
 		"shardgate: this transaction opened on shard %s outside XA, beside the shard that coordinates it; it cannot write there atomically (cross_shard_writes: atomic). Start transactions with BEGIN, or COMMIT or ROLLBACK first",

@@ -157,9 +157,25 @@ func TestAtomicTransactionSemantics(t *testing.T) {
 	mustExec(t, conn, "/* shardgate:shard=s0 */ UPDATE t_0000 SET v = 14")
 	mustExec(t, conn, "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 24")
 	mustExec(t, conn, "COMMIT")
-	mustExec(t, conn, "SET autocommit = 1")
 	if a, b := queryString(t, d0, "SELECT v FROM t_0000"), queryString(t, d1, "SELECT v FROM t_0002"); a != "14" || b != "24" {
 		t.Fatalf("after autocommit=0: s0 v=%s, s1 v=%s; want 14 and 24", a, b)
+	}
+	// autocommit off, the first statement on both shards: it opened a
+	// local transaction on each; the second shard written is refused,
+	// since its part could not commit atomically, and the rest commits.
+	if got := queryString(t, conn, "SELECT SUM(v) FROM t"); got != "38" {
+		t.Fatalf("SUM(v) = %s, want 38", got)
+	}
+	mustExec(t, conn, "/* shardgate:shard=s0 */ UPDATE t_0000 SET v = 15")
+	_, err := conn.ExecContext(context.Background(), "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 25")
+	if mysqlErrCode(err) != mysql.ERNotSupportedYet || !contains(err.Error(), "shard s1") {
+		t.Fatalf("a write on a second shard opened outside XA: %v, want 1235 naming s1", err)
+	}
+	mustExec(t, conn, "COMMIT")
+	mustExec(t, conn, "SET autocommit = 1")
+	a, b := queryString(t, d0, "SELECT v FROM t_0000"), queryString(t, d1, "SELECT v FROM t_0002")
+	if a != "15" || b != "24" {
+		t.Fatalf("after the autocommit=0 transaction: s0 v=%s, s1 v=%s; want 15 and 24", a, b)
 	}
 	if p := xaPrepared(t, d1); len(p) != 0 {
 		t.Fatalf("prepared branches left on s1: %q", p)
