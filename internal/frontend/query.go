@@ -687,6 +687,7 @@ func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stm
 		s.pins &^= pinTrx
 		if s.heldPins()&pinTrx == 0 {
 			s.savepoints = s.savepoints[:0] // they ended with the transaction
+			s.trxCharSQL = s.trxCharSQL[:0]
 		}
 	}
 	if st.Kind == router.KindUnlock {

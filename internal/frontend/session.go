@@ -112,6 +112,10 @@ type Session struct {
 	// sharded schema, oldest first: set again, right after its BEGIN, on
 	// each shard the transaction reaches after they were set.
 	savepoints []string
+	// nextTrxSQL is a SET TRANSACTION (next transaction only) not spent
+	// yet; trxCharSQL the one the open transaction started with, repeated
+	// before its BEGIN on each shard it reaches.
+	nextTrxSQL, trxCharSQL []byte
 	trxWriter  *backend.Cluster   // the shard the open transaction wrote to last
 	trxWrote   []*backend.Cluster // the others it wrote to (cross_shard_writes: allow, atomic)
 	xa         xaState            // its XA branches (cross_shard_writes: atomic, shards_xa.go)

@@ -27,8 +27,21 @@ func (s *Session) joinTransaction(q []byte) {
 		if len(q) > 0 && q[0] == mysql.ComQuery && s.stream == nil && s.cmd.st.Flags&router.FlagMultiStatement == 0 {
 			s.beginSQL = append(s.beginSQL[:0], q[1:]...)
 		}
+		// SET TRANSACTION before it is this transaction's: each shard it
+		// reaches gets it before its BEGIN.
+		s.trxCharSQL = append(s.trxCharSQL[:0], s.nextTrxSQL...)
+		s.nextTrxSQL = s.nextTrxSQL[:0]
 		s.savepoints = s.savepoints[:0]
 		return
+	case router.KindSet:
+		if s.cmd.st.Flags&router.FlagTrxIsolationSet != 0 && len(q) > 0 && q[0] == mysql.ComQuery &&
+			s.stream == nil && s.cmd.st.Flags&router.FlagMultiStatement == 0 {
+			s.nextTrxSQL = append(s.nextTrxSQL[:0], q[1:]...)
+		}
+	default:
+		// Any other statement starts (and ends) a transaction of its own
+		// or runs in the open one: SET TRANSACTION is spent.
+		s.nextTrxSQL = s.nextTrxSQL[:0]
 	case router.KindCommit, router.KindRollback:
 		return
 	}
@@ -43,6 +56,10 @@ func (s *Session) joinTransaction(q []byte) {
 // on another shard to a state-sync batch.
 func (s *Session) appendBegin(b []byte) []byte {
 	if len(b) > 0 {
+		b = append(b, ';')
+	}
+	if len(s.trxCharSQL) > 0 {
+		b = append(b, s.trxCharSQL...)
 		b = append(b, ';')
 	}
 	if xb, ok := s.appendXAStart(b); ok {

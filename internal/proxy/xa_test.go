@@ -17,7 +17,13 @@ import (
 // transaction opened by BEGIN), t_0002, t_0003 on s1.
 func atomicPair(t *testing.T, db string) (conn *sql.Conn, d0, d1 *sql.DB) {
 	t.Helper()
-	_, d0, d1, _, _, proxyDB := shardedPairProxy(t, db, "    cross_shard_writes: atomic\n")
+	return atomicPairMode(t, db, "atomic")
+}
+
+// atomicPairMode is atomicPair under another cross_shard_writes.
+func atomicPairMode(t *testing.T, db, mode string) (conn *sql.Conn, d0, d1 *sql.DB) {
+	t.Helper()
+	_, d0, d1, _, _, proxyDB := shardedPairProxy(t, db, "    cross_shard_writes: "+mode+"\n")
 	return dbConn(t, proxyDB("")), d0, d1
 }
 
@@ -257,5 +263,32 @@ func TestAtomicTransactionDeadlockRollsBackEveryShard(t *testing.T) {
 	}
 	if p := xaPrepared(t, d1); len(p) != 0 {
 		t.Fatalf("prepared branches left on s1: %q", p)
+	}
+}
+
+// SET TRANSACTION (the next transaction only) reaches every shard the
+// transaction does, as SET SESSION TRANSACTION does through the session's
+// variables: a shard joined later reads at READ COMMITTED too, and the
+// transaction after it is back to the session's level.
+func TestNextTransactionIsolationOnEveryShard(t *testing.T) {
+	for _, mode := range []string{"atomic", "refuse"} {
+		conn, _, d1 := atomicPairMode(t, "xaiso_"+mode, mode)
+		mustExec(t, d1, "INSERT INTO t_0002 VALUES (1, 1)")
+		reads := func() (string, string) {
+			mustExec(t, conn, "BEGIN")
+			mustExec(t, conn, "/* shardgate:shard=s0 */ SELECT * FROM t_0000")
+			a := queryString(t, conn, "/* shardgate:shard=s1 */ SELECT v FROM t_0002")
+			mustExec(t, d1, "UPDATE t_0002 SET v = v + 1")
+			b := queryString(t, conn, "/* shardgate:shard=s1 */ SELECT v FROM t_0002")
+			mustExec(t, conn, "COMMIT")
+			return a, b
+		}
+		mustExec(t, conn, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+		if a, b := reads(); a == b {
+			t.Fatalf("%s: READ COMMITTED transaction read %s then %s on the shard it joined; want the committed change", mode, a, b)
+		}
+		if a, b := reads(); a != b {
+			t.Fatalf("%s: the next transaction read %s then %s; want REPEATABLE READ again", mode, a, b)
+		}
 	}
 }
