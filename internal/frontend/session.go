@@ -116,9 +116,9 @@ type Session struct {
 	// yet; trxCharSQL the one the open transaction started with, repeated
 	// before its BEGIN on each shard it reaches.
 	nextTrxSQL, trxCharSQL []byte
-	trxWriter  *backend.Cluster   // the shard the open transaction wrote to last
-	trxWrote   []*backend.Cluster // the others it wrote to (cross_shard_writes: allow, atomic)
-	xa         xaState            // its XA branches (cross_shard_writes: atomic, shards_xa.go)
+	trxWriter              *backend.Cluster   // the shard the open transaction wrote to last
+	trxWrote               []*backend.Cluster // the others it wrote to (cross_shard_writes: allow, atomic)
+	xa                     xaState            // its XA branches (cross_shard_writes: atomic, shards_xa.go)
 
 	// A statement on a sharded schema (shards.go): its shape and values,
 	// the parts it runs in, rendered into one buffer, and the primitives
