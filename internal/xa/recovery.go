@@ -164,6 +164,9 @@ func (r *Recoverer) Pass(ctx context.Context) []Branch {
 	r.left = r.left[:0]
 	pending := map[string]bool{} // gtrids with a branch still prepared
 	for _, b := range prepared {
+		if !r.ours(b.XID) {
+			continue
+		}
 		key := b.Shard + "/" + b.XID.String()
 		first, ok := r.seen[key]
 		if !ok {
@@ -249,10 +252,6 @@ func (r *Recoverer) resolve(ctx context.Context, b *Branch, now time.Time) bool 
 		return false
 	}
 	coord := r.shard(b.XID.Coordinator)
-	if coord == nil {
-		b.Note = "its coordinator shard " + b.XID.Coordinator + " is not configured here"
-		return false
-	}
 	decision, err := r.decision(ctx, *coord, b.XID)
 	if err != nil {
 		b.Note = "reading the decision: " + err.Error()
@@ -301,6 +300,16 @@ func (r *Recoverer) resolve(ctx context.Context, b *Branch, now time.Time) bool 
 		"shard", b.Shard, "xid", b.XID.String(), "outcome", outcome, "decided_by", decidedBy,
 		"coordinator", b.XID.Coordinator, "instance", b.XID.Instance, "in_doubt_for", now.Sub(b.FirstSeen).Round(time.Millisecond).String())
 	return true
+}
+
+// ours reports whether x belongs to a transaction this configuration can
+// judge: its schema is an atomic schema whose shards include its
+// coordinator. A branch of another layout on the same server (another
+// fleet, or another schema) is left alone: its coordinator's name may
+// name another server here, where reading "no decision" would be wrong.
+func (r *Recoverer) ours(x XID) bool {
+	sh := r.shard(x.Coordinator)
+	return sh != nil && slices.Contains(sh.Schemas, x.Schema)
 }
 
 // abandoned says why b's transaction, which has no decision, can be
