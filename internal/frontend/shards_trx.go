@@ -32,6 +32,7 @@ func (s *Session) joinTransaction(q []byte) {
 		s.trxCharSQL = append(s.trxCharSQL[:0], s.nextTrxSQL...)
 		s.nextTrxSQL = s.nextTrxSQL[:0]
 		s.savepoints = s.savepoints[:0]
+		s.trxWriter, s.trxWrote = nil, s.trxWrote[:0] // a new transaction has written nowhere
 		return
 	case router.KindSet:
 		if s.cmd.st.Flags&router.FlagTrxIsolationSet != 0 && len(q) > 0 && q[0] == mysql.ComQuery &&
@@ -43,6 +44,10 @@ func (s *Session) joinTransaction(q []byte) {
 		// or runs in the open one: SET TRANSACTION is spent.
 		s.nextTrxSQL = s.nextTrxSQL[:0]
 	case router.KindCommit, router.KindRollback:
+		// The transaction ends: the next one has written nowhere. (One
+		// over several shards ends in EndTransaction, which forgets them
+		// too.)
+		s.trxWriter, s.trxWrote = nil, s.trxWrote[:0]
 		return
 	}
 	if s.pins&pinTrx == 0 && len(s.others) > 0 && s.heldPins()&pinTrx != 0 {

@@ -290,8 +290,13 @@ func (s *Session) commitTwoPhase(t *xa.Trx, writers []heldConn) bool {
 		x := s.xa.branch(h.cl).xid.SQL()
 		if err := s.execBranch(h, "XA END "+x+";XA PREPARE "+x); err != nil {
 			// A branch that failed to prepare is rolled back by its server
-			// (or with its connection, dropped by execBranch).
-			_ = s.endBranch(h, "XA ROLLBACK "+x)
+			// (or with its connection, dropped by execBranch: not again).
+			if isSQLError(err) {
+				_ = s.endBranch(h, "XA ROLLBACK "+x)
+			}
+			// The coordinator's part too: left open, the client's next
+			// statements would run in it and its next BEGIN commit it.
+			s.endCurrent("ROLLBACK")
 			s.abortTwoPhase(writers[:i], writers[i+1:])
 			return s.writeErr(commitError(err, "XA PREPARE failed on shard "+h.cl.Name+"; the transaction was rolled back on every shard"))
 		}

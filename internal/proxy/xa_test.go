@@ -292,3 +292,31 @@ func TestNextTransactionIsolationOnEveryShard(t *testing.T) {
 		}
 	}
 }
+
+// A transaction that wrote on one shard and committed leaves nothing
+// behind for the next: under refuse, the next transaction may write on
+// another shard; under atomic, it commits in one phase, without a
+// decision row. (The shard written last used to count as the next
+// transaction's writer when the COMMIT went to that shard alone.)
+func TestNextTransactionStartsWithNoWriter(t *testing.T) {
+	for _, mode := range []string{"refuse", "atomic"} {
+		conn, d0, _ := atomicPairMode(t, "xanext_"+mode, mode)
+		for i, shard := range []string{"s1", "s1", "s0", "s1", "s0"} {
+			table := map[string]string{"s0": "t_0000", "s1": "t_0002"}[shard]
+			for _, end := range []string{"COMMIT", "ROLLBACK"} {
+				mustExec(t, conn, "BEGIN")
+				mustExec(t, conn, fmt.Sprintf("/* shardgate:shard=%s */ INSERT INTO %s VALUES (%d, 1)", shard, table, 10*i+len(end)))
+				mustExec(t, conn, end)
+			}
+			mustExec(t, conn, "SET autocommit = 0")
+			mustExec(t, conn, fmt.Sprintf("/* shardgate:shard=%s */ INSERT INTO %s VALUES (%d, 2)", shard, table, 10*i+9))
+			mustExec(t, conn, "COMMIT")
+			mustExec(t, conn, "SET autocommit = 1")
+		}
+		if mode == "atomic" {
+			if got := queryString(t, d0, "SELECT COUNT(*) FROM shardgate_xa_decisions"); got != "0" {
+				t.Fatalf("atomic: %s decision rows after transactions that each wrote on one shard", got)
+			}
+		}
+	}
+}
