@@ -26,6 +26,11 @@
 // default) through every target, interleaved in rounds, and reports MB/s,
 // the proxy's CPU per GB and its peak RSS growth sampled during the query.
 //
+// RunTransfer measures atomic transactions across shards: bank transfers
+// within one shard and across two, through one shardgate whose schemas
+// differ only in cross_shard_writes, with proxy CPU per transaction and the
+// round trips to the backends counted in the server's general log.
+//
 // The command is bench/cmd/sgbench (`make bench`); see docs/benchmarks.md.
 // Missing tools (sysbench, haproxy, mariadbd) are errors naming
 // scripts/install-deps.sh.

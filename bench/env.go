@@ -124,6 +124,10 @@ type Env struct {
 	shardgateBin string
 	sharded      *child
 	noTele       *child // ShardgateNoTele's proxy
+	// transfer is the transfer benchmark's proxy (transfer.go), serving
+	// at transferAddr.
+	transfer     *child
+	transferAddr string
 }
 
 // StartEnv starts mariadbd, creates the benchmark database and starts the
@@ -207,7 +211,7 @@ func (e *Env) ProxyPid(t Target) int {
 // Close stops the proxies and the server and removes the work directory.
 func (e *Env) Close() error {
 	var errs []error
-	for _, c := range []*child{e.sharded, e.noTele, e.proxy, e.relay} {
+	for _, c := range []*child{e.transfer, e.sharded, e.noTele, e.proxy, e.relay} {
 		if c != nil {
 			errs = append(errs, c.stop(stopGrace))
 		}

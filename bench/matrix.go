@@ -258,8 +258,8 @@ func (m *matrix) runGroup(ctx context.Context, test, ps string) error {
 
 // rotate returns ts shifted left by n: round 1 runs ts in order, round 2
 // starts with the second target, and so on.
-func rotate(ts []Target, n int) []Target {
-	out := make([]Target, 0, len(ts))
+func rotate[T any](ts []T, n int) []T {
+	out := make([]T, 0, len(ts))
 	for i := range ts {
 		out = append(out, ts[(i+n)%len(ts)])
 	}
@@ -385,7 +385,7 @@ func cpuTimeOrZero(pid int) (time.Duration, error) {
 
 // checkAlive reports a proxy or server that is no longer running.
 func (e *Env) checkAlive() error {
-	for _, c := range []*child{e.relay, e.proxy, e.sharded, e.noTele} {
+	for _, c := range []*child{e.relay, e.proxy, e.sharded, e.noTele, e.transfer} {
 		if c == nil {
 			continue
 		}

@@ -546,10 +546,13 @@ type ScatterSummary struct {
 }
 
 // Summary reduces the cell's runs.
-func (c *ScatterCell) Summary() ScatterSummary {
+func (c *ScatterCell) Summary() ScatterSummary { return summarize(c.Runs) }
+
+// summarize reduces runs to the medians of the successful ones.
+func summarize(runs []ScatterRun) ScatterSummary {
 	var s ScatterSummary
 	var qps, p50, p99, pcpu, scpu, rows []float64
-	for _, r := range c.Runs {
+	for _, r := range runs {
 		if r.Failure != "" {
 			s.Failed++
 			continue

@@ -8,6 +8,7 @@
 //	sgbench stream [flags]  a large result streamed through every target
 //	sgbench scatter [flags] merges across shards against one server (QPS, latency, CPU per row)
 //	sgbench memory [flags]  the proxy's memory during large merges over 4 shards
+//	sgbench transfer [flags] transfers on one shard and atomic ones over two (QPS, latency, CPU and round trips per transaction)
 package main
 
 import (
@@ -31,6 +32,7 @@ const usageText = `usage:
   sgbench stream [flags]  stream a large result (default 1 GiB) through every target
   sgbench scatter [flags] ORDER BY ... LIMIT and GROUP BY merged over 4 shards against one server
   sgbench memory [flags]  proxy RSS during large merges (default 10 million rows of 1 KiB over 4 shards)
+  sgbench transfer [flags] transfers within one shard and across two: atomic against refuse and allow
 
 "sgbench <command> -h" lists a command's flags.
 See docs/benchmarks.md.
@@ -58,6 +60,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runScatter(ctx, args, stdout, stderr)
 	case "memory":
 		return runMemory(ctx, args, stdout, stderr)
+	case "transfer":
+		return runTransfer(ctx, args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usageText)
 		return 0
@@ -566,6 +570,76 @@ func parseMemoryFlags(args []string, stderr io.Writer) (bench.MemoryConfig, stri
 	}
 	cfg.Queries = queries
 	if err := errors.Join(cfg.Validate(), ef.validate()); err != nil {
+		return cfg, "", ef, err
+	}
+	return cfg, *out, ef, nil
+}
+
+// ---------------------------------------------------------------------------
+// sgbench transfer
+
+func runTransfer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, out, ef, err := parseTransferFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "sgbench transfer: %v\n", err)
+		return 2
+	}
+	// The sharded target's options build shardgate and start no proxy:
+	// RunTransfer starts its own.
+	env, err := startEnv(ctx, ef.options([]bench.Target{bench.Sharded}, stderr), stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "sgbench transfer: %v\n", err)
+		return exitCode(err)
+	}
+	defer closeEnv(env, stderr)
+	res, runErr := bench.RunTransfer(ctx, env, cfg)
+	m := modeResult{name: "transfer", runErr: runErr, what: "run(s)"}
+	if res != nil && len(res.Cells) > 0 {
+		m.tables, m.failed = res.Description()+"\n"+res.Tables(), res.Failed()
+		m.write = func() (string, error) {
+			return bench.WriteTransferReport(bench.NewTransferReport(context.Background(), env, res), out)
+		}
+	}
+	return m.finish(out, stdout, stderr)
+}
+
+func parseTransferFlags(args []string, stderr io.Writer) (bench.TransferConfig, string, envFlags, error) {
+	cfg := bench.DefaultTransferConfig()
+	var ef envFlags
+	fs := flag.NewFlagSet("sgbench transfer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var names []string
+	for _, c := range cfg.Cases {
+		names = append(names, c.String())
+	}
+	cases := stringList(names)
+	fs.IntVar(&cfg.Accounts, "accounts", cfg.Accounts, "accounts per policy, hash-sharded over 2 shards")
+	fs.IntVar(&cfg.Threads, "threads", cfg.Threads, "client connections, each running transfers in a loop")
+	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "runs per case (cases interleaved, order rotated each round); tables report medians")
+	fs.DurationVar(&cfg.Time, "time", cfg.Time, "duration of each run")
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured warm-up per case (0: none)")
+	fs.IntVar(&cfg.Count, "count", cfg.Count, "transfers per case counted in the server's general log for the round trips (0: none)")
+	fs.DurationVar(&cfg.RecoveryInterval, "recovery-interval", cfg.RecoveryInterval, "the proxy's transactions.recovery_interval (recovery removes the decision rows)")
+	fs.Var(&cases, "cases", "workload/policy, comma-separated, in round-1 order: single or cross under refuse, allow or atomic (not cross/refuse)")
+	out := fs.String("out", "bench/results", "directory for transfer-<timestamp>.md (empty: no file)")
+	ef.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return cfg, "", ef, err
+	}
+	cfg.Cases = nil
+	var errs []error
+	for _, n := range cases {
+		c, err := bench.ParseTransferCase(n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cfg.Cases = append(cfg.Cases, c)
+	}
+	if err := errors.Join(errors.Join(errs...), cfg.Validate(), ef.validate()); err != nil {
 		return cfg, "", ef, err
 	}
 	return cfg, *out, ef, nil
