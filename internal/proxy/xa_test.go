@@ -59,7 +59,8 @@ func xaPrepared(t *testing.T, d *sql.DB) []string {
 }
 
 func TestAtomicTransactionCommitsOnEveryShard(t *testing.T) {
-	conn, d0, d1 := atomicPair(t, "xacommit")
+	p, d0, d1, _, _, proxyDB := shardedPairProxy(t, "xacommit", "    cross_shard_writes: atomic\n")
+	conn := dbConn(t, proxyDB(""))
 	mustExec(t, conn, "BEGIN")
 	mustExec(t, conn, "/* shardgate:shard=s0 */ INSERT INTO t_0000 VALUES (1, 1)")
 	mustExec(t, conn, "/* shardgate:shard=s1 */ INSERT INTO t_0002 VALUES (2, 2)")
@@ -75,6 +76,13 @@ func TestAtomicTransactionCommitsOnEveryShard(t *testing.T) {
 	}
 	if got := queryString(t, d0, "SELECT COUNT(*) FROM shardgate_xa_decisions WHERE decision = 'commit'"); got != "1" {
 		t.Fatalf("commit decisions on s0 = %s, want 1", got)
+	}
+	// Recovery removes a decision no branch needs any more.
+	if left := p.RecoverNow(context.Background()); len(left) != 0 {
+		t.Fatalf("recovery left branches in doubt: %+v", left)
+	}
+	if got := queryString(t, d0, "SELECT COUNT(*) FROM shardgate_xa_decisions"); got != "0" {
+		t.Fatalf("decision rows on s0 after a recovery pass = %s, want 0", got)
 	}
 
 	// ROLLBACK undoes both.

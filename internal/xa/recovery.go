@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -413,24 +414,36 @@ type decisionRow struct {
 
 // removeDecisions deletes the decision rows no prepared branch needs: a
 // commit row whose transaction has no branch left prepared, an abort row
-// past its retention.
+// past its retention. One DELETE per table and removeBatch rows.
 func (r *Recoverer) removeDecisions(ctx context.Context, rows map[string][]decisionRow, prepared []Branch) {
 	live := map[string]bool{}
 	for _, b := range prepared {
 		live[b.XID.Gtrid()] = true
 	}
 	for _, sh := range r.cfg.Shards {
+		bySchema := map[string][]string{}
 		for _, d := range rows[sh.Name] {
 			if live[d.gtrid] || d.decision == Abort && !d.expired {
 				continue
 			}
-			if _, err := r.query(ctx, sh, "DELETE FROM "+tableName(d.schema)+" WHERE gtrid = X'"+hexOf(d.gtrid)+"'"); err != nil {
-				r.cfg.Log.Warn("XA recovery could not remove a decision row; it tries again next pass", "shard", sh.Name, "err", err)
-				break
+			bySchema[d.schema] = append(bySchema[d.schema], "X'"+hexOf(d.gtrid)+"'")
+		}
+		for schema, keys := range bySchema {
+			for len(keys) > 0 {
+				n := min(len(keys), removeBatch)
+				sql := "DELETE FROM " + tableName(schema) + " WHERE gtrid IN (" + strings.Join(keys[:n], ",") + ")"
+				if _, err := r.query(ctx, sh, sql); err != nil {
+					r.cfg.Log.Warn("XA recovery could not remove decision rows; it tries again next pass", "shard", sh.Name, "err", err)
+					break
+				}
+				keys = keys[n:]
 			}
 		}
 	}
 }
+
+// removeBatch bounds the rows one DELETE of decision rows names.
+const removeBatch = 500
 
 // query runs sql on the shard's recovery connection, dialling one when
 // needed; a connection that fails is closed and the next call dials.
