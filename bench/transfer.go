@@ -670,9 +670,10 @@ func (e *Env) generalLog(ctx context.Context, run func() error) ([]logEntry, err
 // (BEGIN, START TRANSACTION, XA START), which health checks and recovery
 // never do — that get an answer (not Quit or Close stmt; a Connect is a
 // login, not counted) and those carrying an XA statement; and recovery's
-// DELETEs of the decision rows the sessions inserted, each row once (with
-// every shard on one server, recovery reads the one table once per shard
-// and deletes a row once per shard: the second DELETE removes nothing).
+// DELETEs of decision rows the sessions inserted (one statement removes a
+// pass's rows of a table), each distinct statement once (with every shard
+// on one server, recovery reads the one table once per shard and sends
+// the same DELETE twice: the second removes nothing).
 func countRoundTrips(entries []logEntry, transfers int) (roundTrips, xaTrips, cleanup float64) {
 	session := map[int64]bool{}
 	for _, e := range entries {
@@ -680,7 +681,7 @@ func countRoundTrips(entries []logEntry, transfers int) (roundTrips, xaTrips, cl
 			session[e.Thread] = true
 		}
 	}
-	decided, deleted := map[string]bool{}, map[string]bool{}
+	decided, deletes := map[string]bool{}, map[string][]string{}
 	var n, nXA int
 	for _, e := range entries {
 		arg := strings.ToUpper(e.Argument)
@@ -695,15 +696,15 @@ func countRoundTrips(entries []logEntry, transfers int) (roundTrips, xaTrips, cl
 				decided[hexLiteral(arg)] = true
 			}
 		case onDecisions && strings.HasPrefix(arg, "DELETE"):
-			deleted[hexLiteral(arg)] = true
+			deletes[arg] = hexLiterals(arg)
 		}
 	}
 	if transfers <= 0 {
 		return 0, 0, 0
 	}
 	removed := 0
-	for g := range deleted {
-		if decided[g] {
+	for _, keys := range deletes {
+		if slices.ContainsFunc(keys, func(g string) bool { return decided[g] }) {
 			removed++
 		}
 	}
@@ -717,6 +718,20 @@ func hexLiteral(s string) string {
 	_, rest, _ := strings.Cut(s, "X'")
 	lit, _, _ := strings.Cut(rest, "'")
 	return lit
+}
+
+// hexLiterals are all the X'…' literals of an upper-cased statement.
+func hexLiterals(s string) []string {
+	var out []string
+	for {
+		_, rest, ok := strings.Cut(s, "X'")
+		if !ok {
+			return out
+		}
+		lit, after, _ := strings.Cut(rest, "'")
+		out = append(out, lit)
+		s = after
+	}
 }
 
 // opensTransaction reports a command text with a statement that opens a
