@@ -36,10 +36,12 @@ type xaState struct {
 	doomed bool
 }
 
-// xaBranch is a shard whose part of the transaction is an XA branch.
+// xaBranch is a shard whose part of the transaction is an XA branch:
+// its id, and that id as XA statements take it (made once).
 type xaBranch struct {
 	cl  *backend.Cluster
 	xid xa.XID
+	sql string
 }
 
 func (x *xaState) branch(cl *backend.Cluster) *xaBranch {
@@ -82,7 +84,7 @@ func (s *Session) startBranch() {
 	}
 	x := s.xa.trx.XID
 	x.Branch = len(s.xa.branches) + 1
-	s.xa.branches = append(s.xa.branches, xaBranch{cl: s.cl, xid: x})
+	s.xa.branches = append(s.xa.branches, xaBranch{cl: s.cl, xid: x, sql: x.SQL()})
 	s.xa.trx.Join(s.cl.Name)
 }
 
@@ -156,7 +158,7 @@ func (s *Session) appendXAStart(b []byte) ([]byte, bool) {
 		return b, false
 	}
 	b = append(b, "XA START "...)
-	return append(b, br.xid.SQL()...), true
+	return append(b, br.sql...), true
 }
 
 // xaRefusal refuses, with XA branches open, the statements that would
@@ -245,9 +247,9 @@ func (s *Session) endXA(q []byte) bool {
 		case br == nil:
 			err = s.endHeld(h, s.endStatementText(commit))
 		case commit:
-			err = s.endBranch(h, "XA END "+br.xid.SQL()+";XA COMMIT "+br.xid.SQL()+" ONE PHASE")
+			err = s.endBranch(h, "XA END "+br.sql+";XA COMMIT "+br.sql+" ONE PHASE")
 		default:
-			err = s.endBranch(h, "XA END "+br.xid.SQL()+";XA ROLLBACK "+br.xid.SQL())
+			err = s.endBranch(h, "XA END "+br.sql+";XA ROLLBACK "+br.sql)
 		}
 		if err != nil && !commit {
 			s.logger().Warn("rolling back a part of a transaction over several shards failed; the server rolls it back with the connection", "shard", h.cl.Name, "err", err)
@@ -269,7 +271,7 @@ func (s *Session) endXA(q []byte) bool {
 // branch w: in one phase, then the coordinator's part, which only read
 // and whose answer the client gets.
 func (s *Session) commitOnePhase(coord *backend.Cluster, w heldConn, q []byte) bool {
-	x := s.xa.branch(w.cl).xid.SQL()
+	x := s.xa.branch(w.cl).sql
 	if err := s.endBranch(w, "XA END "+x+";XA COMMIT "+x+" ONE PHASE"); err != nil {
 		s.endCurrent("ROLLBACK")
 		return s.writeErr(commitError(err, "COMMIT failed on shard "+w.cl.Name+", the only one that wrote; nothing was committed"))
@@ -287,7 +289,7 @@ func (s *Session) commitTwoPhase(t *xa.Trx, writers []heldConn) bool {
 	t.SetState(xa.StatePreparing)
 	start := time.Now()
 	for i, h := range writers {
-		x := s.xa.branch(h.cl).xid.SQL()
+		x := s.xa.branch(h.cl).sql
 		if err := s.execBranch(h, "XA END "+x+";XA PREPARE "+x); err != nil {
 			// A branch that failed to prepare is rolled back by its server
 			// (or with its connection, dropped by execBranch: not again).
@@ -331,7 +333,7 @@ func (s *Session) commitTwoPhase(t *xa.Trx, writers []heldConn) bool {
 	xa.Failpoint(xa.AfterDecision)
 	t.SetState(xa.StateCommitting)
 	for i, h := range writers {
-		x := s.xa.branch(h.cl).xid.SQL()
+		x := s.xa.branch(h.cl).sql
 		if err := s.endBranch(h, "XA COMMIT "+x); err != nil {
 			s.logger().Warn("XA COMMIT of a prepared branch failed after the commit decision; recovery commits it",
 				"shard", h.cl.Name, "xid", t.XID.Gtrid(), "err", err)
@@ -375,10 +377,10 @@ const erNoSuchTable = 1146
 // yet, after a failed two-phase commit.
 func (s *Session) abortTwoPhase(prepared, active []heldConn) {
 	for _, h := range prepared {
-		_ = s.endBranch(h, "XA ROLLBACK "+s.xa.branch(h.cl).xid.SQL())
+		_ = s.endBranch(h, "XA ROLLBACK "+s.xa.branch(h.cl).sql)
 	}
 	for _, h := range active {
-		x := s.xa.branch(h.cl).xid.SQL()
+		x := s.xa.branch(h.cl).sql
 		_ = s.endBranch(h, "XA END "+x+";XA ROLLBACK "+x)
 	}
 	if m := s.srv.opt.XAMetrics; m != nil {
@@ -507,7 +509,7 @@ func (s *Session) rollbackHeld() {
 		}
 		s.others = append(s.others[:i], s.others[i+1:]...)
 		if br := s.xa.branch(h.cl); br != nil {
-			_ = s.endBranch(h, "XA END "+br.xid.SQL()+";XA ROLLBACK "+br.xid.SQL())
+			_ = s.endBranch(h, "XA END "+br.sql+";XA ROLLBACK "+br.sql)
 		} else {
 			_ = s.endHeld(h, []byte("\x03ROLLBACK"))
 		}
