@@ -82,8 +82,18 @@ func (b *syncBuffer) String() string {
 // startServe runs `shardgate serve` and waits until it accepts clients.
 func startServe(t *testing.T, args ...string) (*proc, string) {
 	t.Helper()
+	return startServeEnv(t, nil, args...)
+}
+
+// startServeEnv is startServe with env added to the process's
+// environment.
+func startServeEnv(t *testing.T, env []string, args ...string) (*proc, string) {
+	t.Helper()
 	listen := freeAddr(t)
 	cmd := exec.Command(binary, append([]string{"serve", "--listen", listen}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	p := &proc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
