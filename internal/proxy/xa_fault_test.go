@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,25 +43,33 @@ func startXATriple(t *testing.T, db string, srvs [3]*testenv.Server, addrs [3]st
 		e.d[i] = openDB(t, s.DSN(db))
 		e.d[i].SetMaxIdleConns(0) // a server the test restarts leaves no dead connection behind
 	}
+	e.p = startXAProxy(t, db, addrs, db, "recovery_interval: 1h, abandon_after: 1h")
+	e.conn = oneConn(t, openDB(t, proxyDSN(e.p, appUser, appPass, db, "")))
+	return e
+}
+
+// startXAProxy starts an in-process shardgate over xaTriple's layout,
+// named instance, with the transactions keys trx.
+func startXAProxy(t *testing.T, db string, addrs [3]string, instance, trx string) *proxy.Proxy {
+	t.Helper()
 	yaml := fmt.Sprintf(`
 listeners: [{address: "127.0.0.1:0"}]
+admin: {http: "127.0.0.1:0"}
 users:
   - {name: %[1]s, password_hash: "%[2]s", default_database: %[3]s}
 clusters:
   - {name: s0, user: %[4]s, password: %[5]s, primary: {address: "%[6]s"}}
   - {name: s1, user: %[4]s, password: %[5]s, primary: {address: "%[7]s"}}
   - {name: s2, user: %[4]s, password: %[5]s, primary: {address: "%[8]s"}}
-transactions: {instance: %[3]s, recovery_interval: 1h, abandon_after: 1h}
+transactions: {instance: %[9]s, %[10]s}
 schemas:
   - name: %[3]s
     default_cluster: s0
     cross_shard_writes: atomic
     tables:
       - {name: t, shard_key: id, rule: mod, shards: [s0, s1, s2], sub_tables: 1}
-`, appUser, hashOf(appPass), db, testenv.User, testenv.Password, addrs[0], addrs[1], addrs[2])
-	e.p = startProxy(t, parseConfig(t, yaml, "xafault.yaml"))
-	e.conn = oneConn(t, openDB(t, proxyDSN(e.p, appUser, appPass, db, "")))
-	return e
+`, appUser, hashOf(appPass), db, testenv.User, testenv.Password, addrs[0], addrs[1], addrs[2], instance, trx)
+	return startProxy(t, parseConfig(t, yaml, instance+".yaml"))
 }
 
 // writeOnEveryShard opens a transaction that inserts row id+i on shard
@@ -94,10 +103,16 @@ func (e *xaTriple) rows(t *testing.T, id int) [3]bool {
 // prepared shardgate branch (30 s at most).
 func (e *xaTriple) recoverUntilResolved(t *testing.T) {
 	t.Helper()
+	e.recoverWith(t, e.p)
+}
+
+// recoverWith is recoverUntilResolved by p's recovery.
+func (e *xaTriple) recoverWith(t *testing.T, p *proxy.Proxy) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		left := e.p.RecoverNow(ctx)
+		left := p.RecoverNow(ctx)
 		cancel()
 		n := 0
 		for i := range 3 {
@@ -205,6 +220,56 @@ func TestXAShardKilledBetweenPrepareAndCommit(t *testing.T) {
 	}
 }
 
+// A branch's shard lost before it is prepared: COMMIT fails saying the
+// transaction was rolled back on every shard, and it was: the branch
+// prepared before is rolled back, and so is the coordinator's local
+// part, which the session must not leave open (the client's next
+// statements would run in it, and its next BEGIN commit it). The lost
+// connection is given back to its pool once.
+func TestXABranchLostBeforePrepare(t *testing.T) {
+	own := testenv.StartN(t, 2, testenv.Options{})
+	srvs := [3]*testenv.Server{testenv.Shared(t), own[0], own[1]}
+	e := startXATriple(t, "xaprep", srvs, [3]string{srvs[0].Addr, srvs[1].Addr, srvs[2].Addr})
+	mustExec(t, e.conn, "BEGIN")
+	for i := range 3 {
+		mustExec(t, e.conn, fmt.Sprintf("INSERT INTO t VALUES (%d, 'row %d')", i, i))
+	}
+	if err := srvs[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.conn.ExecContext(context.Background(), "COMMIT")
+	if err == nil || !contains(err.Error(), "XA PREPARE failed on shard s2") || !contains(err.Error(), "rolled back on every shard") {
+		t.Fatalf("COMMIT with s2 lost: %v, want the XA PREPARE failure on s2, rolled back", err)
+	}
+	for i := range 2 {
+		if p := xaPrepared(t, e.d[i]); len(p) != 0 {
+			t.Fatalf("prepared branches left on s%d: %q", i, p)
+		}
+	}
+	if n := queryString(t, e.d[0], "SELECT COUNT(*) FROM information_schema.innodb_trx"); n != "0" {
+		t.Fatalf("transactions open on s0 after the failed COMMIT: %s, want none", n)
+	}
+	// The session is out of the transaction: a write commits at once, and
+	// BEGIN ... ROLLBACK commits nothing of the failed transaction.
+	mustExec(t, e.conn, "INSERT INTO t VALUES (3, 'after')")
+	if n := queryString(t, e.d[0], "SELECT COUNT(*) FROM t_0000 WHERE id = 3"); n != "1" {
+		t.Fatalf("an autocommit INSERT after the failed COMMIT is not committed: %s rows", n)
+	}
+	mustExec(t, e.conn, "BEGIN", "ROLLBACK")
+	if got := queryString(t, e.d[0], "SELECT GROUP_CONCAT(id) FROM t_0000"); got != "3" {
+		t.Fatalf("ids on s0: %s, want 3 only (the failed transaction's row 0 must not be there)", got)
+	}
+	if n := queryString(t, e.d[1], "SELECT COUNT(*) FROM t_0001"); n != "0" {
+		t.Fatalf("rows on s1: %s, want none", n)
+	}
+	for _, line := range strings.Split(scrapeMetrics(t, e.p), "\n") {
+		if strings.HasPrefix(line, "shardgate_backend_pool_connections_open{") && strings.HasSuffix(line, " -1") ||
+			strings.HasPrefix(line, "shardgate_backend_pool_connections_open{") && strings.Contains(line, " -") {
+			t.Errorf("a pool counts fewer than no connections: %s", line)
+		}
+	}
+}
+
 // The coordinator shard lost at COMMIT: the client gets error 1180 naming
 // it, recovery leaves the prepared branches alone while it cannot read
 // the decision, and once the coordinator is back the outcome is the one
@@ -275,6 +340,71 @@ func TestXACoordinatorLostAtCommit(t *testing.T) {
 	if got := queryString(t, e.conn, "SELECT COUNT(*) FROM t"); got != "3" {
 		t.Fatalf("rows of t read through the proxy: %s, want 3", got)
 	}
+}
+
+// Another instance's recovery, which gives up on a coordinator after 1 ms
+// (abandon_after), finds a transaction prepared while its coordinator is
+// stopped at a step. Before the decision it records the abort decision:
+// the coordinator's commit decision then fails on the primary key, and
+// the client gets an error with nothing committed. After the decision it
+// reads the commit there: nothing is rolled back, and the client gets OK
+// with everything committed. Whichever comes first wins, in the
+// coordinator's server.
+func TestXARecoveryFencesAStoppedCoordinator(t *testing.T) {
+	own := testenv.StartN(t, 2, testenv.Options{})
+	srvs := [3]*testenv.Server{testenv.Shared(t), own[0], own[1]}
+	addrs := [3]string{srvs[0].Addr, srvs[1].Addr, srvs[2].Addr}
+	e := startXATriple(t, "xafence", srvs, addrs)
+	other := startXAProxy(t, "xafence", addrs, "xafence-other", "recovery_interval: 1h, abandon_after: 1ms")
+	// recoverTwice: the first pass sees the branches, the second finds
+	// them abandoned (1 ms later).
+	recoverTwice := func() []sgxa.Branch {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		other.RecoverNow(ctx)
+		time.Sleep(2 * time.Millisecond)
+		return other.RecoverNow(ctx)
+	}
+
+	t.Run("before the decision", func(t *testing.T) {
+		reached, release := pauseAt(t, sgxa.AfterPrepares)
+		done := e.writeOnEveryShard(t, 0)
+		waitClosed(t, reached, "the commit to prepare its branches")
+		left := recoverTwice()
+		if d := queryString(t, e.d[0], "SELECT GROUP_CONCAT(decision) FROM shardgate_xa_decisions"); d != "abort" {
+			t.Fatalf("decisions on s0 after the other instance's recovery: %q, want abort (left %+v)", d, left)
+		}
+		release()
+		err := waitResult(t, done, "COMMIT")
+		t.Logf("COMMIT fenced: %v", err)
+		if err == nil || mysqlErrCode(err) == 1180 || !contains(err.Error(), "rolled back on every shard") {
+			t.Fatalf("COMMIT after the abort decision: %v, want an error saying it rolled back", err)
+		}
+		e.recoverWith(t, other)
+		if got := e.rows(t, 0); got != [3]bool{} {
+			t.Fatalf("rows: %v, want none", got)
+		}
+	})
+
+	t.Run("after the decision", func(t *testing.T) {
+		reached, release := pauseAt(t, sgxa.AfterDecision)
+		done := e.writeOnEveryShard(t, 3)
+		waitClosed(t, reached, "the commit decision")
+		recoverTwice()
+		if got := e.rows(t, 3); got[1] || got[2] {
+			// The branches are still attached to the coordinator's
+			// session, which commits them.
+			t.Logf("the other instance committed branches of a live session: %v", got)
+		}
+		release()
+		if err := waitResult(t, done, "COMMIT"); err != nil {
+			t.Fatalf("COMMIT after the decision: %v, want OK", err)
+		}
+		e.recoverWith(t, other)
+		if got := e.rows(t, 3); got != [3]bool{true, true, true} {
+			t.Fatalf("rows: %v, want all three", got)
+		}
+	})
 }
 
 // faultRelay forwards TCP connections to a server. Armed with a marker,
