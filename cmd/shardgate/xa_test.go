@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -148,61 +149,82 @@ const (
 	bankInitial  = 200
 )
 
-// Concurrent transfers between random accounts over three shards, through
-// two shardgate processes (distinct instance names) on the same backends.
-// Each transfer moves money between two rows of account (hash on id) and
-// writes its two sides in ledger (sharded like account, on the account):
-// two thirds of them are cross-shard, two-phase commits. Distributed
-// deadlocks, which no server detects, end with the servers' lock wait
-// timeout (1 s here), a failed transfer. At the end: the total is
-// unchanged, no account is negative, each balance is its initial one plus
-// its ledger rows, a transfer the client saw committed has both ledger
-// rows, one it saw fail has neither (an unknown outcome: both or
-// neither), and no branch is left prepared.
-func TestXABankTransfers(t *testing.T) {
-	const db = "bank"
-	srvs, direct := xaServers(t, db, testenv.Options{ExtraArgs: []string{"--innodb-lock-wait-timeout=1"}})
-	for i, s := range srvs {
+// bankEnv is the bank of the transfer tests: three servers, the tables
+// account (hash on id) and ledger (like account, on the account), and two
+// shardgate processes on them, bank-a and bank-b (whose recovery gives up
+// on another instance's prepared branches after 1 ms: it fences
+// transactions of bank-a that take long, which then fail).
+type bankEnv struct {
+	srvs   []*testenv.Server
+	direct []*sql.DB
+	files  [2]string
+	procs  [2]*proc
+	admins [2]string
+	dbs    [2]atomic.Pointer[sql.DB] // what the clients connect to
+}
+
+const bankDB = "bank"
+
+func startBank(t *testing.T) *bankEnv {
+	t.Helper()
+	e := &bankEnv{}
+	e.srvs, e.direct = xaServers(t, bankDB, testenv.Options{ExtraArgs: []string{"--innodb-lock-wait-timeout=1"}})
+	for i, s := range e.srvs {
 		for _, sub := range []int{2 * i, 2*i + 1} {
 			s.Exec(t,
-				fmt.Sprintf("CREATE TABLE %s.account_%04d (id INT PRIMARY KEY, balance INT NOT NULL)", db, sub),
-				fmt.Sprintf("CREATE TABLE %s.ledger_%04d (transfer BIGINT NOT NULL, account INT NOT NULL, delta INT NOT NULL, PRIMARY KEY (transfer, account))", db, sub))
+				fmt.Sprintf("CREATE TABLE %s.account_%04d (id INT PRIMARY KEY, balance INT NOT NULL)", bankDB, sub),
+				fmt.Sprintf("CREATE TABLE %s.ledger_%04d (transfer BIGINT NOT NULL, account INT NOT NULL, delta INT NOT NULL, PRIMARY KEY (transfer, account))", bankDB, sub))
 		}
 	}
 	const tables = `      - {name: account, shard_key: id, rule: hash, shards: [s0, s1, s2], sub_tables: 2}
       - {name: ledger, shard_key: account, like: account}
 `
-	var proxies []*sql.DB
-	var admins []string
-	var procs []*proc
-	for _, name := range []string{"bank-a", "bank-b"} {
+	for i, name := range []string{"bank-a", "bank-b"} {
 		rec := "recovery_interval: 1s, abandon_after: 30s"
 		if name == "bank-b" {
 			rec = "recovery_interval: 20ms, abandon_after: 1ms"
 		}
-		file := writeXAConfig(t, db, srvs, name, rec, tables)
-		admin := freeAddr(t)
-		pr, listen := startServe(t, "--config", file, "--admin-http", admin)
-		procs = append(procs, pr)
-		proxies = append(proxies, open(t, listen, db))
-		admins = append(admins, admin)
+		e.files[i] = writeXAConfig(t, bankDB, e.srvs, name, rec, tables)
+		e.start(t, i)
 	}
 	var values []string
 	for id := 1; id <= bankAccounts; id++ {
 		values = append(values, fmt.Sprintf("(%d, %d)", id, bankInitial))
 	}
-	if _, err := proxies[0].Exec("INSERT INTO account VALUES " + strings.Join(values, ", ")); err != nil {
+	if _, err := e.dbs[0].Load().Exec("INSERT INTO account VALUES " + strings.Join(values, ", ")); err != nil {
 		t.Fatal(err)
 	}
+	return e
+}
 
+// start starts shardgate i (again).
+func (e *bankEnv) start(t *testing.T, i int) {
+	t.Helper()
+	e.admins[i] = freeAddr(t)
+	var listen string
+	e.procs[i], listen = startServe(t, "--config", e.files[i], "--admin-http", e.admins[i])
+	e.dbs[i].Store(open(t, listen, bankDB))
+}
+
+// run makes transfers through both processes for runFor, six clients on
+// each, while chaos (if not nil) injects faults; strict: a client that
+// cannot connect fails the test.
+func (e *bankEnv) run(t *testing.T, runFor time.Duration, strict bool, chaos func(ctx context.Context)) []transfer {
+	t.Helper()
 	const workersPerProxy = 6
-	const runFor = 4 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), runFor)
 	defer cancel()
 	var mu sync.Mutex
 	var transfers []transfer
 	var wg sync.WaitGroup
-	for pi, pdb := range proxies {
+	if chaos != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			chaos(ctx)
+		}()
+	}
+	for pi := range e.dbs {
 		for w := range workersPerProxy {
 			wg.Add(1)
 			go func() {
@@ -212,10 +234,14 @@ func TestXABankTransfers(t *testing.T) {
 				var conn *sql.Conn
 				for n := 0; ctx.Err() == nil; n++ {
 					if conn == nil {
-						c, err := pdb.Conn(context.Background())
+						c, err := e.dbs[pi].Load().Conn(ctx)
 						if err != nil {
-							t.Errorf("connect to shardgate %d: %v", pi, err)
-							return
+							if strict {
+								t.Errorf("connect to shardgate %d: %v", pi, err)
+								return
+							}
+							time.Sleep(20 * time.Millisecond) // it restarts
+							continue
 						}
 						conn = c
 					}
@@ -242,20 +268,28 @@ func TestXABankTransfers(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	if t.Failed() {
-		return
-	}
+	return transfers
+}
 
+// bankCounts are a run's transfers by what the clients saw.
+type bankCounts struct {
+	committed, crossCommitted, failed, declined, unknown int
+}
+
+// check waits until no branch is left prepared, then checks the bank
+// against what the clients saw.
+func (e *bankEnv) check(t *testing.T, transfers []transfer) bankCounts {
+	t.Helper()
 	// Every branch ends: the commits finished theirs, recovery those whose
-	// XA COMMIT failed after the decision.
-	waitNoPrepared(t, direct, 30*time.Second)
+	// XA COMMIT failed after the decision or whose process died.
+	waitNoPrepared(t, e.direct, 30*time.Second)
 
 	// Where each account is, its balance, and the ledger.
 	shardOf := map[int]int{}
 	balance := map[int]int{}
 	type side struct{ account, delta int }
 	ledger := map[int64][]side{}
-	for i, d := range direct {
+	for i, d := range e.direct {
 		for _, sub := range []int{2 * i, 2*i + 1} {
 			rows := queryAll(t, d, fmt.Sprintf("SELECT id, balance FROM account_%04d", sub))
 			for _, r := range rows {
@@ -298,11 +332,9 @@ func TestXABankTransfers(t *testing.T) {
 			t.Errorf("account %d: balance %d, but its ledger rows say %d", id, b, bankInitial+sums[id])
 		}
 	}
-	count := map[int]int{}
-	crossCommitted, unknowns := 0, 0
+	var c bankCounts
 	errSamples := map[string]int{}
 	for _, tr := range transfers {
-		count[tr.outcome]++
 		sides := ledger[tr.id]
 		delete(ledger, tr.id)
 		applied := len(sides) == 2 &&
@@ -310,25 +342,31 @@ func TestXABankTransfers(t *testing.T) {
 				sides[1] == side{tr.from, -tr.amount} && sides[0] == side{tr.to, tr.amount})
 		if tr.err != nil {
 			msg := tr.err.Error()
-			if len(msg) > 90 {
-				msg = msg[:90]
+			if len(msg) > 100 {
+				msg = msg[:100]
 			}
 			errSamples[msg]++
 		}
 		switch tr.outcome {
 		case committed:
+			c.committed++
 			if !applied {
 				t.Errorf("transfer %d (%d -> %d, %d) committed, but its ledger rows are %v", tr.id, tr.from, tr.to, tr.amount, sides)
 			}
 			if shardOf[tr.from] != shardOf[tr.to] {
-				crossCommitted++
+				c.crossCommitted++
 			}
 		case failed, declined:
+			if tr.outcome == failed {
+				c.failed++
+			} else {
+				c.declined++
+			}
 			if len(sides) != 0 {
 				t.Errorf("transfer %d (%d -> %d, %d) failed (%v), but its ledger rows are %v", tr.id, tr.from, tr.to, tr.amount, tr.err, sides)
 			}
 		case unknown:
-			unknowns++
+			c.unknown++
 			if len(sides) != 0 && !applied {
 				t.Errorf("transfer %d (%d -> %d, %d) of unknown outcome (%v) is half applied: ledger rows %v", tr.id, tr.from, tr.to, tr.amount, tr.err, sides)
 			}
@@ -338,21 +376,83 @@ func TestXABankTransfers(t *testing.T) {
 		t.Errorf("ledger rows of transfer %d, which no client ran: %v", id, sides)
 	}
 	t.Logf("%d transfers: %d committed (%d across shards), %d failed, %d declined, %d unknown; errors: %v",
-		len(transfers), count[committed], crossCommitted, count[failed], count[declined], unknowns, errSamples)
-	if crossCommitted < 20 {
-		t.Errorf("only %d cross-shard transfers committed: the run proves little", crossCommitted)
-	}
-	if unknowns > 0 {
-		t.Errorf("%d transfers of unknown outcome without any fault injected", unknowns)
-	}
-	for i, pr := range procs {
+		len(transfers), c.committed, c.crossCommitted, c.failed, c.declined, c.unknown, errSamples)
+	for i, pr := range e.procs {
 		t.Logf("shardgate %d: %d branches resolved by its recovery", i, strings.Count(pr.stderr.String(), `msg="XA recovery resolved a prepared branch"`))
 	}
-	for i, admin := range admins {
+	if c.crossCommitted < 20 {
+		t.Errorf("only %d cross-shard transfers committed: the run proves little", c.crossCommitted)
+	}
+	return c
+}
+
+// Concurrent transfers between random accounts over three shards, through
+// two shardgate processes (distinct instance names) on the same backends.
+// Each transfer moves money between two accounts and writes its two sides
+// in the ledger: two thirds of them are cross-shard, two-phase commits.
+// Distributed deadlocks, which no server detects, end with the servers'
+// lock wait timeout (1 s here), a failed transfer. At the end: the total
+// is unchanged, no account is negative, each balance is its initial one
+// plus its ledger rows, a transfer the client saw committed has both
+// ledger rows, one it saw fail has neither, none has an unknown outcome,
+// and no branch is left prepared.
+func TestXABankTransfers(t *testing.T) {
+	e := startBank(t)
+	transfers := e.run(t, 4*time.Second, true, nil)
+	if t.Failed() {
+		return
+	}
+	c := e.check(t, transfers)
+	if c.unknown > 0 {
+		t.Errorf("%d transfers of unknown outcome without any fault injected", c.unknown)
+	}
+	for i, admin := range e.admins {
 		if n := metricValue(t, admin, `shardgate_xa_commits_total{kind="two_phase"}`); n < 1 {
 			t.Errorf("shardgate %d made %v two-phase commits", i, n)
 		}
 	}
+}
+
+// The transfers of TestXABankTransfers while a shard is killed (SIGKILL)
+// and restarted, and then shardgate bank-a is killed and restarted under
+// its instance name. Transfers fail, some with an unknown outcome (the
+// coordinator lost at the decision, the process gone at COMMIT): those
+// are all or nothing; the others as the client was told; the total is
+// unchanged, and recovery leaves no branch prepared.
+func TestXABankTransfersWithFaults(t *testing.T) {
+	e := startBank(t)
+	// sleep waits d unless the run ends first.
+	sleep := func(ctx context.Context, d time.Duration) bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
+	transfers := e.run(t, 5*time.Second, false, func(ctx context.Context) {
+		if !sleep(ctx, time.Second) {
+			return
+		}
+		if err := e.srvs[1].Kill(); err != nil {
+			t.Error(err)
+		}
+		if !sleep(ctx, 700*time.Millisecond) {
+			return
+		}
+		if err := e.srvs[1].Restart(); err != nil {
+			t.Error(err)
+		}
+		if !sleep(ctx, time.Second) {
+			return
+		}
+		_ = e.procs[0].cmd.Process.Kill()
+		e.start(t, 0)
+	})
+	if t.Failed() {
+		return
+	}
+	e.check(t, transfers)
 }
 
 // runTransfer runs one transfer on conn, the debit first or the credit
@@ -413,12 +513,12 @@ func runTransfer(conn *sql.Conn, tr transfer, debitFirst bool) (outcome int, err
 	switch {
 	case err == nil:
 		return committed, nil, false
-	case errors.As(err, &me) && me.Number == 1180 && strings.Contains(me.Message, "unknown"):
-		return unknown, err, false
+	case errors.As(err, &me) && (strings.Contains(me.Message, "rolled back") || strings.Contains(me.Message, "nothing was committed")):
+		return failed, err, false // the answer says so
 	case errors.As(err, &me):
-		return failed, err, false // the answer says it rolled back
+		return unknown, err, false // an outcome unknown, or the server's error for the COMMIT
 	}
-	return unknown, err, true
+	return unknown, err, true // the answer lost
 }
 
 func queryAll(t *testing.T, d *sql.DB, q string) [][]string {
