@@ -89,7 +89,22 @@ func startServe(t *testing.T, args ...string) (*proc, string) {
 // environment.
 func startServeEnv(t *testing.T, env []string, args ...string) (*proc, string) {
 	t.Helper()
-	listen := freeAddr(t)
+	p, listen, err := startServeE(t, env, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, listen
+}
+
+// startServeE is startServeEnv returning its error instead of failing
+// the test, for a goroutine other than the test's.
+func startServeE(t *testing.T, env []string, args ...string) (*proc, string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	listen := ln.Addr().String()
+	ln.Close()
 	cmd := exec.Command(binary, append([]string{"serve", "--listen", listen}, args...)...)
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
@@ -97,7 +112,7 @@ func startServeEnv(t *testing.T, env []string, args ...string) (*proc, string) {
 	p := &proc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, "", err
 	}
 	go func() { p.done <- cmd.Wait() }()
 	t.Cleanup(func() {
@@ -112,10 +127,10 @@ func startServeEnv(t *testing.T, env []string, args ...string) (*proc, string) {
 		c, err := net.Dial("tcp", listen)
 		if err == nil {
 			c.Close()
-			return p, listen
+			return p, listen, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("shardgate did not start listening: %v\n%s", err, p.stderr.String())
+			return nil, "", fmt.Errorf("shardgate did not start listening: %v\n%s", err, p.stderr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -185,7 +186,9 @@ func startBank(t *testing.T) *bankEnv {
 			rec = "recovery_interval: 20ms, abandon_after: 1ms"
 		}
 		e.files[i] = writeXAConfig(t, bankDB, e.srvs, name, rec, tables)
-		e.start(t, i)
+		if err := e.start(t, i); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var values []string
 	for id := 1; id <= bankAccounts; id++ {
@@ -197,13 +200,27 @@ func startBank(t *testing.T) *bankEnv {
 	return e
 }
 
-// start starts shardgate i (again).
-func (e *bankEnv) start(t *testing.T, i int) {
-	t.Helper()
-	e.admins[i] = freeAddr(t)
-	var listen string
-	e.procs[i], listen = startServe(t, "--config", e.files[i], "--admin-http", e.admins[i])
-	e.dbs[i].Store(open(t, listen, bankDB))
+// start starts shardgate i (again); it may run on a goroutine other than
+// the test's.
+func (e *bankEnv) start(t *testing.T, i int) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	admin := ln.Addr().String()
+	ln.Close()
+	p, listen, err := startServeE(t, nil, "--config", e.files[i], "--admin-http", admin)
+	if err != nil {
+		return err
+	}
+	d, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s)/%s", testenv.User, testenv.Password, listen, bankDB))
+	if err != nil {
+		return err
+	}
+	t.Cleanup(func() { d.Close() })
+	e.admins[i], e.procs[i] = admin, p
+	e.dbs[i].Store(d)
+	return nil
 }
 
 // run makes transfers through both processes for runFor, six clients on
@@ -447,7 +464,9 @@ func TestXABankTransfersWithFaults(t *testing.T) {
 			return
 		}
 		_ = e.procs[0].cmd.Process.Kill()
-		e.start(t, 0)
+		if err := e.start(t, 0); err != nil {
+			t.Error(err)
+		}
 	})
 	if t.Failed() {
 		return
