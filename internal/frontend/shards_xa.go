@@ -327,6 +327,12 @@ func (s *Session) commitTwoPhase(t *xa.Trx, writers []heldConn) bool {
 		}
 		s.endCurrent("ROLLBACK")
 		s.abortTwoPhase(writers, nil)
+		if isCode(err, erDupEntry) {
+			// Recovery recorded the abort first: it took the transaction
+			// for abandoned (transactions.abandon_after).
+			return s.writeErr(mysql.NewError(erXARBRollback, "XA100",
+				"shardgate: XA recovery had decided to roll this transaction back (its commit came after transactions.abandon_after); it was rolled back on every shard"))
+		}
 		return s.writeErr(commitError(err, "COMMIT failed on coordinator shard "+coord.Name+"; the transaction was rolled back on every shard"))
 	}
 	s.endCurrent("")
@@ -357,8 +363,7 @@ func (s *Session) commitTwoPhase(t *xa.Trx, writers []heldConn) bool {
 func (s *Session) decide(t *xa.Trx) error {
 	decision := string(xa.AppendCommitDecision(nil, t.XID)) + ";COMMIT"
 	err := s.pinned.Exec(decision)
-	var se *mysql.SQLError
-	if !errors.As(err, &se) || se.Code != erNoSuchTable || s.srv.opt.XA.Tables == nil {
+	if !isCode(err, erNoSuchTable) || s.srv.opt.XA.Tables == nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -370,8 +375,17 @@ func (s *Session) decide(t *xa.Trx) error {
 	return s.pinned.Exec(decision)
 }
 
-// erNoSuchTable is the server's 1146.
-const erNoSuchTable = 1146
+// Server errors of the decision: no decision table yet, or the row
+// already there (recovery's abort).
+const (
+	erNoSuchTable = 1146
+	erDupEntry    = 1062
+)
+
+func isCode(err error, code uint16) bool {
+	var se *mysql.SQLError
+	return errors.As(err, &se) && se.Code == code
+}
 
 // abortTwoPhase rolls back the prepared branches and those not prepared
 // yet, after a failed two-phase commit.

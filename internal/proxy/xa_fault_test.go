@@ -397,7 +397,7 @@ func TestXARecoveryFencesAStoppedCoordinator(t *testing.T) {
 		release()
 		err := waitResult(t, done, "COMMIT")
 		t.Logf("COMMIT fenced: %v", err)
-		if err == nil || mysqlErrCode(err) == 1180 || !contains(err.Error(), "rolled back on every shard") {
+		if mysqlErrCode(err) != 1402 || !contains(err.Error(), "rolled back on every shard") || !contains(err.Error(), "abandon_after") {
 			t.Fatalf("COMMIT after the abort decision: %v, want an error saying it rolled back", err)
 		}
 		e.recoverWith(t, other)
