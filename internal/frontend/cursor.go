@@ -191,6 +191,10 @@ func (s *Session) EndTransaction(q []byte) bool {
 	}
 	wrote := s.trxWrote
 	s.trxWriter, s.trxWrote = nil, s.trxWrote[:0]
+	// The current shard's part, when another shard ends last, is one of
+	// the others: ended in the loop below, not left open (its writes
+	// uncommitted, its snapshot kept).
+	s.enter(last)
 	end := q
 	if q[0] != mysql.ComQuery {
 		// A prepared COMMIT or ROLLBACK: the other shards get it as text.
