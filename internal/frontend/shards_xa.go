@@ -142,12 +142,22 @@ func (s *Session) atomicWrite(cl *backend.Cluster) *mysql.SQLError {
 		return nil // an XA branch, or a shard the transaction joins as one
 	case s.xa.trx != nil && s.xa.trx.XID.Coordinator == cl.Name:
 		return nil
-	case s.xa.trx == nil && (s.trxWriter == nil || s.trxWriter == cl):
+	case s.xa.trx == nil && !s.otherLocalWrote(cl):
 		return nil // it will coordinate
 	}
 	return mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax,
 		"shardgate: this transaction opened on shard %s outside XA, beside the shard that coordinates it; it cannot write there atomically (cross_shard_writes: atomic). Start transactions with BEGIN, or COMMIT or ROLLBACK first",
 		cl.Name)
+}
+
+// otherLocalWrote reports whether the transaction wrote on a shard other
+// than cl whose part is a local transaction. A shard written but not
+// joined yet (an earlier part of the statement being planned) joins as
+// an XA branch, so it is no coordinator cl would write beside.
+func (s *Session) otherLocalWrote(cl *backend.Cluster) bool {
+	return slices.ContainsFunc(append(slices.Clip(s.trxWrote), s.trxWriter), func(w *backend.Cluster) bool {
+		return w != nil && w != cl && s.localPart(w)
+	})
 }
 
 // appendXAStart appends the XA START of the branch s.cl joins with, if
