@@ -113,6 +113,9 @@ func (s *Session) statement(p []byte, st router.Stmt) bool {
 	prim := s.plan(st, p)
 	s.tele.trace.st.EndPlan()
 	ok := prim.Execute(s, p)
+	// At once, not at the next statement: the other shards' parts hold
+	// locks another transaction may wait for.
+	s.settleDoomed()
 	s.endLastID()
 	return ok
 }

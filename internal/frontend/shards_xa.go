@@ -189,10 +189,16 @@ func (s *Session) xaRefusal(st router.Stmt) *mysql.SQLError {
 	return nil
 }
 
-// noteXAError notes an error that rolled back a part of the transaction.
+// noteXAError notes an error that rolled back a part of the transaction,
+// or that must end it: a lock wait timeout (1205) rolls back only the
+// statement, but a deadlock across shards is seen by no server, each
+// transaction waiting for the other until innodb_lock_wait_timeout, and
+// only rolling one back releases the locks the other waits for (a retry
+// of the statement alone would wait again): as innodb_rollback_on_timeout
+// does on one server.
 func (s *Session) noteXAError(e *mysql.SQLError) {
 	switch e.Code {
-	case erDeadlock, erXARBRollback, erXARBTimeout, erXARBDeadlock:
+	case erDeadlock, erXARBRollback, erXARBTimeout, erXARBDeadlock, mysql.ERLockWaitTimeout:
 		s.xa.doomed = true
 	}
 }
@@ -207,10 +213,12 @@ const (
 )
 
 // settleDoomed rolls back every part of a transaction a server had
-// already rolled back in part; the statement that comes next runs
-// outside it, as after a deadlock on one server.
+// already rolled back in part (or a lock wait timeout ended), right after
+// the statement that failed; the statement that comes next runs outside
+// it, as after a deadlock on one server.
 func (s *Session) settleDoomed() {
 	if s.xa.doomed {
+		s.resolveLastID() // before its connection goes back to the pool
 		s.rollbackHeld()
 	}
 }

@@ -51,6 +51,16 @@ func TestCommitEndsEveryShardsPart(t *testing.T) {
 	}
 }
 
+// execAsync runs sql on c in the background; the channel gets its error.
+func execAsync(c *sql.Conn, sql string) <-chan error {
+	ch := make(chan error, 1)
+	go func() {
+		_, err := c.ExecContext(context.Background(), sql)
+		ch <- err
+	}()
+	return ch
+}
+
 // trxCount counts the transactions of database db on d's server in state
 // ("" for any).
 func trxCount(t *testing.T, d *sql.DB, db, state string) string {
@@ -74,6 +84,13 @@ func waitTrx(t *testing.T, d *sql.DB, db, state, what string, cond func(n string
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// waitLockWait waits until a statement in database db of d's server
+// waits for a row lock.
+func waitLockWait(t *testing.T, d *sql.DB, db string) {
+	t.Helper()
+	waitTrx(t, d, db, "LOCK WAIT", "a lock wait", func(n string) bool { return n != "0" })
 }
 
 // checkNoTrx checks that d's server holds no transaction in database db
