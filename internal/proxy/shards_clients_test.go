@@ -73,6 +73,16 @@ const (
 	sbShardedSubTables = 4 // 2 shards × 2
 )
 
+// sbShardedTableList is the sbtest tables' YAML flow mappings: hash on
+// id over [s0, s1], perShard sub-tables on each shard.
+func sbShardedTableList(perShard int) []string {
+	var tables []string
+	for i := 1; i <= sbShardedTables; i++ {
+		tables = append(tables, fmt.Sprintf("{name: sbtest%d, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: %d}", i, perShard))
+	}
+	return tables
+}
+
 // sbShardedArgs are sysbench's options for script on the sharded sbtest
 // tables through tg.
 func sbShardedArgs(tg clientsTarget, db, script string, extra ...string) []string {
@@ -96,10 +106,7 @@ func sbShardedArgs(tg clientsTarget, db, script string, extra ...string) []strin
 func TestShardedSysbench(t *testing.T) {
 	bin := clientsBinary(t, "sysbench")
 	const db = "sb_sharded"
-	var tables []string
-	for i := 1; i <= sbShardedTables; i++ {
-		tables = append(tables, fmt.Sprintf("{name: sbtest%d, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}", i))
-	}
+	tables := sbShardedTableList(sbShardedSubTables / 2)
 	e := startClientShards(t, db, tables...)
 	px := clientsProxyTarget(t, e.p)
 
@@ -181,20 +188,27 @@ func TestShardedSysbench(t *testing.T) {
 // no id is stored twice and that the tables hold sbShardedTableSize rows.
 func (e *clientShards) checkSbtest(t *testing.T) {
 	t.Helper()
+	e.checkSbtestLayout(t, sbShardedSubTables/2)
+}
+
+// checkSbtestLayout is checkSbtest for perShard sub-tables on each shard.
+func (e *clientShards) checkSbtestLayout(t *testing.T, perShard int) {
+	t.Helper()
+	subTables := perShard * len(e.direct)
 	for n := 1; n <= sbShardedTables; n++ {
 		seen := map[int64]string{}
-		for sub := 0; sub < sbShardedSubTables; sub++ {
+		for sub := 0; sub < subTables; sub++ {
 			name := fmt.Sprintf("sbtest%d_%04d", n, sub)
-			rows, err := e.direct[sub/2].Query("SELECT id FROM " + name)
+			rows, err := e.direct[sub/perShard].Query("SELECT id FROM " + name)
 			if err != nil {
-				t.Fatalf("%s on s%d: %v", name, sub/2, err)
+				t.Fatalf("%s on s%d: %v", name, sub/perShard, err)
 			}
 			for rows.Next() {
 				var id int64
 				if err := rows.Scan(&id); err != nil {
 					t.Fatal(err)
 				}
-				if want := subTableOf(t, id, sbShardedSubTables); want != sub {
+				if want := subTableOf(t, id, subTables); want != sub {
 					t.Errorf("id %d is on %s, its key names sub-table %d", id, name, want)
 				}
 				if other, dup := seen[id]; dup {
