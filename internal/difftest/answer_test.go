@@ -136,6 +136,34 @@ func TestRefused(t *testing.T) {
 	}
 }
 
+// TestRefusedInTransaction: a write inside a generated transaction may
+// be refused for writing on a second shard only when the options say so
+// (a refuse schema), and never a read.
+func TestRefusedInTransaction(t *testing.T) {
+	got := Answer{Err: &mysql.SQLError{Code: mysql.ERNotSupportedYet, State: mysql.StateSyntax,
+		Message: "shardgate: this transaction already wrote to shard s0; a write to shard s1 in the same transaction is refused (cross_shard_writes: refuse). COMMIT or ROLLBACK first"}}
+	write := Statement{InTrx: true, Writes: []string{tUser}}
+	read := Statement{InTrx: true}
+	outside := Statement{Writes: []string{tUser}}
+	refuse := DefaultOptions()
+	refuse.TrxRefusals = CrossShardWriteRefusals
+	for _, tt := range []struct {
+		name string
+		opts Options
+		st   Statement
+		want bool
+	}{
+		{"refuse schema, write in a transaction", refuse, write, true},
+		{"refuse schema, read in a transaction", refuse, read, false},
+		{"refuse schema, write outside", refuse, outside, false},
+		{"atomic schema, write in a transaction", DefaultOptions(), write, false},
+	} {
+		if r := tt.opts.Refused(&tt.st, &got); r != tt.want {
+			t.Errorf("%s: Refused = %v, want %v", tt.name, r, tt.want)
+		}
+	}
+}
+
 func TestFormatRowBinary(t *testing.T) {
 	cols := []Column{
 		{Type: mysql.TypeLong}, {Type: mysql.TypeLongLong, Flags: mysql.FlagUnsigned}, {Type: mysql.TypeDouble},

@@ -30,6 +30,11 @@ type Generator struct {
 
 	// singleRowLoad makes Data load one row per INSERT (SingleRowLoad).
 	singleRowLoad bool
+
+	// trx: Next makes transactions too (Transactions); pending are the
+	// rest of the one under way.
+	trx     bool
+	pending []Statement
 }
 
 // SingleRowLoad makes Data write one row per INSERT, for a target that
@@ -392,6 +397,17 @@ var totalWeight = func() int {
 
 // Next returns the next random statement.
 func (g *Generator) Next() Statement {
+	if st, ok := g.nextInTrx(); ok {
+		return st
+	}
+	k := g.pickKind()
+	st := k.gen(g)
+	st.Kind = k.name
+	return st
+}
+
+// pickKind picks a kind of statement by the kinds' weights.
+func (g *Generator) pickKind() kind {
 	w := g.r.IntN(totalWeight)
 	k := kinds[0]
 	for _, k = range kinds {
@@ -400,9 +416,17 @@ func (g *Generator) Next() Statement {
 		}
 		w -= k.weight
 	}
-	st := k.gen(g)
-	st.Kind = k.name
-	return st
+	return k
+}
+
+// kindNamed is the kind called name.
+func (g *Generator) kindNamed(name string) kind {
+	for _, k := range kinds {
+		if k.name == name {
+			return k
+		}
+	}
+	panic("difftest: no kind " + name) // a bug in the generator
 }
 
 func ordered(st Statement) Statement { st.Ordered = true; return st }

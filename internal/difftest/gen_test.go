@@ -144,3 +144,95 @@ func TestSchemaYAML(t *testing.T) {
 		t.Error("3 shards for 4 sub-tables accepted")
 	}
 }
+
+// TestGeneratorTransactions checks the transactions Generator.Transactions
+// adds: each BEGIN is ended by COMMIT or ROLLBACK before the next, the
+// statements between are InTrx and include a write on each side of
+// sf_event's or sf_log's sub-tables, a ROLLBACK TO follows its SAVEPOINT,
+// the statements that undo or commit writes name every table written
+// since BEGIN, and a savepoint statement has no prepared form. Without
+// Transactions, a generator makes none.
+func TestGeneratorTransactions(t *testing.T) {
+	plain, withTrx := NewGenerator(5), NewGenerator(5)
+	withTrx.Transactions()
+	for range 2000 {
+		if st := plain.Next(); st.InTrx || st.Kind == KindTransaction {
+			t.Fatalf("a generator without Transactions made %+v", st)
+		}
+	}
+	const n = 6000
+	var inTrx, writesIn, writesOut, trxs, sides int
+	var written []string
+	savepoint := ""
+	open := false
+	for i := range n {
+		st := withTrx.Next()
+		if n := placeholders(st.Prepared); n != len(st.Args) {
+			t.Fatalf("%d placeholders, %d args: %s", n, len(st.Args), st.Prepared)
+		}
+		if st.Kind != KindTransaction {
+			if st.InTrx != open {
+				t.Fatalf("statement %d InTrx=%v in a transaction=%v: %s", i, st.InTrx, open, st.SQL)
+			}
+			switch {
+			case st.InTrx:
+				inTrx++
+				if len(st.Writes) > 0 {
+					writesIn++
+				}
+				if st.Kind == "trx_side" {
+					sides++
+				}
+				for _, w := range st.Writes {
+					if !slices.Contains(written, w) {
+						written = append(written, w)
+					}
+				}
+			case len(st.Writes) > 0:
+				writesOut++
+			}
+			continue
+		}
+		f := strings.Fields(st.SQL)
+		switch f[0] {
+		case "BEGIN", "START":
+			if open {
+				t.Fatalf("statement %d: %s inside a transaction", i, st.SQL)
+			}
+			open, written, savepoint, sides = true, nil, "", 0
+			trxs++
+		case "SAVEPOINT":
+			savepoint = f[1]
+		case "RELEASE":
+			if f[2] != savepoint {
+				t.Fatalf("statement %d: %s, savepoint %q", i, st.SQL, savepoint)
+			}
+		case "COMMIT", "ROLLBACK":
+			if len(f) > 1 && f[1] == "TO" {
+				if f[len(f)-1] != savepoint {
+					t.Fatalf("statement %d: %s, savepoint %q", i, st.SQL, savepoint)
+				}
+			} else {
+				if !open || sides < 2 {
+					t.Fatalf("statement %d: %s ends a transaction: open %v, %d writes on sf_event's or sf_log's sides", i, st.SQL, open, sides)
+				}
+				open = false
+			}
+			slices.Sort(written)
+			got := slices.Sorted(slices.Values(st.Writes))
+			if !slices.Equal(got, written) {
+				t.Fatalf("statement %d: %s compares %v, the transaction wrote %v", i, st.SQL, got, written)
+			}
+		default:
+			t.Fatalf("statement %d: control statement %q", i, st.SQL)
+		}
+		if (f[0] == "SAVEPOINT" || f[0] == "RELEASE" || len(f) > 1 && f[1] == "TO") != (st.Prepared == "") {
+			t.Fatalf("statement %d: %s has prepared form %q", i, st.SQL, st.Prepared)
+		}
+	}
+	// a share of the writes, not a handful nor all of them
+	if trxs < 100 || writesIn*4 < writesOut || writesIn > 4*writesOut {
+		t.Errorf("%d transactions, %d statements in them; %d writes in transactions, %d outside", trxs, inTrx, writesIn, writesOut)
+	}
+	t.Logf("%d statements: %d transactions, %d statements in them; %d writes in transactions, %d outside", n, trxs, inTrx, writesIn, writesOut)
+}

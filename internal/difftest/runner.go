@@ -58,6 +58,17 @@ type Options struct {
 	// reference. Without it they are compared like any other (a second
 	// server standing in for shardgate answers them).
 	EnforceRefusals bool
+	// TrxRefusals are the messages a refusal of a write inside a
+	// generated transaction (Statement.InTrx) may carry: shardgate under
+	// cross_shard_writes: refuse refuses a transaction's write on a
+	// second shard. Nil: such a refusal is a difference.
+	TrxRefusals []*regexp.Regexp
+}
+
+// CrossShardWriteRefusals are the messages of a write refused because
+// its transaction wrote on another shard (cross_shard_writes: refuse).
+var CrossShardWriteRefusals = []*regexp.Regexp{
+	regexp.MustCompile(`^shardgate: this transaction already wrote to shard \w+; a write to shard \w+ in the same transaction is refused \(cross_shard_writes: refuse\)`),
 }
 
 // MustRefusals are the messages of a refused join across shards.
@@ -93,7 +104,14 @@ type Report struct {
 	ErrorCodes map[uint16]int
 	// Constructs counts the statements of each construct of issue 14
 	// (Statement.Constructs).
-	Constructs  map[string]*ConstructCount
+	Constructs map[string]*ConstructCount
+	// Trx counts the generated transactions' statements
+	// (Generator.Transactions): the control statements by their first
+	// words (BEGIN, COMMIT, ROLLBACK TO …), "inside" those between,
+	// "writes inside" and "refused inside" the writes and the refusals
+	// among them, "refused on a second shard" those refused for
+	// Options.TrxRefusals; "writes outside" counts the other writes.
+	Trx         map[string]int
 	Differences []Difference
 }
 
@@ -186,6 +204,18 @@ func (r *Report) Summary() string {
 	slices.Sort(msgs)
 	for _, m := range msgs {
 		fmt.Fprintf(&b, "  pending (not built yet) %5d× %s\n", r.Pending[m], m)
+	}
+	if r.Trx["inside"] > 0 {
+		ks := make([]string, 0, len(r.Trx))
+		for k := range r.Trx {
+			ks = append(ks, k)
+		}
+		slices.Sort(ks)
+		b.WriteString("  transactions:")
+		for _, k := range ks {
+			fmt.Fprintf(&b, " %s %d;", k, r.Trx[k])
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString(r.ConstructSummary())
 	whats := make([]string, 0, len(r.RefusedFor))
@@ -361,7 +391,7 @@ func newRunner(ref, got Target, seed int64, opts Options) (*runner, error) {
 	}
 	return &runner{ref: rc, got: gc, opts: opts, lastContents: map[string]string{},
 		rep: &Report{Seed: seed, Kinds: map[string]*KindCount{}, Pending: map[string]int{}, ErrorCodes: map[uint16]int{},
-			Constructs: map[string]*ConstructCount{}}}, nil
+			Constructs: map[string]*ConstructCount{}, Trx: map[string]int{}}}, nil
 }
 
 func (r *runner) close() {
@@ -401,9 +431,26 @@ func (r *runner) statement(i int, st Statement) error {
 	if err != nil {
 		return fmt.Errorf("statement #%d %s: %w", i, st.SQL, err)
 	}
+	switch {
+	case st.Kind == KindTransaction:
+		r.rep.Trx[trxVerb(st.SQL)]++
+	case st.InTrx:
+		r.rep.Trx["inside"]++
+		if len(st.Writes) > 0 {
+			r.rep.Trx["writes inside"]++
+		}
+	case len(st.Writes) > 0:
+		r.rep.Trx["writes outside"]++
+	}
 	refused := func() {
 		kc.Refused++
 		r.rep.Refusals++
+		if st.InTrx {
+			r.rep.Trx["refused inside"]++
+			if isRefusal(&got, r.opts.TrxRefusals) {
+				r.rep.Trx["refused on a second shard"]++
+			}
+		}
 		if len(st.Constructs) > 0 && got.Err != nil {
 			if r.rep.RefusedFor == nil {
 				r.rep.RefusedFor = map[string]int{}
@@ -474,9 +521,25 @@ func describeAnswer(a *Answer) string {
 }
 
 // Refused reports whether got is an acceptable refusal of st: st is
-// Refusable and got failed with 1235 (42000) and one of the Refusals.
+// Refusable and got failed with 1235 (42000) and one of the Refusals, or
+// st is a write inside a generated transaction and the message is one of
+// the TrxRefusals.
 func (o Options) Refused(st *Statement, got *Answer) bool {
-	return st.Refusable && isRefusal(got, o.Refusals)
+	return st.Refusable && isRefusal(got, o.Refusals) ||
+		st.InTrx && len(st.Writes) > 0 && isRefusal(got, o.TrxRefusals)
+}
+
+// trxVerb names a control statement of a transaction in the report:
+// its words before a savepoint's name.
+func trxVerb(sql string) string {
+	f := strings.Fields(sql)
+	switch {
+	case len(f) >= 2 && f[0] == "ROLLBACK" && f[1] == "TO":
+		return "ROLLBACK TO"
+	case f[0] == "SAVEPOINT" || f[0] == "RELEASE":
+		return f[0]
+	}
+	return sql
 }
 
 // isRefusal reports whether got failed with 1235 (42000) and a message

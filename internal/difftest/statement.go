@@ -44,6 +44,10 @@ type Statement struct {
 	// shardgate's message (a join across shards); an answer is a
 	// difference (with Options.EnforceRefusals).
 	MustRefuse bool
+	// InTrx: the statement is inside a transaction the generator began
+	// (Generator.Transactions); a write may be refused for it
+	// (Options.TrxRefusals).
+	InTrx bool
 }
 
 // lit is a literal of a generated statement: its spelling in the text form
