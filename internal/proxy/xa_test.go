@@ -230,50 +230,6 @@ func TestAtomicTransactionEndsWithItsSession(t *testing.T) {
 	}
 }
 
-// A deadlock on one shard rolls back the whole transaction, as on one
-// server: the victim's write on the other shard is undone, and its next
-// statement runs outside any transaction.
-func TestAtomicTransactionDeadlockRollsBackEveryShard(t *testing.T) {
-	_, d0, d1, _, _, proxyDB := shardedPairProxy(t, "xadead", "    cross_shard_writes: atomic\n")
-	db := proxyDB("")
-	conn, b := dbConn(t, db), dbConn(t, db)
-	mustExec(t, conn, "/* shardgate:shard=s1 */ INSERT INTO t_0002 VALUES (1, 0), (2, 0)")
-	mustExec(t, conn, "BEGIN")
-	mustExec(t, conn, "/* shardgate:shard=s0 */ INSERT INTO t_0000 VALUES (10, 1)")
-	mustExec(t, conn, "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 1 WHERE id = 1")
-	mustExec(t, b, "BEGIN")
-	mustExec(t, b, "/* shardgate:shard=s0 */ INSERT INTO t_0000 VALUES (20, 1)")
-	mustExec(t, b, "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 2 WHERE id = 2")
-	done := make(chan error, 1)
-	go func() {
-		_, err := conn.ExecContext(context.Background(), "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 1 WHERE id = 2")
-		done <- err
-	}()
-	waitFor(t, "the first session to wait for the row lock", 30*time.Second, func() bool {
-		return queryString(t, d1, "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'") == "1"
-	})
-	_, errB := b.ExecContext(context.Background(), "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 2 WHERE id = 1")
-	errA := <-done
-	victim, winner := b, conn
-	switch {
-	case mysqlErrCode(errB) == 1213 && errA == nil:
-	case mysqlErrCode(errA) == 1213 && errB == nil:
-		victim, winner = conn, b
-	default:
-		t.Fatalf("want one deadlock victim: first session %v, second %v", errA, errB)
-	}
-	if got := queryString(t, victim, "SELECT @@in_transaction"); got != "0" {
-		t.Fatalf("the victim is still in a transaction after the deadlock")
-	}
-	mustExec(t, winner, "COMMIT")
-	if got := queryString(t, d0, "SELECT COUNT(*) FROM t_0000"); got != "1" {
-		t.Fatalf("rows on s0 = %s, want 1: the victim's write there must be rolled back with its transaction", got)
-	}
-	if p := xaPrepared(t, d1); len(p) != 0 {
-		t.Fatalf("prepared branches left on s1: %q", p)
-	}
-}
-
 // SET TRANSACTION (the next transaction only) reaches every shard the
 // transaction does, as SET SESSION TRANSACTION does through the session's
 // variables: a shard joined later reads at READ COMMITTED too, and the
