@@ -21,7 +21,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # and their sweeps, the socket poller, plan and digest caches, sequences),
 # whole; of internal/proxy, which assembles them, the tests that drive
 # them concurrently (many sessions on few connections, reloads under load,
-# KILL, parked sessions, merges stopped midway). All of internal/proxy
+# KILL, parked sessions, merges stopped midway, recovery beside a
+# two-phase commit). All of internal/proxy
 # takes 10 minutes under -race on the 2-core machine, more than the
 # suite's budget (15 minutes). Measured there with a warm build cache and
 # other tests running: 45 s for the packages, 45 s for the proxy's tests;
@@ -36,8 +37,9 @@ RACE_PACKAGES=(
 	./internal/router
 	./internal/sequence
 	./internal/telemetry
+	./internal/xa
 )
-RACE_PROXY_TESTS='^(TestManySessionsFewBackendConns|TestReloadUnderLoad|TestKill|TestIdleSessionsPark|TestParkedSessionEnds|TestMergeKillQuery|TestMergeShardsStartTogether|TestMergeKillConnection|TestMergeClientDisconnects|TestMergeLimitStopsShards|TestMergeShardDies|TestKillQueryWhileAPartWaits)$'
+RACE_PROXY_TESTS='^(TestManySessionsFewBackendConns|TestReloadUnderLoad|TestKill|TestIdleSessionsPark|TestParkedSessionEnds|TestMergeKillQuery|TestMergeShardsStartTogether|TestMergeKillConnection|TestMergeClientDisconnects|TestMergeLimitStopsShards|TestMergeShardDies|TestKillQueryWhileAPartWaits|TestXARecoveryFencesAStoppedCoordinator|TestXAShardKilledBetweenPrepareAndCommit|TestAtomicTransactionEndsWithItsSession)$'
 
 if [[ "${SHARDGATE_SKIP_DEPS:-0}" != 1 ]]; then
 	./scripts/install-deps.sh
