@@ -76,7 +76,7 @@ func (r *TransferResults) Description() string {
 		"(text protocol, a < b) through one shardgate, %[2]d accounts hash-sharded on id over %[3]d shards (every shard on the one mariadbd), "+
 		"a copy per policy in a schema that differs only in `cross_shard_writes`. "+
 		"**single**: both accounts on one shard (either, at random); **cross**: one on each. "+
-		"BEGIN runs on the session's current shard (s0 after USE, then the shard the last COMMIT ran on), so a transfer that starts elsewhere also opens and commits a transaction there. "+
+		"The proxy answers BEGIN and opens the transaction on the shard of its first statement (under atomic, the coordinator). "+
 		"Cases %[4]s: %[5]d client connections per run, each running transfers in a loop for %[6]v; %[7]d round(s), cases interleaved, order rotating every round; "+
 		"after every run the balances must add up to what was loaded. Recovery runs every %[8]v (`transactions.recovery_interval`) and removes "+
 		"the decision row of every two-phase commit; a run starts once the previous runs' rows are gone and recovery has stopped deleting. "+

@@ -63,6 +63,9 @@ func (s *Session) comQuery(p []byte) bool {
 	if s.trxAborted && st.Kind != router.KindBegin {
 		return s.abortedTrx(st)
 	}
+	if s.trxAborted {
+		s.rollbackHeld() // the parts on other shards end with it
+	}
 	s.trxAborted = false // BEGIN starts afresh, as after a deadlock
 	if e := s.refuseQuery(st); e != nil {
 		return s.writeErr(e)
@@ -116,6 +119,7 @@ func (s *Session) statement(p []byte, st router.Stmt) bool {
 	// At once, not at the next statement: the other shards' parts hold
 	// locks another transaction may wait for.
 	s.settleDoomed()
+	s.beginTaken()
 	s.endLastID()
 	return ok
 }

@@ -116,6 +116,10 @@ type Session struct {
 	// yet; trxCharSQL the one the open transaction started with, repeated
 	// before its BEGIN on each shard it reaches.
 	nextTrxSQL, trxCharSQL []byte
+	// beginPending: the client's BEGIN on a sharded schema was answered
+	// and the transaction opens where its first statement runs
+	// (shards_trx.go, beginLater).
+	beginPending bool
 	trxWriter              *backend.Cluster   // the shard the open transaction wrote to last
 	trxWrote               []*backend.Cluster // the others it wrote to (cross_shard_writes: allow, atomic)
 	xa                     xaState            // its XA branches (cross_shard_writes: atomic, shards_xa.go)
@@ -687,7 +691,7 @@ func (s *Session) status() uint16 {
 	if !s.autocommit() {
 		st = 0
 	}
-	if s.heldPins()&pinTrx != 0 {
+	if s.inTrx() {
 		st |= mysql.StatusInTrans
 	}
 	return st

@@ -51,7 +51,7 @@ func (s *Session) planDDL(st router.Stmt, p []byte) engine.Primitive {
 		return nil
 	case plan.Run == nil:
 		return s.routeToShard(plan.Keyspace.Default, st)
-	case s.heldPins()&pinTrx != 0:
+	case s.inTrx():
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "DDL on a sharded schema inside a transaction (it would commit the transaction on some shards only); COMMIT or ROLLBACK first")
 	}
 	plan.Run.Then = func() *mysql.SQLError {

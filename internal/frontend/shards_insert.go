@@ -246,7 +246,7 @@ func (s *Session) renderInsert(ks *planner.Keyspace, plan *planner.Plan, sql []b
 // inTransaction reports whether the session's statements run inside a
 // transaction: one is open, or autocommit is off.
 func (s *Session) inTransaction() bool {
-	return s.heldPins()&pinTrx != 0 || !s.autocommit()
+	return s.inTrx() || !s.autocommit()
 }
 
 // noAutoValueOnZero reports whether the session's sql_mode has

@@ -22,7 +22,7 @@ func (s *Session) planLockTables(ks *planner.Keyspace, p []byte) engine.Primitiv
 	if p[0] != mysql.ComQuery {
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "LOCK TABLES as a prepared statement on a sharded schema")
 	}
-	if s.heldPins()&pinTrx != 0 {
+	if s.inTrx() {
 		// LOCK TABLES commits the open transaction: shard by shard here.
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "LOCK TABLES inside a transaction on a sharded schema (it would commit the transaction one shard at a time); COMMIT first")
 	}

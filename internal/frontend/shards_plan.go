@@ -52,6 +52,9 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 	case router.KindXA:
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "XA statements on a sharded schema (shardgate runs XA itself: cross_shard_writes: atomic)")
 	case router.KindCommit, router.KindRollback:
+		if s.beginPending && s.heldPins()&pinTrx == 0 {
+			return lazyEnd{}
+		}
 		if len(s.others) > 0 || s.xa.trx != nil {
 			return engine.EndTransaction{}
 		}
@@ -69,7 +72,13 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 		return s.planLockTables(ks, p)
 	case router.KindUnlock:
 		return s.planUnlockTables(st, p)
-	case router.KindBegin, router.KindUse:
+	case router.KindBegin:
+		if s.deferBegin(st, p) {
+			return lazyBegin{}
+		}
+		s.beginPending = false // the relayed BEGIN opens it here
+		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
+	case router.KindUse:
 		return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
 	case router.KindDo:
 		// DO evaluates expressions for their effects (GET_LOCK, SLEEP):

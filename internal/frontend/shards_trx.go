@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 
@@ -50,10 +51,133 @@ func (s *Session) joinTransaction(q []byte) {
 		s.trxWriter, s.trxWrote = nil, s.trxWrote[:0]
 		return
 	}
+	if s.beginPending && s.heldPins()&pinTrx == 0 {
+		// The first statement of a transaction whose BEGIN was answered:
+		// it opens here, as a local transaction (the coordinator of an
+		// atomic one). beginPending stays until a connection holds it.
+		s.pins |= pinTrx
+		s.cmd.n |= needBegin
+		return
+	}
 	if s.pins&pinTrx == 0 && len(s.others) > 0 && s.heldPins()&pinTrx != 0 {
 		s.pins |= pinTrx
 		s.cmd.n |= needBegin
 		s.startBranch()
+	}
+}
+
+// inTrx reports whether the session is in a transaction: one a backend
+// connection holds, or one whose BEGIN was answered and whose first
+// statement has not run yet.
+func (s *Session) inTrx() bool { return s.beginPending || s.heldPins()&pinTrx != 0 }
+
+// BEGIN on a sharded schema is answered at once and the transaction
+// opens on the shard its first statement runs on, with that statement's
+// round trip (as the BEGIN of a shard the transaction reaches later
+// always did): a transaction that stays on one shard costs no round trip
+// to another, and under cross_shard_writes: atomic, the shard it opened
+// on is the one it writes on, which commits without XA. A BEGIN that the
+// server must see at once is relayed instead: one that commits an open
+// transaction or unlocks tables, one with a consistent snapshot (taken
+// at BEGIN), one whose SET TRANSACTION is pending on a connection, one
+// with more statements or comments.
+
+// lazyBegin and lazyEnd are the primitives of a BEGIN answered at once,
+// and of a COMMIT or ROLLBACK of a transaction whose first statement
+// never came.
+type (
+	lazyBegin struct{}
+	lazyEnd   struct{}
+)
+
+func (lazyBegin) Execute(c engine.Cursor, q []byte) bool { return c.(*Session).beginLater(q) }
+func (lazyEnd) Execute(c engine.Cursor, _ []byte) bool   { return c.(*Session).endUnbegun() }
+
+// deferBegin reports whether BEGIN p may be answered at once.
+func (s *Session) deferBegin(st router.Stmt, p []byte) bool {
+	return p[0] == mysql.ComQuery && s.stream == nil && st.Flags&router.FlagMultiStatement == 0 &&
+		s.heldPins()&^pinSession == 0 && len(s.nextTrxSQL) == 0 && plainBegin(p[1:])
+}
+
+// plainBegin reports BEGIN [WORK] and START TRANSACTION [READ WRITE |
+// READ ONLY], without comments. It allocates nothing: every BEGIN of a
+// sharded schema goes through it.
+func plainBegin(sql []byte) bool {
+	if bytes.ContainsAny(sql, "#/-") {
+		return false
+	}
+	var w [4][]byte
+	n := 0
+	for i := 0; i < len(sql); {
+		for i < len(sql) && isBlankOrSemi(sql[i]) {
+			i++
+		}
+		start := i
+		for i < len(sql) && !isBlankOrSemi(sql[i]) {
+			i++
+		}
+		if i == start {
+			break
+		}
+		if n == len(w) {
+			return false
+		}
+		w[n] = sql[start:i]
+		n++
+	}
+	switch {
+	case n == 1 || n == 2 && wordIs(w[1], "WORK"):
+		return wordIs(w[0], "BEGIN")
+	case n == 2 || n == 4 && wordIs(w[2], "READ") && (wordIs(w[3], "WRITE") || wordIs(w[3], "ONLY")):
+		return wordIs(w[0], "START") && wordIs(w[1], "TRANSACTION")
+	}
+	return false
+}
+
+func isBlankOrSemi(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';' }
+
+// wordIs compares w with the upper-case word upper, ASCII letters
+// without regard to case.
+func wordIs(w []byte, upper string) bool {
+	if len(w) != len(upper) {
+		return false
+	}
+	for i, c := range w {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != upper[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// beginLater answers BEGIN q and keeps it for the shard the
+// transaction's first statement runs on.
+func (s *Session) beginLater(q []byte) bool {
+	s.beginSQL = append(s.beginSQL[:0], q[1:]...)
+	s.trxCharSQL = s.trxCharSQL[:0]
+	s.savepoints = s.savepoints[:0]
+	s.trxWriter, s.trxWrote = nil, s.trxWrote[:0]
+	s.beginPending = true
+	s.lastRowCount = 0
+	return s.writeOK(&mysql.OKPacket{Status: s.status()})
+}
+
+// endUnbegun answers the COMMIT or ROLLBACK of a transaction that never
+// reached a shard: nothing to end.
+func (s *Session) endUnbegun() bool {
+	s.beginPending = false
+	s.lastRowCount = 0
+	return s.writeOK(&mysql.OKPacket{Status: s.status()})
+}
+
+// beginTaken ends beginPending once a connection holds the transaction
+// its BEGIN opened (after the statement that took it there).
+func (s *Session) beginTaken() {
+	if s.beginPending && s.heldPins()&pinTrx != 0 {
+		s.beginPending = false
 	}
 }
 
@@ -135,7 +259,7 @@ func (s *Session) noteSavepoint(sql []byte) {
 // records the shards the transaction writes (trxWriter, the last;
 // trxWrote, all of them when the schema allows several).
 func (s *Session) crossShardWrite(cl *backend.Cluster, st router.Stmt) *mysql.SQLError {
-	if s.heldPins()&pinTrx == 0 && s.autocommit() {
+	if !s.inTrx() && s.autocommit() {
 		s.trxWriter, s.trxWrote = nil, s.trxWrote[:0]
 		return nil
 	}

@@ -284,3 +284,48 @@ func TestNextTransactionStartsWithNoWriter(t *testing.T) {
 		}
 	}
 }
+
+// BEGIN on a sharded schema opens the transaction where its first
+// statement runs: a transaction on one shard sends nothing to another,
+// and under atomic, it never uses XA.
+func TestBeginOpensWhereTheFirstStatementRuns(t *testing.T) {
+	_, _, d1, s0, s1, proxyDB := shardedPairProxy(t, "xalazy", "    cross_shard_writes: atomic\n")
+	conn := dbConn(t, proxyDB(""))
+	mustExec(t, conn, "/* shardgate:shard=s1 */ INSERT INTO t_0002 VALUES (1, 1)")
+	begins, xaStarts := statusCounter(t, s0, "Com_begin"), statusCounter(t, s1, "Com_xa_start")
+	for i := range 3 {
+		// The session is on s0 when BEGIN comes.
+		mustExec(t, conn, "/* shardgate:shard=s0 */ SELECT COUNT(*) FROM t_0000")
+		mustExec(t, conn, "BEGIN")
+		mustExec(t, conn, "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = v + 1")
+		mustExec(t, conn, "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = v + 1")
+		if i == 1 {
+			mustExec(t, conn, "ROLLBACK")
+		} else {
+			mustExec(t, conn, "COMMIT")
+		}
+	}
+	if got := queryString(t, d1, "SELECT v FROM t_0002"); got != "5" {
+		t.Fatalf("v = %s after two committed transactions of two increments, want 5", got)
+	}
+	if n := statusCounter(t, s0, "Com_begin") - begins; n != 0 {
+		t.Fatalf("transactions on s1 sent %d BEGINs to s0", n)
+	}
+	if n := statusCounter(t, s1, "Com_xa_start") - xaStarts; n != 0 {
+		t.Fatalf("transactions on one shard started %d XA branches", n)
+	}
+	// A transaction whose first statement never comes, and one read
+	// where the session is.
+	mustExec(t, conn, "START TRANSACTION")
+	mustExec(t, conn, "COMMIT")
+	mustExec(t, conn, "BEGIN WORK")
+	mustExec(t, conn, "ROLLBACK")
+	if got := queryString(t, conn, "SELECT @@in_transaction"); got != "0" {
+		t.Fatalf("@@in_transaction after COMMIT = %s", got)
+	}
+	mustExec(t, conn, "BEGIN")
+	if got := queryString(t, conn, "SELECT @@in_transaction"); got != "1" {
+		t.Fatalf("@@in_transaction after BEGIN = %s", got)
+	}
+	mustExec(t, conn, "COMMIT")
+}
