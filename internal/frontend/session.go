@@ -120,9 +120,9 @@ type Session struct {
 	// and the transaction opens where its first statement runs
 	// (shards_trx.go, beginLater).
 	beginPending bool
-	trxWriter              *backend.Cluster   // the shard the open transaction wrote to last
-	trxWrote               []*backend.Cluster // the others it wrote to (cross_shard_writes: allow, atomic)
-	xa                     xaState            // its XA branches (cross_shard_writes: atomic, shards_xa.go)
+	trxWriter    *backend.Cluster   // the shard the open transaction wrote to last
+	trxWrote     []*backend.Cluster // the others it wrote to (cross_shard_writes: allow, atomic)
+	xa           xaState            // its XA branches (cross_shard_writes: atomic, shards_xa.go)
 
 	// A statement on a sharded schema (shards.go): its shape and values,
 	// the parts it runs in, rendered into one buffer, and the primitives
