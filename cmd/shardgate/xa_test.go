@@ -82,25 +82,7 @@ schemas:
 }
 
 // preparedBranches lists the prepared shardgate branches of a server.
-func preparedBranches(d *sql.DB) ([]string, error) {
-	rows, err := d.Query("XA RECOVER")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var f, gl, bl int
-		var data string
-		if err := rows.Scan(&f, &gl, &bl, &data); err != nil {
-			return nil, err
-		}
-		if f == xaFormatID {
-			out = append(out, data)
-		}
-	}
-	return out, rows.Err()
-}
+func preparedBranches(d *sql.DB) ([]string, error) { return testenv.XAPrepared(d, xaFormatID) }
 
 // waitNoPrepared polls the servers until none lists a prepared shardgate
 // branch, failing the test after within.

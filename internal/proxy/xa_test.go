@@ -10,6 +10,8 @@ import (
 
 	"github.com/shardgate/shardgate/internal/admin"
 	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/testenv"
+	sgxa "github.com/shardgate/shardgate/internal/xa"
 )
 
 // atomicPair is shardedPairProxy's layout under cross_shard_writes:
@@ -38,24 +40,23 @@ func dbConn(t *testing.T, db *sql.DB) *sql.Conn {
 	return conn
 }
 
-// xaPrepared lists the prepared XA branches of a server.
+// xaPrepared lists the prepared XA branches of shardgate on a server.
 func xaPrepared(t *testing.T, d *sql.DB) []string {
 	t.Helper()
-	rows, err := d.Query("XA RECOVER")
+	p, err := testenv.XAPrepared(d, sgxa.FormatID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var f, gl, bl int
-		var data string
-		if err := rows.Scan(&f, &gl, &bl, &data); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, data)
+	return p
+}
+
+// wantValues checks v of the one row of t_0000 on s0 (d0) and of t_0002
+// on s1 (d1).
+func wantValues(t *testing.T, d0, d1 *sql.DB, after, want0, want1 string) {
+	t.Helper()
+	if a, b := queryString(t, d0, "SELECT v FROM t_0000"), queryString(t, d1, "SELECT v FROM t_0002"); a != want0 || b != want1 {
+		t.Fatalf("after %s: s0 v=%s, s1 v=%s; want %s and %s", after, a, b, want0, want1)
 	}
-	return out
 }
 
 func TestAtomicTransactionCommitsOnEveryShard(t *testing.T) {
@@ -90,9 +91,7 @@ func TestAtomicTransactionCommitsOnEveryShard(t *testing.T) {
 	mustExec(t, conn, "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 20")
 	mustExec(t, conn, "/* shardgate:shard=s0 */ UPDATE t_0000 SET v = 10")
 	mustExec(t, conn, "ROLLBACK")
-	if a, b := queryString(t, d0, "SELECT v FROM t_0000"), queryString(t, d1, "SELECT v FROM t_0002"); a != "1" || b != "2" {
-		t.Fatalf("after ROLLBACK: s0 v=%s, s1 v=%s; want 1 and 2", a, b)
-	}
+	wantValues(t, d0, d1, "ROLLBACK", "1", "2")
 
 	// Only s1 writes: one phase.
 	mustExec(t, conn, "BEGIN")
@@ -128,9 +127,7 @@ func TestAtomicTransactionSemantics(t *testing.T) {
 	mustExec(t, conn, "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 21")
 	mustExec(t, conn, "RELEASE SAVEPOINT a")
 	mustExec(t, conn, "COMMIT")
-	if a, b := queryString(t, d0, "SELECT v FROM t_0000"), queryString(t, d1, "SELECT v FROM t_0002"); a != "10" || b != "21" {
-		t.Fatalf("after savepoints: s0 v=%s, s1 v=%s; want 10 and 21", a, b)
-	}
+	wantValues(t, d0, d1, "savepoints", "10", "21")
 
 	// Statements that would commit the transaction on one shard only.
 	mustExec(t, conn, "BEGIN")
@@ -142,9 +139,7 @@ func TestAtomicTransactionSemantics(t *testing.T) {
 		}
 	}
 	mustExec(t, conn, "ROLLBACK")
-	if a, b := queryString(t, d0, "SELECT v FROM t_0000"), queryString(t, d1, "SELECT v FROM t_0002"); a != "10" || b != "21" {
-		t.Fatalf("after ROLLBACK: s0 v=%s, s1 v=%s; want 10 and 21", a, b)
-	}
+	wantValues(t, d0, d1, "ROLLBACK", "10", "21")
 
 	// A READ ONLY transaction opens no XA branch: reads work everywhere,
 	// writes fail as on one server.
@@ -162,18 +157,14 @@ func TestAtomicTransactionSemantics(t *testing.T) {
 	mustExec(t, conn, "/* shardgate:shard=s0 */ UPDATE t_0000 SET v = 13")
 	mustExec(t, conn, "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 23")
 	mustExec(t, conn, "COMMIT")
-	if a, b := queryString(t, d0, "SELECT v FROM t_0000"), queryString(t, d1, "SELECT v FROM t_0002"); a != "13" || b != "23" {
-		t.Fatalf("after a consistent-snapshot transaction: s0 v=%s, s1 v=%s; want 13 and 23", a, b)
-	}
+	wantValues(t, d0, d1, "a consistent-snapshot transaction", "13", "23")
 
 	// autocommit off: the implicit transaction is atomic too.
 	mustExec(t, conn, "SET autocommit = 0")
 	mustExec(t, conn, "/* shardgate:shard=s0 */ UPDATE t_0000 SET v = 14")
 	mustExec(t, conn, "/* shardgate:shard=s1 */ UPDATE t_0002 SET v = 24")
 	mustExec(t, conn, "COMMIT")
-	if a, b := queryString(t, d0, "SELECT v FROM t_0000"), queryString(t, d1, "SELECT v FROM t_0002"); a != "14" || b != "24" {
-		t.Fatalf("after autocommit=0: s0 v=%s, s1 v=%s; want 14 and 24", a, b)
-	}
+	wantValues(t, d0, d1, "autocommit=0", "14", "24")
 	// autocommit off, the first statement on both shards: it opened a
 	// local transaction on each; the second shard written is refused,
 	// since its part could not commit atomically, and the rest commits.
