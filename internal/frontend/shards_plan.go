@@ -150,7 +150,7 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 	router.ScanShape(sql, &s.shape)
 	plan := ks.Plan(sql, &s.shape, s.db)
 	if plan.Err != nil {
-		return s.refuseErr(plan.Err)
+		return s.refuseErr(s.planRefusal(ks, plan, sql))
 	}
 	if plan.An.Placement == planner.InfoSchema {
 		return s.planInfoSchema(ks, st, sql)

@@ -105,7 +105,7 @@ func (s *Session) prepareSharded(ks *planner.Keyspace, p []byte, st router.Stmt)
 	router.ScanShape(sh.text, &sh.shape)
 	plan := ks.Plan(sh.text, &sh.shape, s.db)
 	if plan.Err != nil {
-		return s.writeErr(asSQLError(plan.Err))
+		return s.writeErr(s.planRefusal(ks, plan, sh.text))
 	}
 	sh.plan = plan
 	if plan.An.Placement == planner.InfoSchema {

@@ -19,6 +19,10 @@ type Plan struct {
 	An   *Analysis
 	Tmpl *Template // the statement for a sub-table; nil when it runs as written
 	Err  error     // *mysql.SQLError: the shape is refused
+	// Unparsed: Err is the refusal of a statement the parser could not
+	// read, a syntax error or syntax it does not know (the session asks
+	// a server which, to answer a syntax error with the server's 1064).
+	Unparsed bool
 	// Merge answers the SELECT when it reads several sub-tables and
 	// An.TopMerge is not empty; else MergeErr is the refusal.
 	Merge    *MergePlan
@@ -60,7 +64,8 @@ func (k *Keyspace) Plan(sql []byte, sh *router.Shape, db string) *Plan {
 func (k *Keyspace) build(sql []byte, sh *router.Shape, db string) (p *Plan, exact bool) {
 	parsed, err := k.parser.Parse(sql, sh)
 	if err != nil {
-		return &Plan{Err: parseRefusal(err)}, false
+		var se *mysql.SQLError
+		return &Plan{Err: parseRefusal(err), Unparsed: !errors.As(err, &se)}, false
 	}
 	p, exact = k.buildParsed(parsed, sql, sh, db)
 	if errors.Is(p.MergeErr, errPositional) && !parsed.Exact {
