@@ -354,6 +354,19 @@ func (c *Conn) setupSession() error {
 	return c.Exec(trackingSetup)
 }
 
+// Bounded runs f, round trips on c, within ctx: c is closed if ctx ends
+// first (a server that stopped answering holds no goroutine forever),
+// and the error then says so, whatever f returned. The proxy's own
+// connections (sequences, XA recovery) use it; a closed c is unusable.
+func (c *Conn) Bounded(ctx context.Context, f func() error) error {
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	err := f()
+	if !stop() {
+		return fmt.Errorf("%w (connection closed mid-statement)", context.Cause(ctx))
+	}
+	return err
+}
+
 // Exec runs a statement of the proxy's own and discards its results (all of
 // them, for a multi-statement). It returns the first server error.
 func (c *Conn) Exec(sql string) error {

@@ -74,7 +74,7 @@ func (s *InsertSplit) Execute(c Cursor, q []byte) bool {
 				// A server's error here means the savepoint is gone: the
 				// part's error (a deadlock) rolled back the whole
 				// transaction, as the error tells the client.
-				if err := conn.Exec(rollbackToSQL); err != nil && !isSQLError(err) {
+				if err := conn.Exec(rollbackToSQL); err != nil && !mysql.IsSQLError(err) {
 					return c.Failed(conn, mysql.BackendError(err), false)
 				}
 				c.Done(conn, &r.Info)
@@ -117,9 +117,4 @@ func savepointFailed(c Cursor, conn *backend.Conn, err error) bool {
 		return c.Fail(se)
 	}
 	return c.Failed(conn, mysql.BackendError(err), false)
-}
-
-func isSQLError(err error) bool {
-	var se *mysql.SQLError
-	return errors.As(err, &se)
 }

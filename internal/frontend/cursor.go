@@ -232,7 +232,7 @@ func (s *Session) Savepoint(q []byte) bool {
 		if err == nil {
 			continue
 		}
-		if isSQLError(err) {
+		if mysql.IsSQLError(err) {
 			return s.writeErr(asSQLError(err))
 		}
 		s.enter(h.cl)
@@ -298,7 +298,7 @@ func (s *Session) endHeld(h heldConn, q []byte) error {
 // finishHeld is endHeld after the statement that ended the transaction
 // returned err.
 func (s *Session) finishHeld(h heldConn, err error) error {
-	if err != nil && !isSQLError(err) {
+	if err != nil && !mysql.IsSQLError(err) {
 		s.logger().Warn("backend connection failed ending a part of a transaction", "backend", h.conn.Pool().Addr(), "err", err)
 		h.conn.Pool().Discard(h.conn, true)
 		return err

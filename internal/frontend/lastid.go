@@ -171,7 +171,7 @@ func (s *Session) learnLastID(c *backend.Conn, info *mysql.ResponseInfo, st rout
 	if err != nil {
 		s.logger().Warn("could not read the session's LAST_INSERT_ID() after a statement; it may be wrong until the next one sets it",
 			"backend", c.Pool().Addr(), "err", err)
-		if !isSQLError(err) {
+		if !mysql.IsSQLError(err) {
 			c.Dirty = true // broken: the release resets or discards it
 		}
 		if id != 0 {
@@ -207,7 +207,7 @@ func (s *Session) resolveLastID() {
 	if err != nil {
 		s.logger().Warn("could not read the session's LAST_INSERT_ID() from its connection; it may be wrong until the next statement sets it",
 			"backend", c.Pool().Addr(), "err", err)
-		if !isSQLError(err) {
+		if !mysql.IsSQLError(err) {
 			c.Dirty = true // broken: its release resets or discards it
 		}
 		if s.lastIDGuess != 0 {

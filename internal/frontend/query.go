@@ -451,7 +451,7 @@ func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool 
 			s.resend(c, srv, err)
 			continue
 		}
-		if !isSQLError(err) {
+		if !mysql.IsSQLError(err) {
 			// Not when the server said why it closed the connection (1153
 			// for a client's oversized packet): that is no sign of a sick
 			// server, and one client must not take it out for others.

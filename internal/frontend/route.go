@@ -129,7 +129,7 @@ func (s *Session) causalWait(c *backend.Conn, gtid string) bool {
 	if err == nil && len(rows) == 1 && rows[0][0] == "0" {
 		return true
 	}
-	if err != nil && !isSQLError(err) {
+	if err != nil && !mysql.IsSQLError(err) {
 		c.Pool().Discard(c, true)
 	} else {
 		c.Pool().Release(c)

@@ -924,18 +924,13 @@ func (s *Session) release(c *backend.Conn) {
 func (s *Session) releaseDirty(c *backend.Conn) {
 	if err := c.Reset(); err != nil {
 		s.logger().Info("discarding backend connection that failed to reset", "err", err)
-		c.Pool().Discard(c, !isSQLError(err))
+		c.Pool().Discard(c, !mysql.IsSQLError(err))
 		return
 	}
 	// COM_RESET_CONNECTION keeps the current database: c.DB stays true, so
 	// that a session without one clears it (sync).
 	c.VarsFP = 0
 	c.Pool().Release(c)
-}
-
-func isSQLError(err error) bool {
-	var se *mysql.SQLError
-	return errors.As(err, &se)
 }
 
 // maxResends bounds how often one statement moves to a fresh connection
@@ -1048,7 +1043,7 @@ func (s *Session) dropBackend(c *backend.Conn, err error) (lostState bool) {
 	if s.last == c {
 		s.last = nil
 	}
-	c.Pool().Discard(c, !isSQLError(err))
+	c.Pool().Discard(c, !mysql.IsSQLError(err))
 	return lost != 0
 }
 
@@ -1071,7 +1066,7 @@ func (s *Session) acquireFailed(err error) bool {
 // session's state (a database that no longer exists, say). The statement
 // was not run.
 func (s *Session) syncFailed(c *backend.Conn, err error) bool {
-	if isSQLError(err) {
+	if mysql.IsSQLError(err) {
 		s.release(c)
 		var se *mysql.SQLError
 		errors.As(err, &se)

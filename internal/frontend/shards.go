@@ -30,14 +30,22 @@ func (s *Session) enter(cl *backend.Cluster) {
 		s.others = append(s.others, heldConn{cl: s.cl, conn: s.pinned, pins: s.pins})
 	}
 	s.pinned, s.pins = nil, 0
+	s.cl = cl
+	s.repinCurrent()
+}
+
+// repinCurrent makes the connection held on the current cluster, if it
+// is among the others, s.pinned: on entering a cluster, and when ending
+// its transaction put it there (endHeld keeps a connection that other
+// state still pins).
+func (s *Session) repinCurrent() {
 	for i, h := range s.others {
-		if h.cl == cl {
+		if h.cl == s.cl {
 			s.pinned, s.pins = h.conn, h.pins
 			s.others = append(s.others[:i], s.others[i+1:]...)
-			break
+			return
 		}
 	}
-	s.cl = cl
 }
 
 // heldPins is the union of the pin reasons of every connection the

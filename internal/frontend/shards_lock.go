@@ -82,7 +82,7 @@ func (s *Session) UnlockTables() bool {
 			continue
 		}
 		h.pins &^= pinLock
-		if err := h.conn.Exec("UNLOCK TABLES"); err != nil && !isSQLError(err) {
+		if err := h.conn.Exec("UNLOCK TABLES"); err != nil && !mysql.IsSQLError(err) {
 			s.logger().Warn("backend connection failed undoing a LOCK TABLES that failed on another shard",
 				"backend", h.conn.Pool().Addr(), "err", err)
 			h.conn.Pool().Discard(h.conn, true)

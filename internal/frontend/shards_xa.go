@@ -263,7 +263,7 @@ func (s *Session) endXA(q []byte) bool {
 		var err error
 		switch {
 		case br == nil:
-			err = s.endHeld(h, s.endStatementText(commit))
+			err = s.endHeld(h, s.endStatement())
 		case commit:
 			err = s.endBranch(h, "XA END "+br.sql+";XA COMMIT "+br.sql+" ONE PHASE")
 		default:
@@ -311,7 +311,7 @@ func (s *Session) commitTwoPhase(t *xa.Trx, writers []heldConn) bool {
 		if err := s.execBranch(h, "XA END "+x+";XA PREPARE "+x); err != nil {
 			// A branch that failed to prepare is rolled back by its server
 			// (or with its connection, dropped by execBranch: not again).
-			if isSQLError(err) {
+			if mysql.IsSQLError(err) {
 				_ = s.endBranch(h, "XA ROLLBACK "+x)
 			}
 			// The coordinator's part too: left open, the client's next
@@ -331,7 +331,7 @@ func (s *Session) commitTwoPhase(t *xa.Trx, writers []heldConn) bool {
 	}
 	t.SetState(xa.StateDeciding)
 	if err := s.decide(t); err != nil {
-		if !isSQLError(err) {
+		if !mysql.IsSQLError(err) {
 			// The decision may or may not have committed: the branches stay
 			// prepared for recovery, which reads it on the coordinator.
 			s.endCurrentLost(err)
@@ -345,7 +345,7 @@ func (s *Session) commitTwoPhase(t *xa.Trx, writers []heldConn) bool {
 		}
 		s.endCurrent("ROLLBACK")
 		s.abortTwoPhase(writers, nil)
-		if isCode(err, erDupEntry) {
+		if mysql.HasErrorCode(err, erDupEntry) {
 			// Recovery recorded the abort first: it took the transaction
 			// for abandoned (transactions.abandon_after).
 			return s.writeErr(mysql.NewError(erXARBRollback, "XA100",
@@ -381,7 +381,7 @@ func (s *Session) commitTwoPhase(t *xa.Trx, writers []heldConn) bool {
 func (s *Session) decide(t *xa.Trx) error {
 	decision := string(xa.AppendCommitDecision(nil, t.XID)) + ";COMMIT"
 	err := s.pinned.Exec(decision)
-	if !isCode(err, erNoSuchTable) || s.srv.opt.XA.Tables == nil {
+	if !mysql.HasErrorCode(err, erNoSuchTable) || s.srv.opt.XA.Tables == nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -399,11 +399,6 @@ const (
 	erNoSuchTable = 1146
 	erDupEntry    = 1062
 )
-
-func isCode(err error, code uint16) bool {
-	var se *mysql.SQLError
-	return errors.As(err, &se) && se.Code == code
-}
 
 // abortTwoPhase rolls back the prepared branches and those not prepared
 // yet, after a failed two-phase commit.
@@ -442,9 +437,8 @@ func commitError(err error, what string) *mysql.SQLError {
 // that is not prepared with it, and recovery settles one that is.
 func (s *Session) execBranch(h heldConn, sql string) error {
 	err := h.conn.Exec(sql)
-	if err != nil && !isSQLError(err) {
+	if err != nil && !mysql.IsSQLError(err) {
 		s.dropBranch(h)
-		return err
 	}
 	return err
 }
@@ -457,13 +451,7 @@ func (s *Session) endBranch(h heldConn, sql string) error {
 		s.dropBranch(h)
 		return err
 	}
-	h.pins &^= pinTrx | pinNextTrx | pinHeld
-	if h.pins != 0 {
-		s.others = append(s.others, h)
-		return nil
-	}
-	h.conn.Pool().Release(h.conn)
-	return nil
+	return s.finishHeld(h, nil)
 }
 
 // dropBranch closes a branch's connection: a prepared branch is then
@@ -490,10 +478,7 @@ func (s *Session) endCurrent(sql string) {
 	} else {
 		_ = s.endHeld(h, append([]byte{mysql.ComQuery}, sql...))
 	}
-	if n := len(s.others); n > 0 && s.others[n-1].cl == s.cl {
-		s.pinned, s.pins = s.others[n-1].conn, s.others[n-1].pins
-		s.others = s.others[:n-1]
-	}
+	s.repinCurrent()
 }
 
 // endCurrentLost drops the current cluster's connection, which failed
@@ -546,13 +531,7 @@ func (s *Session) rollbackHeld() {
 			_ = s.endHeld(h, []byte("\x03ROLLBACK"))
 		}
 	}
-	for i, h := range s.others {
-		if h.cl == s.cl {
-			s.pinned, s.pins = h.conn, h.pins
-			s.others = append(s.others[:i], s.others[i+1:]...)
-			break
-		}
-	}
+	s.repinCurrent()
 	s.trxWriter, s.trxWrote = nil, s.trxWrote[:0]
 	s.forgetXA()
 }
@@ -566,13 +545,6 @@ func (s *Session) forgetXA() {
 	}
 	s.xa.trx, s.xa.doomed = nil, false
 	s.xa.branches = s.xa.branches[:0]
-}
-
-func (s *Session) endStatementText(commit bool) []byte {
-	if commit {
-		return []byte("\x03COMMIT")
-	}
-	return []byte("\x03ROLLBACK")
 }
 
 // chainOrRelease reports COMMIT AND CHAIN or COMMIT RELEASE (and NO

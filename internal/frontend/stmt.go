@@ -318,7 +318,7 @@ func (s *Session) comStmtSendLongData(p []byte) bool {
 	bst, err := s.backendStmt(c, ps)
 	if err != nil {
 		s.pins &^= pinLongData
-		if isSQLError(err) {
+		if mysql.IsSQLError(err) {
 			s.release(c)
 			return true
 		}

@@ -43,7 +43,7 @@ func (s *Session) serverSyntaxError(cl *backend.Cluster, sql []byte) *mysql.SQLE
 	}
 	// The session's sql_mode decides how the server reads it.
 	if err := s.sync(c, 0); err != nil {
-		if isSQLError(err) {
+		if mysql.IsSQLError(err) {
 			w.Pool.Release(c)
 		} else {
 			w.Pool.Discard(c, true)
@@ -60,14 +60,14 @@ func (s *Session) serverSyntaxError(cl *backend.Cluster, sql []byte) *mysql.SQLE
 	switch {
 	case err == nil:
 		err = c.Exec("DEALLOCATE PREPARE shardgate_syntax")
-	case isSQLError(err):
+	case mysql.IsSQLError(err):
 		if se := asSQLError(err); se.Code == mysql.ERParse || se.Code == erSyntaxError {
 			w.Pool.Release(c)
 			return se
 		}
 		err = nil
 	}
-	if err != nil && !isSQLError(err) {
+	if err != nil && !mysql.IsSQLError(err) {
 		w.Pool.Discard(c, true)
 		return nil
 	}

@@ -1,6 +1,9 @@
 package mysql
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // SQLError is an error as MySQL reports it: a code, a SQLSTATE and a message.
 // Errors the proxy creates itself use real MySQL codes where one fits, so
@@ -13,6 +16,28 @@ type SQLError struct {
 
 func (e *SQLError) Error() string {
 	return fmt.Sprintf("ERROR %d (%s): %s", e.Code, e.State, e.Message)
+}
+
+// IsSQLError reports whether err is (or wraps) the server's answer, as
+// against a failure of the connection: the connection is still usable.
+func IsSQLError(err error) bool {
+	var se *SQLError
+	return errors.As(err, &se)
+}
+
+// HasErrorCode reports whether err is (or wraps) the server's error with
+// one of codes.
+func HasErrorCode(err error, codes ...uint16) bool {
+	var se *SQLError
+	if !errors.As(err, &se) {
+		return false
+	}
+	for _, c := range codes {
+		if se.Code == c {
+			return true
+		}
+	}
+	return false
 }
 
 // NewError builds an SQLError with a formatted message.

@@ -2,7 +2,6 @@ package sequence
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -72,7 +71,7 @@ func (t *sqlTable) advance(ctx context.Context, key Key, floor, n uint64) (uint6
 	sql := "UPDATE " + t.name + " SET next_id = LAST_INSERT_ID(GREATEST(next_id, " +
 		strconv.FormatUint(floor, 10) + ") + " + strconv.FormatUint(n, 10) + ") WHERE " + where(key)
 	next, err := t.exec(ctx, sql)
-	if isCode(err, erNoSuchTable) {
+	if mysql.HasErrorCode(err, erNoSuchTable) {
 		if err := t.createTable(ctx); err != nil {
 			return 0, false, err
 		}
@@ -98,7 +97,7 @@ func (t *sqlTable) create(ctx context.Context, key Key, next uint64) error {
 
 func (t *sqlTable) createTable(ctx context.Context) error {
 	_, err := t.exec(ctx, t.createSQL())
-	if isCode(err, erDBAccessDenied, erTableAccessDenied) {
+	if mysql.HasErrorCode(err, erDBAccessDenied, erTableAccessDenied) {
 		return fmt.Errorf("sequences table %s does not exist and the backend account may not create it "+
 			"(it needs the CREATE privilege there); create it with: %s: %w", t.name, t.createSQL(), err)
 	}
@@ -110,7 +109,7 @@ func (t *sqlTable) createTable(ctx context.Context) error {
 
 // explain adds what the backend account needs to a privilege error.
 func (t *sqlTable) explain(err error) error {
-	if isCode(err, erDBAccessDenied, erTableAccessDenied, erColumnAccessDenied) {
+	if mysql.HasErrorCode(err, erDBAccessDenied, erTableAccessDenied, erColumnAccessDenied) {
 		return fmt.Errorf("the backend account needs SELECT, INSERT and UPDATE on %s: %w", t.name, err)
 	}
 	if err != nil {
@@ -130,7 +129,7 @@ func (t *sqlTable) exec(ctx context.Context, sql string) (uint64, error) {
 	select {
 	case c := <-t.idle:
 		id, err := t.run(ctx, c, sql)
-		if err == nil || isSQLError(err) || ctx.Err() != nil {
+		if err == nil || mysql.IsSQLError(err) || ctx.Err() != nil {
 			return id, err
 		}
 	default:
@@ -144,13 +143,9 @@ func (t *sqlTable) exec(ctx context.Context, sql string) (uint64, error) {
 
 // run runs sql on c, then keeps c for later unless it failed.
 func (t *sqlTable) run(ctx context.Context, c *backend.Conn, sql string) (uint64, error) {
-	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	c.LastInsertID = 0
-	err := c.Exec(sql)
-	if !stop() {
-		return 0, fmt.Errorf("%w (connection closed mid-statement)", context.Cause(ctx))
-	}
-	if err != nil && !isSQLError(err) {
+	err := c.Bounded(ctx, func() error { return c.Exec(sql) })
+	if err != nil && !mysql.IsSQLError(err) {
 		_ = c.Close()
 		return 0, err
 	}
@@ -164,11 +159,7 @@ func (t *sqlTable) dialConn(ctx context.Context) (*backend.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
-	err = c.Exec(connSetup)
-	if !stop() {
-		return nil, fmt.Errorf("%w (connection closed during setup)", context.Cause(ctx))
-	}
+	err = c.Bounded(ctx, func() error { return c.Exec(connSetup) })
 	if err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("set up connection: %w", err)
@@ -197,24 +188,6 @@ func (t *sqlTable) close() {
 
 func where(key Key) string {
 	return "schema_name = " + quoteString(key.Schema) + " AND table_name = " + quoteString(key.Table)
-}
-
-func isSQLError(err error) bool {
-	var se *mysql.SQLError
-	return errors.As(err, &se)
-}
-
-func isCode(err error, codes ...uint16) bool {
-	var se *mysql.SQLError
-	if !errors.As(err, &se) {
-		return false
-	}
-	for _, c := range codes {
-		if se.Code == c {
-			return true
-		}
-	}
-	return false
 }
 
 func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

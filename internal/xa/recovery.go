@@ -136,9 +136,7 @@ func (r *Recoverer) CreateTable(ctx context.Context, cluster, schema string) err
 		return err
 	}
 	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
-	defer stop()
-	if err := c.Exec(CreateTableSQL(schema)); err != nil {
+	if err := c.Bounded(ctx, func() error { return c.Exec(CreateTableSQL(schema)) }); err != nil {
 		return fmt.Errorf("create %s.%s on shard %s (the backend account needs CREATE there): %w", schema, DecisionTable, cluster, err)
 	}
 	return nil
@@ -160,10 +158,13 @@ func (r *Recoverer) Pass(ctx context.Context) []Branch {
 	// only when none of its branches was prepared after it was read.
 	rows, rowsOK := r.readDecisions(ctx)
 	prepared, scanOK := r.scan(ctx)
+	var known map[string]string // when every table was read: gtrid -> decision
+	if rowsOK {
+		known = decisionsByGtrid(rows)
+	}
 	now := time.Now()
 	seen := make(map[string]time.Time, len(prepared))
 	r.left = r.left[:0]
-	pending := map[string]bool{} // gtrids with a branch still prepared
 	for _, b := range prepared {
 		if !r.ours(b.XID) {
 			continue
@@ -174,11 +175,10 @@ func (r *Recoverer) Pass(ctx context.Context) []Branch {
 			first = now
 		}
 		b.FirstSeen = first
-		if r.resolve(ctx, &b, now) {
+		if r.resolve(ctx, &b, now, known) {
 			continue
 		}
 		seen[key] = first
-		pending[b.XID.Gtrid()] = true
 		r.left = append(r.left, b)
 	}
 	r.seen = seen
@@ -245,18 +245,24 @@ func parseRecoverRow(row []string) (Branch, bool) {
 }
 
 // resolve commits or rolls back b if its decision is known or may now be
-// taken; it reports whether b is resolved.
-func (r *Recoverer) resolve(ctx context.Context, b *Branch, now time.Time) bool {
+// taken; it reports whether b is resolved. known, when not nil, is every
+// decision row as the pass read them before the scan: a branch without
+// one there is read no further (a decision committed since is found by
+// the abort fence's duplicate key).
+func (r *Recoverer) resolve(ctx context.Context, b *Branch, now time.Time, known map[string]string) bool {
 	gtrid := b.XID.Gtrid()
 	if b.XID.Boot == r.cfg.Registry.Boot && r.cfg.Registry.Open(gtrid) {
 		b.Note = "its transaction is running in this process"
 		return false
 	}
 	coord := r.shard(b.XID.Coordinator)
-	decision, err := r.decision(ctx, *coord, b.XID)
-	if err != nil {
-		b.Note = "reading the decision: " + err.Error()
-		return false
+	var err error
+	decision, ok := known[decisionKey(b.XID.Coordinator, b.XID.Schema, gtrid)]
+	if !ok && known == nil {
+		if decision, err = r.decision(ctx, *coord, b.XID); err != nil {
+			b.Note = "reading the decision: " + err.Error()
+			return false
+		}
 	}
 	decidedBy := "decision row"
 	if decision == "" {
@@ -279,7 +285,7 @@ func (r *Recoverer) resolve(ctx context.Context, b *Branch, now time.Time) bool 
 	}
 	sh := r.shard(b.Shard)
 	_, err = r.query(ctx, *sh, verb+b.XID.SQL())
-	if isCode(err, erXANota) {
+	if mysql.HasErrorCode(err, erXANota) {
 		// Resolved meanwhile, or still attached to the connection of a
 		// session that is alive: the next pass sees which.
 		b.Note = "not resolvable now (resolved meanwhile, or its session still holds it)"
@@ -349,7 +355,7 @@ func (r *Recoverer) shard(name string) *Shard {
 // decision reads x's decision on its coordinator: commit, abort or "".
 func (r *Recoverer) decision(ctx context.Context, coord Shard, x XID) (string, error) {
 	rows, err := r.query(ctx, coord, decisionQuery(x.Schema, x.Gtrid()))
-	if isCode(err, erNoSuchTable) {
+	if mysql.HasErrorCode(err, erNoSuchTable) {
 		return "", nil // no decision was ever recorded there
 	}
 	if err != nil || len(rows) == 0 {
@@ -364,13 +370,13 @@ func (r *Recoverer) decision(ctx context.Context, coord Shard, x XID) (string, e
 // it (up to the connection's lock wait timeout).
 func (r *Recoverer) fence(ctx context.Context, coord Shard, x XID) (string, error) {
 	_, err := r.query(ctx, coord, string(appendDecision(nil, x.Schema, x.Gtrid(), Abort)))
-	if isCode(err, erNoSuchTable) {
+	if mysql.HasErrorCode(err, erNoSuchTable) {
 		if _, err := r.query(ctx, coord, CreateTableSQL(x.Schema)); err != nil {
 			return "", err
 		}
 		_, err = r.query(ctx, coord, string(appendDecision(nil, x.Schema, x.Gtrid(), Abort)))
 	}
-	if isCode(err, erDupEntry) {
+	if mysql.HasErrorCode(err, erDupEntry) {
 		d, err := r.decision(ctx, coord, x)
 		if err == nil && d == "" {
 			err = errors.New("the decision row vanished")
@@ -392,7 +398,7 @@ func (r *Recoverer) readDecisions(ctx context.Context) (map[string][]decisionRow
 	for _, sh := range r.cfg.Shards {
 		for _, schema := range sh.Schemas {
 			rows, err := r.query(ctx, sh, "SELECT gtrid, decision, created < NOW(6) - INTERVAL "+ret+" MICROSECOND FROM "+tableName(schema))
-			if isCode(err, erNoSuchTable) {
+			if mysql.HasErrorCode(err, erNoSuchTable) {
 				continue
 			}
 			if err != nil {
@@ -411,6 +417,20 @@ type decisionRow struct {
 	schema, gtrid, decision string
 	expired                 bool
 }
+
+// decisionsByGtrid indexes the rows readDecisions read by decisionKey.
+func decisionsByGtrid(rows map[string][]decisionRow) map[string]string {
+	out := map[string]string{}
+	for shard, rs := range rows {
+		for _, d := range rs {
+			out[decisionKey(shard, d.schema, d.gtrid)] = d.decision
+		}
+	}
+	return out
+}
+
+// decisionKey names a decision row: its shard, schema and gtrid.
+func decisionKey(shard, schema, gtrid string) string { return shard + "\x00" + schema + "\x00" + gtrid }
 
 // removeDecisions deletes the decision rows no prepared branch needs: a
 // commit row whose transaction has no branch left prepared, an abort row
@@ -458,12 +478,12 @@ func (r *Recoverer) query(ctx context.Context, sh Shard, sql string) ([][]string
 		}
 		r.conns[sh.Name] = c
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
-	rows, err := c.QueryRows(sql)
-	if !stop() {
-		err = fmt.Errorf("%w (connection closed mid-statement)", context.Cause(ctx))
-	}
-	if err != nil && !isSQLError(err) {
+	var rows [][]string
+	err := c.Bounded(ctx, func() (err error) {
+		rows, err = c.QueryRows(sql)
+		return err
+	})
+	if err != nil && !mysql.IsSQLError(err) {
 		_ = c.Close()
 		delete(r.conns, sh.Name)
 	}
@@ -479,9 +499,7 @@ func (r *Recoverer) dial(ctx context.Context, sh Shard) (*backend.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to shard %s: %w", sh.Name, err)
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
-	err = c.Exec(recoverySetup)
-	if !stop() || err != nil {
+	if err := c.Bounded(ctx, func() error { return c.Exec(recoverySetup) }); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("set up recovery connection to shard %s: %w", sh.Name, err)
 	}
@@ -495,14 +513,4 @@ func (r *Recoverer) close() {
 		_ = c.Close()
 		delete(r.conns, name)
 	}
-}
-
-func isSQLError(err error) bool {
-	var se *mysql.SQLError
-	return errors.As(err, &se)
-}
-
-func isCode(err error, code uint16) bool {
-	var se *mysql.SQLError
-	return errors.As(err, &se) && se.Code == code
 }
