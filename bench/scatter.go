@@ -438,25 +438,11 @@ func scatterOnce(ctx context.Context, env *Env, cfg ScatterConfig, q ScatterQuer
 		run.Failure = fmt.Sprintf("%s: a different answer than the server's: %s", q.SQL, diff)
 		return run
 	}
-	proxyPid, serverPid := env.ProxyPid(t), env.Server.Pid()
-	proxy0, err1 := cpuTimeOrZero(proxyPid)
-	server0, err2 := cpuTime(serverPid)
-	start := time.Now()
-	deadline := start.Add(d)
-	var wg sync.WaitGroup
-	for _, w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.loop(ctx, q.SQL, deadline)
-		}()
-	}
-	wg.Wait()
-	run.Elapsed = time.Since(start)
-	proxy1, err3 := cpuTimeOrZero(proxyPid)
-	server1, err4 := cpuTime(serverPid)
+	lt, errs := timeLoops(env.ProxyPid(t), env.Server.Pid(), len(workers), d, func(i int, deadline time.Time) {
+		workers[i].loop(ctx, q.SQL, deadline)
+	})
+	run.Elapsed = lt.elapsed
 	hist := hdrhistogram.New(1, 60_000_000, 3)
-	errs := []error{err1, err2, err3, err4}
 	for _, w := range workers {
 		hist.Merge(w.hist)
 		run.Queries += w.queries
@@ -473,14 +459,50 @@ func scatterOnce(ctx context.Context, env *Env, cfg ScatterConfig, q ScatterQuer
 		run.Failure = fmt.Sprintf("%s: %d rows in %d queries, want %d", q.SQL, run.Rows, run.Queries, want)
 		return run
 	}
-	run.QPS = float64(run.Queries) / run.Elapsed.Seconds()
-	run.P50 = time.Duration(hist.ValueAtQuantile(50)) * time.Microsecond
-	run.P99 = time.Duration(hist.ValueAtQuantile(99)) * time.Microsecond
-	run.ProxyCPU, run.ServerCPU = proxy1-proxy0, server1-server0
+	run.record(hist, lt)
 	if run.Queries == 0 {
 		run.Failure = "no query finished in the run"
 	}
 	return run
+}
+
+// loopTimes are how long a timed run's loops took, and the CPU time the
+// proxy and the server spent meanwhile.
+type loopTimes struct {
+	elapsed, proxyCPU, serverCPU time.Duration
+}
+
+// timeLoops runs loop(i, deadline) for i < n, each in its goroutine, until
+// d has passed, and returns how long they took and the CPU time of the
+// proxy (pid 0: none, as for the direct target) and of the server around
+// them, with the errors of reading it.
+func timeLoops(proxyPid, serverPid, n int, d time.Duration, loop func(i int, deadline time.Time)) (loopTimes, []error) {
+	proxy0, err1 := cpuTimeOrZero(proxyPid)
+	server0, err2 := cpuTime(serverPid)
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loop(i, deadline)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	proxy1, err3 := cpuTimeOrZero(proxyPid)
+	server1, err4 := cpuTime(serverPid)
+	return loopTimes{elapsed, proxy1 - proxy0, server1 - server0}, []error{err1, err2, err3, err4}
+}
+
+// record sets run's rate, latency quantiles (hist, in µs) and CPU times,
+// once its Queries are counted.
+func (run *ScatterRun) record(hist *hdrhistogram.Histogram, lt loopTimes) {
+	run.QPS = float64(run.Queries) / run.Elapsed.Seconds()
+	run.P50 = time.Duration(hist.ValueAtQuantile(50)) * time.Microsecond
+	run.P99 = time.Duration(hist.ValueAtQuantile(99)) * time.Microsecond
+	run.ProxyCPU, run.ServerCPU = lt.proxyCPU, lt.serverCPU
 }
 
 func openScatterWorkers(ctx context.Context, addr string, n int, q ScatterQuery, ps string) ([]*scatterWorker, error) {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -481,25 +480,11 @@ func transferOnce(ctx context.Context, env *Env, cfg TransferConfig, acc transfe
 		run.Failure = failureText(ctx, err)
 		return run
 	}
-	proxyPid, serverPid := env.transfer.Pid(), env.Server.Pid()
-	proxy0, err1 := cpuTime(proxyPid)
-	server0, err2 := cpuTime(serverPid)
-	start := time.Now()
-	deadline := start.Add(d)
-	var wg sync.WaitGroup
-	for _, w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.loop(ctx, &acc, tc.Workload, func() bool { return time.Now().Before(deadline) })
-		}()
-	}
-	wg.Wait()
-	run.Elapsed = time.Since(start)
-	proxy1, err3 := cpuTime(proxyPid)
-	server1, err4 := cpuTime(serverPid)
+	lt, errs := timeLoops(env.transfer.Pid(), env.Server.Pid(), len(workers), d, func(i int, deadline time.Time) {
+		workers[i].loop(ctx, &acc, tc.Workload, func() bool { return time.Now().Before(deadline) })
+	})
+	run.Elapsed = lt.elapsed
 	hist := hdrhistogram.New(1, 60_000_000, 3)
-	errs := []error{err1, err2, err3, err4}
 	for _, w := range workers {
 		hist.Merge(w.hist)
 		run.Queries += w.n
@@ -514,10 +499,7 @@ func transferOnce(ctx context.Context, env *Env, cfg TransferConfig, acc transfe
 		run.Failure = "no transfer finished in the run"
 		return run
 	}
-	run.QPS = float64(run.Queries) / run.Elapsed.Seconds()
-	run.P50 = time.Duration(hist.ValueAtQuantile(50)) * time.Microsecond
-	run.P99 = time.Duration(hist.ValueAtQuantile(99)) * time.Microsecond
-	run.ProxyCPU, run.ServerCPU = proxy1-proxy0, server1-server0
+	run.record(hist, lt)
 	return run
 }
 
