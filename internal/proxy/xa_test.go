@@ -60,8 +60,9 @@ func wantValues(t *testing.T, d0, d1 *sql.DB, after, want0, want1 string) {
 }
 
 func TestAtomicTransactionCommitsOnEveryShard(t *testing.T) {
-	p, d0, d1, _, _, proxyDB := shardedPairProxy(t, "xacommit", "    cross_shard_writes: atomic\n")
+	p, d0, d1, _, s1, proxyDB := shardedPairProxy(t, "xacommit", "    cross_shard_writes: atomic\n")
 	conn := dbConn(t, proxyDB(""))
+	prepares, commits := statusCounter(t, s1, "Com_xa_prepare"), statusCounter(t, s1, "Com_xa_commit")
 	mustExec(t, conn, "BEGIN")
 	mustExec(t, conn, "/* shardgate:shard=s0 */ INSERT INTO t_0000 VALUES (1, 1)")
 	mustExec(t, conn, "/* shardgate:shard=s1 */ INSERT INTO t_0002 VALUES (2, 2)")
@@ -75,8 +76,11 @@ func TestAtomicTransactionCommitsOnEveryShard(t *testing.T) {
 	if p := xaPrepared(t, d1); len(p) != 0 {
 		t.Fatalf("prepared branches left on s1: %q", p)
 	}
-	if got := queryString(t, d0, "SELECT COUNT(*) FROM shardgate_xa_decisions WHERE decision = 'commit'"); got != "1" {
-		t.Fatalf("commit decisions on s0 = %s, want 1", got)
+	// Two phases on s1's branch. (The commit decision on s0 may already
+	// be gone: recovery's pass at start, on a busy machine, can come
+	// after the commit and remove it.)
+	if n, m := statusCounter(t, s1, "Com_xa_prepare")-prepares, statusCounter(t, s1, "Com_xa_commit")-commits; n != 1 || m != 1 {
+		t.Fatalf("s1 ran %d XA PREPARE and %d XA COMMIT, want 1 and 1", n, m)
 	}
 	// Recovery removes a decision no branch needs any more.
 	if left := p.RecoverNow(context.Background()); len(left) != 0 {
