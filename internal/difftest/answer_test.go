@@ -208,3 +208,30 @@ func TestFoldKey(t *testing.T) {
 		t.Error("NULL and '' compare equal")
 	}
 }
+
+// TestDiffMergedPlanDependentColumns: a merged statement's columns come
+// from one sub-table's plan; what a plan decides (key flags,
+// NO_DEFAULT_VALUE and a string's decimals of a MIN read by a loose index
+// scan) is not a difference, what the column is (its type, a number's
+// decimals) still is.
+func TestDiffMergedPlanDependentColumns(t *testing.T) {
+	str := Column{Catalog: "def", Name: "MIN(name)", Charset: 45, Length: 128, Type: mysql.TypeVarString, Decimals: 39}
+	answer := func(c Column) Answer {
+		return Answer{Results: []Result{{Columns: []Column{c}, Rows: []Row{{{Bytes: "a"}}}}}}
+	}
+	merged := &Statement{Constructs: []string{"merge_group"}}
+	loose := str
+	loose.Flags, loose.Decimals = 0x1000, 0
+	if d := DiffStatement(answer(str), answer(loose), merged, nil); d != "" {
+		t.Errorf("a loose index scan's MIN column is a difference: %s", d)
+	}
+	if d := DiffStatement(answer(str), answer(loose), &Statement{}, nil); d == "" {
+		t.Error("an unmerged statement's plan-dependent column is no difference")
+	}
+	num := Column{Catalog: "def", Name: "MIN(score)", Charset: 63, Length: 14, Type: mysql.TypeNewDecimal, Decimals: 2}
+	other := num
+	other.Decimals = 0
+	if d := DiffStatement(answer(num), answer(other), merged, nil); !strings.Contains(d, "decimals: reference 2, got 0") {
+		t.Errorf("a number's decimals are compared in a merge: %q", d)
+	}
+}

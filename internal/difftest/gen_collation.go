@@ -141,7 +141,7 @@ func (g *Generator) memberPoint() Statement {
 	case 5:
 		st = sql("SELECT id, nick FROM sf_member WHERE name = _utf8mb4" + quote(pick(g.r, memberNames)) + " COLLATE utf8mb4_general_ci").stmt("")
 	default:
-		st = sql("SELECT COUNT(*) FROM sf_member WHERE name LIKE ", strLit(likePattern(g.r, pick(g.r, memberNames)))).stmt("")
+		st = sql("SELECT COUNT(*) FROM sf_member WHERE name LIKE ", strLit(likePattern(g.r, pick(g.r, memberNames), ""))).stmt("")
 	}
 	st.Constructs = []string{cKeyCollated}
 	st.Refusable = true
@@ -171,14 +171,34 @@ func spelling(r *rand.Rand, s string) string {
 // does not pad, so a pattern ending otherwise tells apart the values a
 // PAD SPACE collation holds equal ('😀' and '😁 ' under
 // utf8mb4_general_ci), of which MIN and MAX return either, one server's
-// choice as much as another's.
-func likePattern(r *rand.Rand, s string) string {
+// choice as much as another's. Under coll, a UCA collation's LIKE also
+// tells apart what its = holds equal (see ucaLikeSafe).
+func likePattern(r *rand.Rand, s, coll string) string {
 	rs := []rune(strings.TrimSpace(s))
 	if len(rs) > 2 {
 		rs = rs[:2]
 	}
 	frag := strings.NewReplacer("%", `\%`, "_", `\_`).Replace(string(rs))
+	if strings.Contains(coll, "unicode") {
+		return "%" + ucaLikeSafe(frag) + "%"
+	}
 	return pick(r, []string{"%" + frag + "%", frag + "%", "_" + frag + "%"})
+}
+
+// ucaLikeSafe drops from a LIKE fragment the characters a UCA
+// collation's LIKE, which compares character by character, tells apart
+// from what its = holds equal: 'ß' = 'ss' but 'ß' NOT LIKE 's%', and
+// under utf8mb4_unicode_ci every character beyond the BMP equals every
+// other ('😀' = '😁') but LIKE compares them by code point. A MIN or MAX
+// over such ties returns either, so the pattern keeps to characters
+// that match both, and to no position, which an expansion shifts.
+func ucaLikeSafe(frag string) string {
+	return strings.Map(func(c rune) rune {
+		if c > 0xFFFF || strings.ContainsRune("sSßẞ", c) {
+			return -1
+		}
+		return c
+	}, frag)
 }
 
 // compareLit is a value to compare with column c (or an aggregate of it):
@@ -288,7 +308,7 @@ func (g *Generator) extremeCond(t *mtable, p string) (parts []any, tags []string
 		w, _ := g.compareLit(c)
 		return []any{agg + " BETWEEN ", v, " AND ", w}, append(tags, cCmpList)
 	case form == 2 && str:
-		pat := likePattern(g.r, pick(g.r, domain(c)))
+		pat := likePattern(g.r, pick(g.r, domain(c)), coll)
 		return []any{agg + pick(g.r, []string{" LIKE ", " NOT LIKE "}), strLit(pat)}, append(tags, cCmpList)
 	case form == 3 && str:
 		return []any{"STRCMP(" + agg + ", ", v, ") = " + pick(g.r, []string{"-1", "0", "1"})}, append(tags, cCmpFunc)

@@ -624,6 +624,11 @@ func (m *Merge) stop(mp *mergePart) error {
 	}
 	killQuery(mp.conn)
 	_, err := mp.rows.Drain(true)
+	// The part ends as the kill made it (ERR 1317, or rows ending with
+	// its warning): the proxy's doing, which one server stopping at the
+	// same row would not report. The connection keeps no diagnostics the
+	// next statement (SHOW WARNINGS) should read.
+	mp.rows.Info.Err, mp.rows.Info.Warnings = nil, 0
 	return err
 }
 
