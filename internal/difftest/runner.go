@@ -52,12 +52,6 @@ type Options struct {
 	Pending []*regexp.Regexp
 	// MaxDifferences stops a run once it has found this many (0: 50).
 	MaxDifferences int
-	// EnforceRefusals: the target is shardgate, which must refuse the
-	// statements marked MustRefuse (joins across shards) with 1235
-	// (42000) and a message matching MustRefusals; they do not run on the
-	// reference. Without it they are compared like any other (a second
-	// server standing in for shardgate answers them).
-	EnforceRefusals bool
 	// TrxRefusals are the messages a refusal of a write inside a
 	// generated transaction (Statement.InTrx) may carry: shardgate under
 	// cross_shard_writes: refuse refuses a transaction's write on a
@@ -71,10 +65,6 @@ var CrossShardWriteRefusals = []*regexp.Regexp{
 	regexp.MustCompile(`^shardgate: this transaction already wrote to shard \w+; a write to shard \w+ in the same transaction is refused \(cross_shard_writes: refuse\)`),
 }
 
-// MustRefusals are the messages of a refused join across shards.
-var MustRefusals = []*regexp.Regexp{
-	regexp.MustCompile(`^This version of shardgate doesn't yet support '.*\b(?i:join|subquery)\b.*'$`),
-}
 
 // DefaultRefusals accept shardgate's form of 1235 (MySQL's own wording
 // with the product's name, see docs/sharding.md) naming one of the
@@ -469,12 +459,6 @@ func (r *runner) statement(i int, st Statement) error {
 		r.add(i, st, prepared, "", d)
 	}
 	switch {
-	case st.MustRefuse && r.opts.EnforceRefusals:
-		if !isRefusal(&got, MustRefusals) {
-			differs("must be refused with 1235 (42000) naming a join across shards; got " + describeAnswer(&got))
-			return r.contents(i, st, prepared, st.Writes)
-		}
-		refused()
 	case r.opts.Refused(&st, &got):
 		refused()
 	case r.opts.pending(&got):

@@ -40,10 +40,6 @@ type Statement struct {
 	// the reference's rows for it, as many as the reference's answer with
 	// the LIMIT has; everything else is compared as usual.
 	Superset *Statement
-	// MustRefuse: the target must refuse the statement with 1235 (42000),
-	// shardgate's message (a join across shards); an answer is a
-	// difference (with Options.EnforceRefusals).
-	MustRefuse bool
 	// InTrx: the statement is inside a transaction the generator began
 	// (Generator.Transactions); a write may be refused for it
 	// (Options.TrxRefusals).

@@ -76,6 +76,18 @@ type Cursor interface {
 	// there. false: the session lost state with it (beyond a transaction,
 	// which becomes aborted) and must end.
 	Drop(c *backend.Conn, err error) bool
+	// Aside returns a connection to cl's primary for a statement of the
+	// proxy's own on the client's behalf, outside the session's
+	// transaction and pins, in step with the session's database and
+	// variables; ReleaseAside gives it back (broken: it is discarded).
+	Aside(cl *backend.Cluster) (*backend.Conn, error)
+	ReleaseAside(c *backend.Conn, broken bool)
+	// TakeWarnings collects now the diagnostics a part's answer (info)
+	// left on c, which the session keeps for the statement, and clears
+	// info's warning count: the primitive runs a statement of its own on
+	// c before Done (Evaluate drops its temporary tables), which would
+	// replace them.
+	TakeWarnings(c *backend.Conn, info *mysql.ResponseInfo)
 	// Status is the server status the answer ends with.
 	Status() uint16
 	// Answer sends ok as the whole statement's answer and remembers its

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/shardgate/shardgate/internal/backend"
@@ -39,6 +40,11 @@ func (f *fakeCursor) Acquire(*backend.Cluster, bool) (*backend.Conn, bool) { ret
 func (f *fakeCursor) Send(*backend.Conn, *Part, []byte) error              { return nil }
 func (f *fakeCursor) Relay(*backend.Conn) *mysql.Relay                     { return nil }
 func (f *fakeCursor) SkipWarnings()                                        {}
+func (f *fakeCursor) TakeWarnings(*backend.Conn, *mysql.ResponseInfo)      {}
+func (f *fakeCursor) Aside(*backend.Cluster) (*backend.Conn, error) {
+	return nil, errors.New("no aside")
+}
+func (f *fakeCursor) ReleaseAside(*backend.Conn, bool)                     {}
 func (f *fakeCursor) RenameWarnings(func(string) string)                   {}
 func (f *fakeCursor) Done(*backend.Conn, *mysql.ResponseInfo)              {}
 func (f *fakeCursor) Failed(*backend.Conn, error, bool) bool               { return false }

@@ -48,6 +48,8 @@ func Explain(p Primitive, q []byte) []Step {
 			}
 		}
 		return steps
+	case *Evaluate:
+		return p.explain(q, text)
 	case *Refuse:
 		return []Step{{Primitive: "Refuse", Query: strconv.Itoa(int(p.Err.Code)) + " (" + p.Err.State + "): " + p.Err.Message}}
 	case EndTransaction:

@@ -46,6 +46,12 @@ type Merge struct {
 	Probe       bool
 	ProbeStmt   []byte
 	ProbeParams []int
+	// Fallback answers the statement when the merge, having seen the
+	// parts' columns or first rows, refuses it before anything reached
+	// the client (a comparison of strings or dates the proxy does not
+	// compute): the parts are stopped and Fallback runs (an Evaluate).
+	// nil: the refusal is the answer.
+	Fallback Primitive
 
 	mergeState // an execution's I/O state (merge_io.go)
 }

@@ -248,7 +248,29 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 	if m.relays() {
 		return m.end(c, m.relayAll(c))
 	}
-	return m.end(c, m.run(m.cols, m.inputs, (*mergeSink)(m)))
+	err := m.run(m.cols, m.inputs, (*mergeSink)(m))
+	if m.Fallback != nil && !m.begun && mysql.HasErrorCode(err, mysql.ERNotSupportedYet) {
+		return m.fallBack(c, q)
+	}
+	return m.end(c, err)
+}
+
+// fallBack stops every part, answering nothing, and runs m.Fallback.
+func (m *Merge) fallBack(c Cursor, q []byte) bool {
+	goOn := true
+	for i := range m.open {
+		mp := &m.open[i]
+		if err := m.stop(mp); err != nil {
+			goOn = c.Drop(mp.conn, err) && goOn
+			continue
+		}
+		c.SkipWarnings()
+		c.Done(mp.conn, &mp.rows.Info)
+	}
+	if !goOn {
+		return false
+	}
+	return m.Fallback.Execute(c, q)
 }
 
 // relays reports a merge whose rows go to the client as they came, part

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -85,8 +86,13 @@ func (f *mergeCursor) Send(c *backend.Conn, p *Part, q []byte) error {
 	}
 	return c.WriteCommand(q)
 }
-func (f *mergeCursor) Relay(c *backend.Conn) *mysql.Relay      { return c.Relay(f.client, f.caps) }
-func (f *mergeCursor) SkipWarnings()                           {}
+func (f *mergeCursor) Relay(c *backend.Conn) *mysql.Relay              { return c.Relay(f.client, f.caps) }
+func (f *mergeCursor) SkipWarnings()                                   {}
+func (f *mergeCursor) TakeWarnings(*backend.Conn, *mysql.ResponseInfo) {}
+func (f *mergeCursor) Aside(*backend.Cluster) (*backend.Conn, error) {
+	return nil, errors.New("no aside")
+}
+func (f *mergeCursor) ReleaseAside(*backend.Conn, bool)        {}
 func (f *mergeCursor) RenameWarnings(func(string) string)      {}
 func (f *mergeCursor) Status() uint16                          { return mysql.StatusAutocommit }
 func (f *mergeCursor) Answer(*mysql.OKPacket) bool             { f.t.Fatal("Answer"); return false }

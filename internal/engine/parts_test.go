@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -58,8 +59,13 @@ func (f *partsCursor) Send(c *backend.Conn, p *Part, q []byte) error {
 	}
 	return c.WriteCommand(q)
 }
-func (f *partsCursor) Relay(c *backend.Conn) *mysql.Relay      { return c.Relay(f.client, clientCaps) }
-func (f *partsCursor) SkipWarnings()                           {}
+func (f *partsCursor) Relay(c *backend.Conn) *mysql.Relay              { return c.Relay(f.client, clientCaps) }
+func (f *partsCursor) SkipWarnings()                                   {}
+func (f *partsCursor) TakeWarnings(*backend.Conn, *mysql.ResponseInfo) {}
+func (f *partsCursor) Aside(*backend.Cluster) (*backend.Conn, error) {
+	return nil, errors.New("no aside")
+}
+func (f *partsCursor) ReleaseAside(*backend.Conn, bool)        {}
 func (f *partsCursor) RenameWarnings(func(string) string)      {}
 func (f *partsCursor) Done(*backend.Conn, *mysql.ResponseInfo) { f.done++ }
 func (f *partsCursor) Failed(_ *backend.Conn, err error, _ bool) bool {

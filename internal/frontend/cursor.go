@@ -1,12 +1,15 @@
 package frontend
 
 import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/router"
-	"slices"
-	"strings"
 )
 
 // The session as the engine's cursor: the steps of statements that run in
@@ -105,8 +108,48 @@ func (s *Session) Done(c *backend.Conn, info *mysql.ResponseInfo) {
 	s.release(c)
 }
 
+// Aside implements engine.Cursor.
+func (s *Session) Aside(cl *backend.Cluster) (*backend.Conn, error) {
+	w := cl.Writer()
+	if w == nil {
+		return nil, fmt.Errorf("cluster %s has no primary", cl.Name)
+	}
+	c, err := w.Pool.Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
+	if err != nil {
+		return nil, err
+	}
+	c.Poller = s.srv.opt.Poller
+	if err := s.sync(c, 0); err != nil {
+		c.Pool().Discard(c, !mysql.IsSQLError(err))
+		return nil, err
+	}
+	s.partRunning(c, true) // a KILL QUERY reaches it
+	return c, nil
+}
+
+// ReleaseAside implements engine.Cursor.
+func (s *Session) ReleaseAside(c *backend.Conn, broken bool) {
+	s.partRunning(c, false)
+	if broken {
+		c.Pool().Discard(c, true)
+		return
+	}
+	c.Pool().Release(c)
+}
+
+// TakeWarnings implements engine.Cursor.
+func (s *Session) TakeWarnings(c *backend.Conn, info *mysql.ResponseInfo) {
+	if info.Warnings > 0 && !s.cmd.skipWarns || info.Err != nil {
+		s.collectWarnings(c, int(info.Warnings), s.cmd.renameWarns)
+	}
+	info.Warnings = 0
+}
+
 // Merged implements engine.Cursor.
-func (s *Session) Merged(info *mysql.ResponseInfo) { s.teleMerged(info) }
+func (s *Session) Merged(info *mysql.ResponseInfo) {
+	s.lastRowCount, s.lastFoundRows = -1, info.Rows // FOUND_ROWS(): the client's rows
+	s.teleMerged(info)
+}
 
 // SkipWarnings implements engine.Cursor.
 func (s *Session) SkipWarnings() { s.cmd.skipWarns = true }

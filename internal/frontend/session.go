@@ -138,6 +138,10 @@ type Session struct {
 	merge       engine.Merge
 	mergeBy     []mergeShard
 	mergeParams []int
+	// A read evaluated on the default cluster (shards_plan.go), and a
+	// merge's fallback to it (shards_merge.go).
+	evaluation engine.Evaluate
+	fallback   evalFallback
 	// A prepared statement's execution there: its parameters decoded
 	// (xvals), the packet's parameter parts and each value's span in them.
 	xvals   planner.ExecValues

@@ -33,7 +33,11 @@ type mergeShard struct {
 func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte, sh *router.Shape, target planner.Target, st router.Stmt, vals planner.Values, prepared bool) engine.Primitive {
 	mp := plan.Merge
 	if mp == nil {
-		return s.refuseErr(plan.MergeErr)
+		var stmt []byte
+		if prepared {
+			stmt = sql
+		}
+		return s.evaluateOr(ks, plan, st, stmt, plan.MergeErr)
 	}
 	offset, count, err := mp.Limit.Values(vals)
 	if err != nil {
@@ -94,7 +98,35 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 	if probe && prepared {
 		m.ProbeStmt, m.ProbeParams = b[probeAt:], mp.Probe.Params()
 	}
+	m.Fallback = nil
+	if plan.Eval != nil {
+		var stmt []byte
+		if prepared {
+			stmt = sql
+		}
+		s.fallback = evalFallback{ks: ks, plan: plan, st: st, stmt: stmt}
+		m.Fallback = &s.fallback
+	}
 	return m
+}
+
+// evalFallback is a merge's Fallback: the statement evaluated, planned
+// only when the merge refuses it.
+type evalFallback struct {
+	ks   *planner.Keyspace
+	plan *planner.Plan
+	st   router.Stmt
+	stmt []byte
+}
+
+// Execute implements engine.Primitive.
+func (f *evalFallback) Execute(c engine.Cursor, q []byte) bool {
+	s := c.(*Session)
+	prim := s.evaluate(f.ks, f.plan, f.st, f.stmt)
+	if prim == nil {
+		return c.Fail(asSQLError(f.plan.MergeErr))
+	}
+	return prim.Execute(c, q)
 }
 
 // mergeShards groups target's sub-tables by shard, a shard with a single

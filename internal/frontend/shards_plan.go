@@ -150,6 +150,9 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 	router.ScanShape(sql, &s.shape)
 	plan := ks.Plan(sql, &s.shape, s.db)
 	if plan.Err != nil {
+		if prim := s.evaluate(ks, plan, st, nil); prim != nil {
+			return prim
+		}
 		return s.refuseErr(s.planRefusal(ks, plan, sql))
 	}
 	if plan.An.Placement == planner.InfoSchema {
@@ -167,16 +170,45 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 	}
 	target, err := plan.An.Route(&s.vals)
 	if err != nil {
-		return s.refuseErr(err)
+		return s.evaluateOr(ks, plan, st, nil, err)
 	}
 	if !s.selectItems(plan, sql, &s.shape) {
-		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "this select list on a sharded table")
+		return s.evaluateOr(ks, plan, st, nil, notSupported("this select list on a sharded table"))
 	}
 	if target.Len() > 1 && s.merges(plan) {
 		return s.planMerge(ks, plan, sql, &s.shape, target, st, &s.vals, false)
 	}
 	s.renderParts(ks, plan, sql, &s.shape, target, false)
 	return s.subTables(ks, plan, st)
+}
+
+// evaluate plans the evaluation of a read that no route or merge
+// answers (planner.EvalPlan), or returns nil when it cannot be
+// evaluated: stmt is the client's text of a prepared statement's
+// execution, nil for a text statement. Not while tables are locked (the
+// evaluator's connection holds none of them), nor for a cursor, nor with
+// user variables (the shards would read them as NULL).
+func (s *Session) evaluate(ks *planner.Keyspace, plan *planner.Plan, st router.Stmt, stmt []byte) engine.Primitive {
+	if plan.Eval == nil || st.Flags&router.FlagUserVar != 0 || s.heldPins()&pinLock != 0 || s.exec.cursor {
+		return nil
+	}
+	ks.Evaluate(&s.evaluation, plan.Eval, stmt, planner.ReplicaOK(ks.Default, s.user.Policy(), st, s))
+	s.exec.order = nil // the evaluator takes the client's parameters as they come
+	return &s.evaluation
+}
+
+// evaluateOr is evaluate, or the refusal err when the statement cannot
+// be evaluated.
+func (s *Session) evaluateOr(ks *planner.Keyspace, plan *planner.Plan, st router.Stmt, stmt []byte, err error) engine.Primitive {
+	if prim := s.evaluate(ks, plan, st, stmt); prim != nil {
+		return prim
+	}
+	return s.refuseErr(err)
+}
+
+// notSupported is the refusal 1235 naming what.
+func notSupported(what string) error {
+	return mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax, "This version of shardgate doesn't yet support '%s'", what)
 }
 
 // placeWhole plans a statement that is not split by shard key, text or
@@ -328,6 +360,11 @@ func asSQLError(err error) *mysql.SQLError {
 // schema its logical table's name, as one server holding every row would:
 // GUI grids build their UPDATEs from it.
 func (s *Session) renameSubTable(schema, orgTable []byte) ([]byte, bool) {
+	if len(schema) == 0 {
+		// A derived table's column: MariaDB names the base table it
+		// comes from, in no schema (the statement's database's).
+		schema = []byte(s.db)
+	}
 	ks := s.srv.opt.Keyspaces[string(schema)]
 	if ks == nil {
 		return nil, false

@@ -105,6 +105,12 @@ func (s *Session) prepareSharded(ks *planner.Keyspace, p []byte, st router.Stmt)
 	router.ScanShape(sh.text, &sh.shape)
 	plan := ks.Plan(sh.text, &sh.shape, s.db)
 	if plan.Err != nil {
+		if prim := s.evaluate(ks, plan, st, sh.text); prim != nil {
+			// Prepared where it will be evaluated, over the temporary
+			// tables: the definitions are one server's.
+			sh.plan = plan
+			return s.evaluation.Prepare(s, func(ev *backend.Conn) (bool, bool) { return s.prepareOn(ev, p, p, sh, st) })
+		}
 		return s.writeErr(s.planRefusal(ks, plan, sh.text))
 	}
 	sh.plan = plan
@@ -149,6 +155,9 @@ func (s *Session) planExecute(ks *planner.Keyspace, ps *pstmt, st router.Stmt, p
 	if s.stream != nil {
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "statements larger than the packet buffer on a sharded schema (send long values with COM_STMT_SEND_LONG_DATA)")
 	}
+	if sh.plan.An == nil { // evaluated (prepareSharded)
+		return s.evaluateOr(ks, sh.plan, st, sh.text, sh.plan.Err)
+	}
 	if sh.plan.An.Placement != planner.Sharded {
 		return s.placeWhole(ks, sh.plan.An, st)
 	}
@@ -171,7 +180,7 @@ func (s *Session) executeSharded(ks *planner.Keyspace, ps *pstmt, st router.Stmt
 	}
 	target, err := an.Route(&s.xvals)
 	if err != nil {
-		return s.refuseErr(err)
+		return s.evaluateOr(ks, sh.plan, st, sh.text, err)
 	}
 	sh.held = nil // a new execution closes the statement's cursor
 	if target.Len() > 1 && s.merges(sh.plan) {

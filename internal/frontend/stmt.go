@@ -52,15 +52,25 @@ func (s *Session) prepare(p, q []byte, sh *shardedStmt, st router.Stmt) bool {
 	if c == nil {
 		return ok
 	}
+	goOn, gone := s.prepareOn(c, p, q, sh, st)
+	if !gone {
+		s.release(c)
+	}
+	return goOn
+}
+
+// prepareOn is prepare on connection c, which it keeps unless it failed
+// (gone: c was given up, and goOn says whether the session goes on).
+func (s *Session) prepareOn(c *backend.Conn, p, q []byte, sh *shardedStmt, st router.Stmt) (goOn, gone bool) {
 	if err := c.WriteCommand(q); err != nil {
-		return s.backendFailed(c, err, false)
+		return s.backendFailed(c, err, false), true
 	}
 	id := s.nextStmtID + 1
 	r := c.Relay(s.client, s.caps)
 	r.RenameTable = s.renamer
 	backendID, cols, params, ok, err := r.Prepare(id)
 	if err != nil {
-		return s.relayFailed(c, err, r.Info.Sent)
+		return s.relayFailed(c, err, r.Info.Sent), true
 	}
 	if ok {
 		s.nextStmtID = id
@@ -75,11 +85,10 @@ func (s *Session) prepare(p, q []byte, sh *shardedStmt, st router.Stmt) bool {
 			backendSQL = string(q[1:])
 		}
 		if err := c.AddStmt(&backend.Stmt{SQL: backendSQL, DB: s.db, ID: backendID, Params: params, Columns: cols}); err != nil {
-			return s.backendFailed(c, err, true)
+			return s.backendFailed(c, err, true), true
 		}
 	}
-	s.release(c)
-	return true
+	return true, false
 }
 
 // lookupStmt finds the client's statement named in a COM_STMT_* packet.

@@ -29,9 +29,12 @@ type tableRef struct {
 	alias    string                // the AS alias, if any
 	nullable bool                  // on the NULL-supplying side of an outer join
 	written  bool
-	scope    *scope
-	node     int // union-find node (sharded tables)
-	class    int // key class, set by finish (sharded tables)
+	// rowsSharded: a derived table whose rows are a sharded table's (see
+	// ownsShardedRows).
+	rowsSharded bool
+	scope       *scope
+	node        int // union-find node (sharded tables)
+	class       int // key class, set by finish (sharded tables)
 }
 
 // display names a reference in error messages.
@@ -236,6 +239,9 @@ func (a *analyzer) selectStmt(s *sqlparser.Select, parent *scope, depth int) (bo
 	}
 	if sc.sharded {
 		c := selectConstructs(s)
+		if depth == 0 && !ownsShardedRows(sc) {
+			c |= MergeRowsElsewhere
+		}
 		if parent == nil {
 			// The statement's own SELECT: its rows are the answer, which
 			// a merge of the sub-tables' rows can give.
@@ -246,6 +252,21 @@ func (a *analyzer) selectStmt(s *sqlparser.Select, parent *scope, depth int) (bo
 		a.merge |= c
 	}
 	return sc.sharded, nil
+}
+
+// ownsShardedRows reports whether a row source's rows are a sharded
+// table's: its FROM joins one on a side that gives each row of the
+// answer from one sub-table (not the NULL side of an outer join). Else
+// each sub-table running the statement would give the rows of its other
+// tables again. (A derived table's rows count as not sharded: its scope
+// is another.)
+func ownsShardedRows(sc *scope) bool {
+	for _, r := range sc.refs {
+		if (r.kind == refSharded || r.rowsSharded) && !r.nullable {
+			return true
+		}
+	}
+	return false
 }
 
 // groupsOnKey reports whether a GROUP BY lists the shard key of a table
@@ -418,12 +439,15 @@ func (a *analyzer) usingColumn(col string, left, right []*tableRef) {
 func (a *analyzer) aliased(sc *scope, t *sqlparser.AliasedTableExpr, nullable bool) (*tableRef, error) {
 	switch e := t.Expr.(type) {
 	case *sqlparser.DerivedTable:
+		first := len(a.scopes) // the derived SELECT's scope, once made
 		sh, err := a.tableStatement(e.Select, sc, sc.depth)
 		if err != nil {
 			return nil, err
 		}
 		sc.sharded = sc.sharded || sh
-		r := &tableRef{kind: refDerived, alias: t.As.String(), scope: sc, nullable: nullable}
+		_, plain := e.Select.(*sqlparser.Select)
+		r := &tableRef{kind: refDerived, alias: t.As.String(), scope: sc, nullable: nullable,
+			rowsSharded: plain && ownsShardedRows(a.scopes[first])}
 		sc.refs = append(sc.refs, r)
 		return r, nil
 	case sqlparser.TableName:

@@ -40,6 +40,11 @@ const (
 	MergeUpdateLimit
 	MergeDeleteOrderBy
 	MergeDeleteLimit
+	// MergeRowsElsewhere: a SELECT whose rows are not a sharded table's
+	// (it reads reference or unsharded tables, or none, with the sharded
+	// table only in a subquery or on the NULL side of an outer join):
+	// each sub-table would give every one of its rows again.
+	MergeRowsElsewhere
 )
 
 // Mergeable are the constructs of a statement's own SELECT that a merge
@@ -50,6 +55,7 @@ var constructNames = []string{
 	"ORDER BY", "GROUP BY", "aggregate functions", "DISTINCT", "LIMIT", "HAVING", "UNION",
 	"window functions", "SQL_CALC_FOUND_ROWS", "SELECT … INTO",
 	"UPDATE … ORDER BY", "UPDATE … LIMIT", "DELETE … ORDER BY", "DELETE … LIMIT",
+	"rows of reference tables with a sharded table in a subquery or an outer join",
 }
 
 // String names the constructs in c, joined by ", ".

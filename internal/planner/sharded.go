@@ -27,6 +27,9 @@ type Plan struct {
 	// An.TopMerge is not empty; else MergeErr is the refusal.
 	Merge    *MergePlan
 	MergeErr error
+	// Eval evaluates a read on sharded tables that Err, Route or
+	// MergeErr refuses (nil: it cannot be evaluated either).
+	Eval *EvalPlan
 
 	// textual marks an entry filed under a shape whose statements parse
 	// only as written (Parsed.Exact): their plans are filed by text.
@@ -84,11 +87,12 @@ func (k *Keyspace) build(sql []byte, sh *router.Shape, db string) (p *Plan, exac
 func (k *Keyspace) buildParsed(parsed Parsed, sql []byte, sh *router.Shape, db string) (p *Plan, exact bool) {
 	var err error
 	k.fillColumnList(parsed.Stmt, db)
+	eval, _ := k.evalPlan(parsed.Stmt, db) // (its refusal: the route's says more)
 	an, err := Analyze(parsed.Stmt, k.Schema, db)
 	if err != nil {
-		return &Plan{Err: err}, parsed.Exact
+		return &Plan{Err: err, Eval: eval}, parsed.Exact
 	}
-	p = &Plan{An: an}
+	p = &Plan{An: an, Eval: eval}
 	if an.Placement == Sharded {
 		if an.Insert != nil {
 			p.Tmpl, err = NewInsertTemplate(parsed, sh, k.renamer(db), an.Insert.Table.ShardKey)
@@ -96,7 +100,7 @@ func (k *Keyspace) buildParsed(parsed Parsed, sql []byte, sh *router.Shape, db s
 			p.Tmpl, err = NewTemplate(parsed, sh, k.renamer(db))
 		}
 		if err != nil {
-			return &Plan{Err: err}, parsed.Exact
+			return &Plan{Err: err, Eval: eval}, parsed.Exact
 		}
 		switch {
 		case an.Insert == nil && an.TopMerge != 0:

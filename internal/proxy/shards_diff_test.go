@@ -2,7 +2,6 @@ package proxy_test
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -78,17 +77,11 @@ clusters:
 	return cfg
 }
 
-// diffOptions compare as difftest does by default, and require the joins
-// across shards (Statement.MustRefuse) to be refused. A UNION of tables
-// sharded by different rules is refused as if it were a join of them
-// (the planner's classes, issue 14): pending, counted and listed.
+// diffOptions compare as difftest does by default: joins across shards
+// and UNIONs of tables sharded by different rules, which the proxy
+// evaluates (issue 22), are compared like any statement.
 func diffOptions() difftest.Options {
-	o := difftest.DefaultOptions()
-	o.EnforceRefusals = true
-	o.Pending = []*regexp.Regexp{
-		regexp.MustCompile(`^This version of shardgate doesn't yet support 'a join of \w+ and \w+, sharded by different rules`),
-	}
-	return o
+	return difftest.DefaultOptions()
 }
 
 // TestShardedDifferential writes the generator's random data through

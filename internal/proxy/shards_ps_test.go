@@ -129,9 +129,18 @@ func TestShardedPreparedStatementsRouteByParams(t *testing.T) {
 func TestShardedPrepareRefusals(t *testing.T) {
 	_, _, _, _, proxyDB := shardedPair(t, "spsr")
 	db := proxyDB("interpolateParams=false")
-	_, err := db.Prepare("SELECT @@SESSION.sql_mode, v FROM t WHERE id = ?")
-	if mysqlErrCode(err) != mysql.ERNotSupportedYet || !contains(err.Error(), "@@SESSION") {
-		t.Errorf("PREPARE of a refused shape: %v, want 1235 naming @@SESSION", err)
+	_, err := db.Prepare("UPDATE t, city SET city.name = ? WHERE t.id = city.id")
+	if mysqlErrCode(err) != mysql.ERNotSupportedYet || !contains(err.Error(), "reference table city") {
+		t.Errorf("PREPARE of a refused shape: %v, want 1235 naming reference table city", err)
+	}
+	// A read the planner cannot write back for a sub-table is evaluated:
+	// prepared where it runs, over the tables' copies.
+	if _, err := db.Exec("INSERT INTO t VALUES (9, 90), (10, 100)"); err != nil {
+		t.Fatal(err)
+	}
+	var mode, v string
+	if err := db.QueryRow("SELECT @@SESSION.sql_mode, v FROM t WHERE id = ?", 9).Scan(&mode, &v); err != nil || v != "90" {
+		t.Errorf("a prepared read the planner cannot write back: %v, v = %s, want 90", err, v)
 	}
 	_, err = db.Prepare("SELECT v FROM t WHERE")
 	if code := mysqlErrCode(err); code != mysql.ERParse && code != mysql.ERNotSupportedYet {

@@ -193,13 +193,12 @@ func TestShardedStatementsRouteByKey(t *testing.T) {
 		t.Errorf("DELETE by keys: %d rows affected, want 4", n)
 	}
 	// What needs a merge across sub-tables is merged (issue 14); what no
-	// merge answers is refused, naming it.
+	// merge answers is evaluated (issue 22).
 	if got := queryString(t, db, "SELECT GROUP_CONCAT(id ORDER BY id DESC) FROM t WHERE id BETWEEN 5 AND 7"); got != "7,6,5" {
 		t.Errorf("GROUP_CONCAT across sub-tables: %q", got)
 	}
-	_, err = db.Query("SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM t")
-	if mysqlErrCode(err) != mysql.ERNotSupportedYet || !contains(err.Error(), "window functions") {
-		t.Errorf("a window function across sub-tables: %v, want 1235 naming window functions", err)
+	if got := queryString(t, db, "SELECT GROUP_CONCAT(rn ORDER BY id) FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id DESC) rn FROM t WHERE id BETWEEN 5 AND 7) w"); got != "3,2,1" {
+		t.Errorf("a window function across sub-tables: %q, want 3,2,1", got)
 	}
 	// One key: the whole statement on its sub-table, ORDER BY included.
 	if got := queryString(t, db, "SELECT v FROM t WHERE id = 9 ORDER BY v LIMIT 1"); got != "90" {
@@ -297,7 +296,13 @@ func TestExplainHintShowsThePlanWithoutRunningIt(t *testing.T) {
 		!contains(got[2][2], "COUNT of column 2") || !contains(got[2][2], "then sort by 2 DESC") {
 		t.Fatalf("explain of a merge: %v, want a Merge over 2 shards and its description", got)
 	}
-	if got := explain("SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM t"); len(got) != 1 || got[0][0] != "Refuse" || !contains(got[0][2], "1235") {
+	// Evaluated: the table copied from each shard into a temporary table
+	// of the default cluster, where the statement runs.
+	if got := explain("SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM t"); len(got) != 5 || got[0][0] != "Evaluate: create" ||
+		got[1][1] != "s0" || got[2][1] != "s1" || !contains(got[2][2], "UNION ALL") || got[3][0] != "Evaluate: the statement" || got[4][0] != "Evaluate: drop" {
+		t.Fatalf("explain of an evaluated statement: %v", got)
+	}
+	if got := explain("SELECT id, @v FROM t"); len(got) != 1 || got[0][0] != "Refuse" || !contains(got[0][2], "1235") {
 		t.Fatalf("explain of a refused statement: %v", got)
 	}
 }

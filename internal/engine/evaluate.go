@@ -1,0 +1,462 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/mysql"
+)
+
+// Evaluate answers a read that no route or merge answers exactly (see
+// planner.EvalPlan) on one server: a connection to the evaluator (the
+// schema's default cluster) of the proxy's own, outside the session's
+// transaction (Cursor.Aside), gets a temporary table for each sharded
+// table the statement names, filled with the rows of its sub-tables,
+// then runs the client's statement, whose answer is relayed as a
+// Scatter's of one part, and drops the tables. Inside a transaction the
+// unsharded and reference tables it names are copied too, from the
+// transaction's connection: every row the statement reads is then one
+// the transaction sees, and the transaction itself is not touched (no
+// temporary table is written inside it). The rows stream from each
+// shard into INSERTs of at most evalBatch bytes, so the proxy holds one
+// batch whatever the tables' sizes; the evaluator holds the copies.
+//
+// The copies are the proxy's doing: their statements are not the
+// client's, so their answers (warnings, state changes) are not the
+// session's; only the final statement's are.
+type Evaluate struct {
+	Evaluator *backend.Cluster
+	// Stmt is the statement the evaluator prepares for a prepared
+	// statement's execution; nil for a text statement, sent as the
+	// client sent it.
+	Stmt      []byte
+	ReplicaOK bool
+	Tables    []EvalCopy
+
+	rows  mysql.RowStream
+	batch []byte
+	made  []string // the temporary tables created, to drop
+	cat   mysql.Concat
+}
+
+// EvalCopy is one temporary table: its name (quoted, qualified), a
+// table of the evaluator it is created like, else the table whose
+// definition the first fetch's server shows (Describe), and the fetches
+// that read its rows. InTrx: copied only inside a transaction (an
+// unsharded or reference table, which the evaluator reads itself
+// otherwise).
+type EvalCopy struct {
+	Temp, Like, Describe string
+	InTrx                bool
+	Fetches              []Part
+}
+
+// evalBatch bounds an INSERT of copied rows: well under the servers'
+// default max_allowed_packet (16 MB), large enough that a round trip
+// carries thousands of rows.
+const evalBatch = 1 << 20
+
+// Reset empties e for a new execution, keeping its buffers.
+func (e *Evaluate) Reset(evaluator *backend.Cluster, stmt []byte, replicaOK bool) {
+	e.Evaluator, e.Stmt, e.ReplicaOK = evaluator, stmt, replicaOK
+	e.Tables = e.Tables[:0]
+}
+
+// AddTable adds a temporary table (see EvalCopy).
+func (e *Evaluate) AddTable(temp, like, describe string, inTrx bool) {
+	e.Tables = append(e.Tables, EvalCopy{Temp: temp, Like: like, Describe: describe, InTrx: inTrx})
+}
+
+// AddFetch adds a fetch of the last table's rows on cl.
+func (e *Evaluate) AddFetch(cl *backend.Cluster, q []byte) {
+	t := &e.Tables[len(e.Tables)-1]
+	t.Fetches = append(t.Fetches, Part{Cluster: cl, Query: q})
+}
+
+// Execute implements Primitive.
+func (e *Evaluate) Execute(c Cursor, q []byte) bool {
+	ev, err := c.Aside(e.Evaluator)
+	if err != nil {
+		return c.Fail(evaluatorFailed(e.Evaluator, err))
+	}
+	e.made = e.made[:0]
+	inTrx := c.Status()&mysql.StatusInTrans != 0
+	for i := range e.Tables {
+		t := &e.Tables[i]
+		if t.InTrx && !inTrx {
+			continue
+		}
+		if t.Like != "" {
+			if err := e.create(c, ev, t); err != nil {
+				return e.fail(c, ev, err)
+			}
+		}
+		for j := range t.Fetches {
+			if err := e.copy(c, ev, t, j); err != nil {
+				return e.fail(c, ev, err)
+			}
+		}
+	}
+	final := Part{Cluster: e.Evaluator, Stmt: e.Stmt}
+	if err := c.Send(ev, &final, q); err != nil {
+		return e.fail(c, ev, err)
+	}
+	e.cat.Reset()
+	r := c.Relay(ev)
+	if err := e.cat.Part(r); err != nil {
+		c.ReleaseAside(ev, true) // its temporary tables go with it
+		if clientFailed(err) {
+			return false
+		}
+		return c.Fail(evaluatorFailed(e.Evaluator, err))
+	}
+	// The tables are dropped before the connection goes back, which
+	// would replace the statement's diagnostics: the session takes them
+	// first.
+	c.TakeWarnings(ev, &r.Info)
+	c.ReleaseAside(ev, e.drop(ev) != nil)
+	c.Merged(&e.cat.Info)
+	return e.cat.Finish(c.Status()) == nil
+}
+
+// evaluatorFailed is the client's error when the evaluator's connection
+// failed: 2013's message, naming the cluster.
+func evaluatorFailed(cl *backend.Cluster, err error) *mysql.SQLError {
+	return mysql.NewError(mysql.ERUnknownError, mysql.StateGeneral,
+		"shardgate: cluster %s, evaluating a statement across shards, failed: %v", cl.Name, err)
+}
+
+// Prepare prepares the client's statement where its executions will be
+// evaluated, for the server's parameter and column definitions: the
+// temporary tables are created empty around prepare, which prepares it
+// on ev and answers the client (gone: ev was given up, and goOn says
+// whether the session goes on).
+func (e *Evaluate) Prepare(c Cursor, prepare func(ev *backend.Conn) (goOn, gone bool)) bool {
+	ev, err := c.Aside(e.Evaluator)
+	if err != nil {
+		return c.Fail(evaluatorFailed(e.Evaluator, err))
+	}
+	e.made = e.made[:0]
+	for i := range e.Tables {
+		if t := &e.Tables[i]; !t.InTrx {
+			if err := e.create(c, ev, t); err != nil {
+				return e.fail(c, ev, err)
+			}
+		}
+	}
+	goOn, gone := prepare(ev)
+	if !gone {
+		c.ReleaseAside(ev, e.drop(ev) != nil)
+	}
+	return goOn
+}
+
+// create creates t's temporary table, empty, on ev: like its model
+// there, else from the definition its first fetch's server shows.
+func (e *Evaluate) create(c Cursor, ev *backend.Conn, t *EvalCopy) error {
+	if t.Like != "" {
+		if err := ev.Exec("CREATE TEMPORARY TABLE " + t.Temp + " LIKE " + t.Like); err != nil {
+			return err
+		}
+		e.made = append(e.made, t.Temp)
+		return nil
+	}
+	f := &t.Fetches[0]
+	conn, ok := c.Acquire(f.Cluster, false)
+	if conn == nil {
+		return &answered{goOn: ok}
+	}
+	if err := e.createFrom(conn, ev, t); err != nil {
+		return e.partFailed(c, conn, f.Cluster.Name, err, false)
+	}
+	c.Done(conn, &mysql.ResponseInfo{Status: c.Status()}) // (a statement of the proxy's: the transaction goes on)
+	return nil
+}
+
+// explain describes the evaluation: each table's creation, its copy
+// from each shard, the statement, the drop.
+func (e *Evaluate) explain(q []byte, text func([]byte) string) []Step {
+	var steps []Step
+	at := e.Evaluator.Name
+	for i := range e.Tables {
+		t := &e.Tables[i]
+		if t.InTrx {
+			at := "(inside a transaction) "
+			steps = append(steps, Step{Primitive: "Evaluate: create", Shard: e.Evaluator.Name, Query: at + "CREATE TEMPORARY TABLE " + t.Temp + " (as " + t.Describe + ")"})
+			for _, f := range t.Fetches {
+				steps = append(steps, Step{Primitive: "Evaluate: copy into " + t.Temp, Shard: f.Cluster.Name, Query: at + text(f.Query)})
+			}
+			continue
+		}
+		create := "CREATE TEMPORARY TABLE " + t.Temp + " LIKE " + t.Like
+		if t.Like == "" {
+			create = "CREATE TEMPORARY TABLE " + t.Temp + " (the columns and keys of " + t.Describe + ", shown by SHOW CREATE TABLE on shard " + t.Fetches[0].Cluster.Name + ")"
+		}
+		steps = append(steps, Step{Primitive: "Evaluate: create", Shard: at, Query: create})
+		for _, f := range t.Fetches {
+			steps = append(steps, Step{Primitive: "Evaluate: copy into " + t.Temp, Shard: f.Cluster.Name, Query: text(f.Query)})
+		}
+	}
+	final := text(q)
+	if e.Stmt != nil {
+		final = string(e.Stmt)
+	}
+	steps = append(steps, Step{Primitive: "Evaluate: the statement", Shard: at, Query: final})
+	if len(e.Tables) > 0 {
+		var names []string
+		for _, t := range e.Tables {
+			names = append(names, t.Temp)
+		}
+		steps = append(steps, Step{Primitive: "Evaluate: drop", Shard: at, Query: dropSQL(names)})
+	}
+	return steps
+}
+
+// copy copies the rows of fetch j of table t into t's temporary table
+// on ev, creating the table first from the definition the fetch's
+// server shows when it has no model on ev.
+func (e *Evaluate) copy(c Cursor, ev *backend.Conn, t *EvalCopy, j int) error {
+	f := &t.Fetches[j]
+	if c.Killed() {
+		return errInterrupted
+	}
+	conn, ok := c.Acquire(f.Cluster, e.ReplicaOK)
+	if conn == nil {
+		return &answered{goOn: ok}
+	}
+	if j == 0 && t.Like == "" {
+		if err := e.createFrom(conn, ev, t); err != nil {
+			return e.partFailed(c, conn, f.Cluster.Name, err, false)
+		}
+	}
+	err := e.start(conn, f)
+	if err == nil {
+		err = e.insertRows(t.Temp, func(batch []byte) error { return ev.Exec(string(batch)) })
+	}
+	if err != nil {
+		return e.partFailed(c, conn, f.Cluster.Name, err, !e.rows.Done())
+	}
+	c.SkipWarnings()
+	e.rows.Info.SessionState = e.rows.Info.SessionState[:0] // (SET STATEMENT's, not the session's)
+	c.Done(conn, &e.rows.Info)
+	return err
+}
+
+// start sends fetch f on conn and reads its answer's header into e.rows:
+// the server's ERR is returned as the error, its connection fine.
+func (e *Evaluate) start(conn *backend.Conn, f *Part) error {
+	if err := conn.WriteCommand(f.Query); err != nil {
+		return mysql.BackendError(err)
+	}
+	e.rows.Reset(conn.Conn, conn.Caps, nil, false)
+	if err := e.rows.Start(); err != nil {
+		return err
+	}
+	if se := e.rows.Info.Err; se != nil {
+		return se
+	}
+	return nil
+}
+
+// insertRows reads the fetch's rows (e.rows) to their end and hands the
+// INSERTs of them into temp to flush, in batches. The INSERTs take every
+// value as a binary string, which the server converts to the column's
+// type as it converts the text the shard sent (strings come in their
+// column's character set: the fetch's character_set_results is binary);
+// sql_mode is empty for them, so that a value a stricter mode would
+// refuse now (a zero date) is copied as the shard holds it.
+func (e *Evaluate) insertRows(temp string, flush func(batch []byte) error) error {
+	prefix := e.insertPrefix(temp)
+	e.batch = append(e.batch[:0], prefix...)
+	for {
+		row, ok, err := e.rows.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		if len(e.batch) > len(prefix) {
+			e.batch = append(e.batch, ',')
+		}
+		e.batch = append(e.batch, '(')
+		for i, v := range row {
+			if i > 0 {
+				e.batch = append(e.batch, ',')
+			}
+			if v.IsNull() {
+				e.batch = append(e.batch, "NULL"...)
+				continue
+			}
+			e.batch = appendBinaryLiteral(e.batch, v.Raw())
+		}
+		e.batch = append(e.batch, ')')
+		if len(e.batch) >= evalBatch {
+			if err := flush(e.batch); err != nil {
+				return err
+			}
+			e.batch = append(e.batch[:0], prefix...)
+		}
+	}
+	if len(e.batch) > len(prefix) {
+		return flush(e.batch)
+	}
+	return nil
+}
+
+// insertPrefix is the INSERT of rows into temp, naming the fetch's
+// columns.
+func (e *Evaluate) insertPrefix(temp string) string {
+	var b strings.Builder
+	b.WriteString("SET STATEMENT sql_mode='' FOR INSERT INTO ")
+	b.WriteString(temp)
+	b.WriteString(" (")
+	for i, col := range e.rows.Cols {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('`')
+		b.WriteString(strings.ReplaceAll(string(col.Name), "`", "``"))
+		b.WriteByte('`')
+	}
+	b.WriteString(") VALUES ")
+	return b.String()
+}
+
+// appendBinaryLiteral appends v as _binary'…', escaped as the server
+// reads a quoted string without NO_BACKSLASH_ESCAPES (the copies' own
+// sql_mode).
+func appendBinaryLiteral(b, v []byte) []byte {
+	b = append(b, "_binary'"...)
+	for _, c := range v {
+		switch c {
+		case 0:
+			b = append(b, '\\', '0')
+		case '\'', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case 0x1a:
+			b = append(b, '\\', 'Z')
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '\'')
+}
+
+// createFrom creates t's temporary table on ev from the definition of
+// its sub-table t.Describe, which conn's shard shows.
+func (e *Evaluate) createFrom(conn, ev *backend.Conn, t *EvalCopy) error {
+	rows, err := conn.QueryRows("SHOW CREATE TABLE " + t.Describe)
+	if err != nil {
+		return err
+	}
+	if len(rows) != 1 || len(rows[0]) < 2 {
+		return fmt.Errorf("SHOW CREATE TABLE %s: no definition", t.Describe)
+	}
+	ddl, err := TemporaryDDL(rows[0][1], t.Temp)
+	if err != nil {
+		return err
+	}
+	if err := ev.Exec(ddl); err != nil {
+		return err
+	}
+	e.made = append(e.made, t.Temp)
+	return nil
+}
+
+// TemporaryDDL turns a SHOW CREATE TABLE's statement into the creation
+// of temporary table temp with the same columns and keys: foreign keys
+// and partitioning, which a temporary table cannot have and a copy does
+// not need, are left out.
+func TemporaryDDL(create, temp string) (string, error) {
+	head, body, ok := strings.Cut(create, " (\n")
+	if !ok || !strings.HasPrefix(head, "CREATE TABLE ") {
+		return "", fmt.Errorf("unexpected SHOW CREATE TABLE output %.40q", create)
+	}
+	lines := strings.Split(body, "\n")
+	var keep []string
+	tail := ""
+	for _, l := range lines {
+		if strings.HasPrefix(l, ")") {
+			tail = l
+			if j := strings.Index(tail, "PARTITION BY"); j >= 0 {
+				tail = strings.TrimSuffix(strings.TrimSpace(tail[:j]), "/*!50100")
+			}
+			break
+		}
+		if strings.Contains(l, " FOREIGN KEY ") {
+			continue
+		}
+		keep = append(keep, strings.TrimSuffix(l, ","))
+	}
+	if tail == "" {
+		return "", fmt.Errorf("unexpected SHOW CREATE TABLE output %.40q", create)
+	}
+	return "CREATE TEMPORARY TABLE " + temp + " (\n" + strings.Join(keep, ",\n") + "\n" + tail, nil
+}
+
+// drop drops the temporary tables created on ev.
+func (e *Evaluate) drop(ev *backend.Conn) error {
+	if len(e.made) == 0 {
+		return nil
+	}
+	return ev.Exec(dropSQL(e.made))
+}
+
+// dropSQL is the statement dropping temporary tables.
+func dropSQL(tables []string) string {
+	return "DROP TEMPORARY TABLE IF EXISTS " + strings.Join(tables, ",")
+}
+
+// answered is an error the cursor has answered the client with already
+// (Acquire failed): goOn says whether the session goes on.
+type answered struct{ goOn bool }
+
+func (a *answered) Error() string { return "answered" }
+
+// partFailed ends a fetch that failed: after the server's ERR the
+// connection is done with, else (it failed, or rows are left unread) it
+// is discarded, and err is returned, naming the shard, for the statement
+// to fail with.
+func (e *Evaluate) partFailed(c Cursor, conn *backend.Conn, shard string, err error, unread bool) error {
+	var se *mysql.SQLError
+	if errors.As(err, &se) && !mysql.IsBackendError(err) && !unread {
+		// The server's ERR: the connection is fine.
+		c.SkipWarnings()
+		c.Done(conn, &mysql.ResponseInfo{Status: c.Status()}) // (a statement of the proxy's: the transaction goes on)
+		return se
+	}
+	if !c.Drop(conn, err) {
+		return &answered{goOn: false}
+	}
+	return fmt.Errorf("shard %s failed while the proxy read its rows: %w", shard, err)
+}
+
+// fail ends an execution that failed before its statement ran: the
+// temporary tables created so far are dropped, the evaluator's
+// connection goes back (discarded if that failed), and the client gets
+// err, unless the cursor answered it already.
+func (e *Evaluate) fail(c Cursor, ev *backend.Conn, err error) bool {
+	c.ReleaseAside(ev, e.drop(ev) != nil)
+	var a *answered
+	if errors.As(err, &a) {
+		return a.goOn
+	}
+	return c.Fail(asClientError(err))
+}
+
+// asClientError is err as the client's error: the server's, or a 1105
+// that says what failed.
+func asClientError(err error) *mysql.SQLError {
+	var se *mysql.SQLError
+	if errors.As(err, &se) && !mysql.IsBackendError(err) {
+		return se
+	}
+	return mysql.NewError(mysql.ERUnknownError, mysql.StateGeneral, "shardgate: %v", err)
+}

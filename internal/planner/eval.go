@@ -1,0 +1,238 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"vitess.io/vitess/go/vt/sqlparser"
+
+	"github.com/shardgate/shardgate/internal/engine"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/sharding"
+)
+
+// A read that no route or merge answers exactly (a join off the shard
+// key, a derived table, a CTE or a subquery whose inner query needs
+// rows of several sub-tables, a window function, ROLLUP, COUNT(DISTINCT
+// a, b), a UNION of a sharded and a reference table…) is evaluated:
+// each sharded table it names is copied, from its sub-tables, into a
+// temporary table of the same name on a connection to the schema's
+// default cluster, which holds the unsharded tables and a copy of each
+// reference table, and the client's statement runs there as written
+// (engine.Evaluate). The answer is then one server's by construction:
+// its types, collations, NULLs, conversions, warnings and column
+// definitions are MariaDB's, where an evaluator of the proxy's own
+// (Vitess's evalengine) differs from MariaDB in places the differential
+// test found (PAD SPACE under utf8mb4_unicode_ci, DATETIME against an
+// integer). The proxy's memory stays bounded: rows stream from each
+// shard into batched INSERTs, and the answer streams back as a Route's.
+
+// EvalPlan is how the proxy evaluates a read it cannot route or merge:
+// the sharded tables to copy, the rest being on the default cluster.
+// Immutable, shared by every session.
+type EvalPlan struct {
+	Tables []EvalTable
+}
+
+// EvalTable is one sharded table an evaluated statement names, copied
+// into a temporary table of its name.
+type EvalTable struct {
+	Table *sharding.SchemaTable // nil for an unlisted (unsharded) table
+	// Local: an unsharded or reference table, on the default cluster,
+	// copied from the transaction's connection inside a transaction only.
+	Local bool
+	// Temp is the temporary table's name, quoted and qualified with the
+	// schema: the name the statement resolves to on the default cluster.
+	Temp string
+	// Like is a sub-table of it on the default cluster, which the
+	// temporary table is created like; "": none is there, and the first
+	// fetch's shard shows Describe's definition.
+	Like, Describe string
+	// Fetches read every row: one statement per shard, a UNION ALL of
+	// its sub-tables, the shard holding Describe first.
+	Fetches []EvalFetch
+}
+
+// EvalFetch is the statement reading a table's rows on one shard.
+type EvalFetch struct {
+	Shard string
+	Query []byte // a COM_QUERY packet
+}
+
+// evalPlan decides whether stmt, a statement of the schema read with db
+// as the current database, can be evaluated (see EvalPlan), and lists
+// the sharded tables it reads. A nil plan with a nil error: stmt names
+// no sharded table.
+func (k *Keyspace) evalPlan(stmt sqlparser.Statement, db string) (*EvalPlan, error) {
+	switch s := stmt.(type) {
+	case *sqlparser.Select:
+		if s.Into != nil {
+			return nil, notSupported("SELECT … INTO across shards")
+		}
+	case *sqlparser.Union:
+		if s.Into != nil {
+			return nil, notSupported("SELECT … INTO across shards")
+		}
+	default:
+		return nil, notSupported("a write that reads rows of several shards")
+	}
+	if hasEffects(stmt) {
+		return nil, notSupported("a function with effects (SLEEP, GET_LOCK, NEXTVAL…) in a statement the proxy evaluates across shards")
+	}
+	ctes := cteNames(stmt)
+	p := &EvalPlan{}
+	err := sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+		var err error
+		switch n := n.(type) {
+		case *sqlparser.Select:
+			if n.Lock != sqlparser.NoLock {
+				err = notSupported("a locking read (FOR UPDATE, LOCK IN SHARE MODE) across shards that no route or merge answers")
+			}
+		case *sqlparser.Union:
+			if n.Lock != sqlparser.NoLock {
+				err = notSupported("a locking read (FOR UPDATE, LOCK IN SHARE MODE) across shards that no route or merge answers")
+			}
+		case *sqlparser.Variable:
+			if n.Scope == sqlparser.VariableScope {
+				err = notSupported("user variables in a statement on sharded or reference tables")
+			}
+		case *sqlparser.AliasedTableExpr:
+			if tn, ok := n.Expr.(sqlparser.TableName); ok {
+				err = p.addTable(k.Schema, tn, db, ctes)
+			}
+		}
+		return err == nil, err
+	}, stmt)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range p.Tables {
+		if !t.Local {
+			return p, nil
+		}
+	}
+	return nil, nil
+}
+
+// addTable notes a table the statement names: a sharded table of the
+// schema is copied; unsharded and reference tables, and the statement's
+// own CTEs, are on the default cluster already.
+func (p *EvalPlan) addTable(schema *sharding.Schema, n sqlparser.TableName, db string, ctes map[string]bool) error {
+	if n.Name.IsEmpty() {
+		return nil
+	}
+	name, qualifier := n.Name.String(), n.Qualifier.String()
+	if qualifier == "" && (ctes[strings.ToLower(name)] || strings.EqualFold(name, "dual")) {
+		return nil
+	}
+	if qualifier == "" && db != schema.Name || qualifier != "" && qualifier != schema.Name {
+		return notSupported(fmt.Sprintf("table %s of another database in a statement the proxy evaluates across shards", sqlparser.String(n)))
+	}
+	t := schema.Table(name)
+	temp := quoteQualified(schema.Name, name)
+	if t == nil || t.Type != sharding.TableSharded {
+		for _, e := range p.Tables {
+			if e.Local && e.Temp == temp {
+				return nil
+			}
+		}
+		p.Tables = append(p.Tables, localTable(schema, t, temp))
+		return nil
+	}
+	for _, e := range p.Tables {
+		if e.Table != t {
+			continue
+		}
+		if e.Temp != quoteQualified(schema.Name, name) {
+			return notSupported(fmt.Sprintf("table %s spelt two ways in a statement the proxy evaluates across shards", t.Name))
+		}
+		return nil
+	}
+	p.Tables = append(p.Tables, evalTable(schema, t, quoteQualified(schema.Name, name)))
+	return nil
+}
+
+// evalTable plans the copy of sharded table t into temporary table temp.
+func evalTable(schema *sharding.Schema, t *sharding.SchemaTable, temp string) EvalTable {
+	layout := t.Group.Layout
+	et := EvalTable{Table: t, Temp: temp, Describe: quoteQualified(schema.Name, sharding.SubTableName(t.Name, 0))}
+	for i := 0; i < layout.SubTables(); i++ {
+		if layout.Shard(i) == schema.DefaultCluster {
+			et.Like = quoteQualified(schema.Name, sharding.SubTableName(t.Name, i))
+			break
+		}
+	}
+	shards := append([]string{layout.Shard(0)}, schema.Shards...)
+	for j, shard := range shards {
+		if j > 0 && shard == shards[0] {
+			continue
+		}
+		// The shard sends each string in its column's character set,
+		// unconverted (character_set_results=binary), which the copy
+		// inserts as a binary string: the bytes the shard holds.
+		q := append([]byte{mysql.ComQuery}, fetchPrefix...)
+		for i := 0; i < layout.SubTables(); i++ {
+			if layout.Shard(i) != shard {
+				continue
+			}
+			if len(q) > 1+len(fetchPrefix) {
+				q = append(q, " UNION ALL "...)
+			}
+			q = append(q, "SELECT * FROM "...)
+			q = append(q, quoteQualified(schema.Name, sharding.SubTableName(t.Name, i))...)
+		}
+		if len(q) > 1+len(fetchPrefix) {
+			et.Fetches = append(et.Fetches, EvalFetch{Shard: shard, Query: q})
+		}
+	}
+	return et
+}
+
+const fetchPrefix = "SET STATEMENT character_set_results=binary FOR "
+
+// localTable plans the copy of an unsharded or reference table (t, nil
+// when unlisted) inside a transaction: its rows as the transaction's
+// connection to the default cluster sees them.
+func localTable(schema *sharding.Schema, t *sharding.SchemaTable, temp string) EvalTable {
+	q := append([]byte{mysql.ComQuery}, fetchPrefix+"SELECT * FROM "+temp...)
+	return EvalTable{Table: t, Local: true, Temp: temp, Describe: temp,
+		Fetches: []EvalFetch{{Shard: schema.DefaultCluster, Query: q}}}
+}
+
+// cteNames are the lower-cased names of the common table expressions
+// stmt defines, at any depth: a table reference of such a name is one.
+func cteNames(stmt sqlparser.Statement) map[string]bool {
+	names := map[string]bool{}
+	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+		if w, ok := n.(*sqlparser.With); ok {
+			for _, cte := range w.CTEs {
+				names[strings.ToLower(cte.ID.String())] = true
+			}
+		}
+		return true, nil
+	}, stmt)
+	return names
+}
+
+// quoteQualified is `db`.`name`.
+func quoteQualified(db, name string) string {
+	return sqlparser.String(sqlparser.NewIdentifierCS(db)) + "." + sqlparser.String(sqlparser.NewIdentifierCS(name))
+}
+
+// Evaluate fills e, the session's, with the plan for one execution.
+// stmt is the client's statement text for a prepared statement's
+// execution (the evaluator prepares it), nil for a text statement (sent
+// as the client sent it).
+func (k *Keyspace) Evaluate(e *engine.Evaluate, p *EvalPlan, stmt []byte, replicaOK bool) {
+	e.Reset(k.Default, stmt, replicaOK)
+	for _, t := range p.Tables {
+		e.AddTable(t.Temp, t.Like, t.Describe, t.Local)
+		for _, f := range t.Fetches {
+			cl := k.Shard(f.Shard)
+			if f.Shard == k.Schema.DefaultCluster {
+				cl = k.Default // (not a shard, for a local table)
+			}
+			e.AddFetch(cl, f.Query)
+		}
+	}
+}
