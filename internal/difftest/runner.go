@@ -65,7 +65,6 @@ var CrossShardWriteRefusals = []*regexp.Regexp{
 	regexp.MustCompile(`^shardgate: this transaction already wrote to shard \w+; a write to shard \w+ in the same transaction is refused \(cross_shard_writes: refuse\)`),
 }
 
-
 // DefaultRefusals accept shardgate's form of 1235 (MySQL's own wording
 // with the product's name, see docs/sharding.md) naming one of the
 // constructs issue 13 refuses on a sharded schema: a merge across shards
