@@ -645,6 +645,13 @@ func runGorm(t *testing.T, orm string, cfg gormmysql.Config, keep func(gormQuery
 			t.Errorf("%s (%s): shardgate's answer differs from the reference's\n  shardgate ran:\n  %s\n%s",
 				q.name, q.order, gormAll(gsql), ormDiff(w, g))
 		}
+		if !q.write {
+			var stmts []string
+			for _, s := range gsql {
+				stmts = append(stmts, s.sql)
+			}
+			e.replay(t, q.name, stmts, q.fold)
+		}
 	}
 	led.finish()
 	if g, w := ormTableDump(t, e.pxDB), ormTableDump(t, e.refDB); g != w {

@@ -89,6 +89,12 @@ type ormPyLine struct {
 	Write bool          `json:"write"`
 	Proxy ormPyOutcome  `json:"proxy"`
 	Ref   *ormPyOutcome `json:"ref"`
+	// Replay: the SELECTs sent through shardgate, run again on both sides.
+	Replay []struct {
+		SQL   string      `json:"sql"`
+		Proxy ormReplayed `json:"proxy"`
+		Ref   ormReplayed `json:"ref"`
+	} `json:"replay"`
 }
 
 // TestORMSQLAlchemy runs SQLAlchemy 2.0's ORM (testdata/orm/sqlalchemy_orm.py):
@@ -170,6 +176,12 @@ func runSQLAlchemy(t *testing.T, py, orm, mode string) {
 		if g != w {
 			t.Errorf("%s (%s): shardgate's answer differs from the reference's\n  shardgate ran:\n  %s\n%s",
 				l.Query, order, strings.Join(l.Proxy.SQL, "\n  "), ormDiff(w, g))
+		}
+		if !l.Write && len(l.Replay) == 0 {
+			t.Errorf("%s: no statement replayed", l.Query)
+		}
+		for _, r := range l.Replay {
+			compareReplayed(t, l.Query, r.SQL, r.Proxy, r.Ref, l.Fold)
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -25,7 +25,10 @@ the same rows). For each query one JSON line is printed on stdout:
 where OUTCOME is {"result": ANSWER, "sql": [STATEMENT...]} or
 {"error": [CODE, MESSAGE], "statement": FAILED STATEMENT, "sql": [...]}.
 ANSWER is the ORM objects as plain JSON: their columns and the
-relationships that were loaded. The Go test compares the answers and checks
+relationships that were loaded. A read that shardgate answered also has
+"replay": each SELECT it sent, run again through the driver on both sides,
+{"sql": STATEMENT, "proxy": ROWS, "ref": ROWS} with ROWS {"rows": [...]} or
+{"error": [CODE, MESSAGE]}: the ORM may keep only part of an answer. The Go test compares the answers and checks
 the refusals against its list of expected ones; this script judges nothing.
 """
 
@@ -402,11 +405,6 @@ def count_join(s):
     return s.scalar(select(func.count()).select_from(Order).join(Order.customer).where(Customer.country == "US"))
 
 
-@query()
-def exists_scalar(s):
-    return s.scalar(select(exists().where(Customer.email.is_(None))))
-
-
 # Pagination.
 
 
@@ -723,18 +721,22 @@ def realign(engines, n):
 
 
 class Recorder:
-    """Keeps the statements an engine sends."""
+    """Keeps the statements an engine sends, with their parameters."""
 
     def __init__(self, engine):
-        self.sql = []
+        self.sent = []
         event.listen(engine, "before_cursor_execute", self.before)
 
     def before(self, conn, cursor, statement, parameters, context, executemany):
-        self.sql.append(statement if not parameters else "%s -- %r" % (statement, parameters))
+        self.sent.append((statement, parameters, executemany))
 
     def take(self):
-        s, self.sql = self.sql, []
+        s, self.sent = self.sent, []
         return s
+
+
+def shown(sent):
+    return [st if not params else "%s -- %r" % (st, params) for st, params, _ in sent]
 
 
 def run(engine, rec, f):
@@ -744,11 +746,50 @@ def run(engine, rec, f):
             answer = plain(f(s))
         except DBAPIError as e:
             s.rollback()
-            args = getattr(e.orig, "args", ())
-            code = args[0] if args and isinstance(args[0], int) else 0
-            msg = args[1] if len(args) > 1 else str(e.orig)
-            return {"error": [code, msg], "statement": e.statement, "sql": rec.take()}
-    return {"result": answer, "sql": rec.take()}
+            return {"error": error_of(e), "statement": e.statement, "sql": shown(rec.take())}
+    sent = rec.take()
+    return {"result": answer, "sql": shown(sent), "sent": sent}
+
+
+def error_of(e):
+    orig = getattr(e, "orig", e)
+    args = getattr(orig, "args", ())
+    code = args[0] if args and isinstance(args[0], int) else 0
+    msg = args[1] if len(args) > 1 else str(orig)
+    return [code, msg]
+
+
+def raw_rows(engine, statement, params):
+    """Every row statement answers on a connection of its own, by column
+    name (a name met again gets its position appended)."""
+    conn = engine.raw_connection()
+    try:
+        cur = conn.cursor()
+        try:
+            cur.execute(statement, params)
+        except Exception as e:  # the driver's error
+            return {"error": error_of(e)}
+        names, out = [], []
+        for i, d in enumerate(cur.description or ()):
+            names.append(d[0] if d[0] not in names else "%s#%d" % (d[0], i))
+        for r in cur.fetchall():
+            out.append({n: plain(v) for n, v in zip(names, r)})
+        return {"rows": out}
+    finally:
+        conn.rollback()
+        conn.close()
+
+
+def replay(proxy, ref, sent):
+    """The reads an ORM call sent through shardgate, run again as plain
+    statements on both sides: every row of each is compared (the ORM may
+    keep only the first row of an answer, as scalar() and first() do)."""
+    out = []
+    for statement, params, executemany in sent:
+        if executemany or not statement.lstrip().upper().startswith(("SELECT", "WITH")):
+            continue
+        out.append({"sql": statement, "proxy": raw_rows(proxy, statement, params), "ref": raw_rows(ref, statement, params)})
+    return out
 
 
 def engine(url, mode):
@@ -782,6 +823,11 @@ def main():
         out["proxy"] = run(proxy, recs[proxy], f)
         refused = out["proxy"].get("error", [0])[0] == 1235
         out["ref"] = None if write and refused else run(ref, recs[ref], f)
+        sent = out["proxy"].pop("sent", [])
+        if out["ref"]:
+            out["ref"].pop("sent", None)
+        if not write and not refused:
+            out["replay"] = replay(proxy, ref, sent)
         print(json.dumps(out), flush=True)
         ran += 1
     print("SQLAlchemy %s, %s transactions: %d queries" % (__import__("sqlalchemy").__version__, mode, ran), file=sys.stderr)
