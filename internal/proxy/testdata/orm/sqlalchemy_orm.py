@@ -88,6 +88,7 @@ class Product(Base):
     price: Mapped[decimal.Decimal] = mapped_column(DECIMAL(10, 2))
     active: Mapped[bool]
     category: Mapped[Optional[Category]] = relationship(back_populates="products")
+    order_items: Mapped[List["OrderItem"]] = relationship(viewonly=True)
 
 
 class Customer(Base):
@@ -367,6 +368,27 @@ def has_unsharded(s):
     return s.scalars(select(Product).where(Product.category.has(Category.name == "Books")).order_by(Product.id)).all()
 
 
+# A reference table filtered by a subquery on a sharded one ("products that
+# were ordered", "never ordered").
+
+
+@query("ordered")
+def reference_any_sharded(s):
+    return s.scalars(select(Product).where(Product.order_items.any(OrderItem.qty == 6)).order_by(Product.id)).all()
+
+
+@query("ordered")
+def reference_not_any_sharded(s):
+    return s.scalars(select(Product).where(~Product.order_items.any(OrderItem.qty > 1)).order_by(Product.id)).all()
+
+
+@query("ordered")
+def reference_in_sharded(s):
+    return s.scalars(
+        select(Product).where(Product.id.in_(select(OrderItem.product_id).where(OrderItem.qty > 5))).order_by(Product.id)
+    ).all()
+
+
 # Counting.
 
 
@@ -403,6 +425,11 @@ def count_distinct(s):
 @query()
 def count_join(s):
     return s.scalar(select(func.count()).select_from(Order).join(Order.customer).where(Customer.country == "US"))
+
+
+@query()
+def exists_scalar(s):
+    return s.scalar(select(exists().where(Customer.email.is_(None))))
 
 
 # Pagination.
