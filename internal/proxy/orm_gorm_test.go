@@ -418,6 +418,13 @@ func gormQueries() []gormQuery {
 			return db.Select(gormProductColumns).Where("EXISTS (?)", db.Model(&gormItem{}).Select("1").Where("order_items.product_id = products.id AND order_items.qty = ?", 6)).
 				Order("id").Find(ps)
 		})},
+		// A reference table outer-joined with a sharded one: products
+		// and how often each was ordered 6 at a time.
+		{name: "reference-left-join-sharded", order: ormOrdered, run: gormFind(func(db *gorm.DB, rs *[]gormProductSales) *gorm.DB {
+			return db.Model(&gormProduct{}).Select("products.id AS product_id, products.name, COUNT(*) AS qty").
+				Joins("LEFT JOIN order_items ON order_items.product_id = products.id AND order_items.qty = ?", 6).
+				Group("products.id, products.name").Order("products.id").Scan(rs)
+		})},
 		{name: "where-exists-colocated", order: ormOrdered, run: gormFind(func(db *gorm.DB, cs *[]gormCustomer) *gorm.DB {
 			return db.Where("EXISTS (?)", db.Model(&gormOrder{}).Select("1").Where("orders.customer_id = customers.id AND orders.status = ?", "cancelled")).
 				Order("id").Find(cs)

@@ -427,6 +427,22 @@ def count_join(s):
     return s.scalar(select(func.count()).select_from(Order).join(Order.customer).where(Customer.country == "US"))
 
 
+@query("top-ordered")
+def reference_joinedload_sharded(s):
+    return s.scalars(select(Product).options(joinedload(Product.order_items)).order_by(Product.id)).unique().all()
+
+
+@query("ordered")
+def reference_outerjoin_count(s):
+    stmt = (
+        select(Product.id, func.count().label("n"))
+        .outerjoin(Product.order_items.and_(OrderItem.qty == 6))
+        .group_by(Product.id)
+        .order_by(Product.id)
+    )
+    return rows(s, stmt)
+
+
 @query()
 def exists_scalar(s):
     return s.scalar(select(exists().where(Customer.email.is_(None))))
