@@ -2,12 +2,14 @@
 # Installs what shardgate needs on Debian/Ubuntu, by purpose, and downloads
 # the Go modules:
 #   install-deps.sh [all|test]  mariadb-server mariadb-client sysbench haproxy
-#                               python3-pymysql default-jdk-headless maven
+#                               python3-pymysql python3-venv default-jdk-headless maven
 #                               prometheus (for promtool, which checks
 #                               deploy/prometheus/rules.yml), chromium
 #                               chromium-driver (the status page's headless
 #                               browser test), and
-#                               MySQL Connector/J through maven: the test suite (which includes
+#                               MySQL Connector/J through maven, SQLAlchemy
+#                               (scripts/requirements-orm.txt, from PyPI into the
+#                               virtual environment SHARDGATE_PYTHON_VENV): the test suite (which includes
 #                               the benchmark harness's smoke test), benchmarks
 #                               and demo (the default)
 #   install-deps.sh demo        mariadb-server mariadb-client: what
@@ -23,6 +25,8 @@
 #
 # Environment:
 #   SHARDGATE_SKIP_GO_DOWNLOAD=1   do not run `go mod download`
+#   SHARDGATE_PYTHON_VENV=DIR      the ORM test's Python environment
+#                                  (default: ${XDG_CACHE_HOME:-$HOME/.cache}/shardgate/python)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -60,6 +64,7 @@ have_pkg() {
 	sysbench) command -v sysbench >/dev/null 2>&1 ;;
 	haproxy) command -v haproxy >/dev/null 2>&1 ;;
 	python3-pymysql) dpkg_installed python3-pymysql || /usr/bin/python3 -c 'import pymysql' >/dev/null 2>&1 ;;
+	python3-venv) /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 ;;
 	default-jdk-headless) command -v javac >/dev/null 2>&1 && command -v java >/dev/null 2>&1 ;;
 	maven) command -v mvn >/dev/null 2>&1 ;;
 	chromium) command -v chromium >/dev/null 2>&1 ;;
@@ -76,7 +81,7 @@ if [[ "${1:-}" == --packages ]]; then
 fi
 SET="${1:-all}"
 case "$SET" in
-all | test) PACKAGES=(mariadb-server mariadb-client sysbench haproxy python3-pymysql default-jdk-headless maven prometheus chromium chromium-driver) ;;
+all | test) PACKAGES=(mariadb-server mariadb-client sysbench haproxy python3-pymysql python3-venv default-jdk-headless maven prometheus chromium chromium-driver) ;;
 demo) PACKAGES=(mariadb-server mariadb-client) ;;
 -h | --help)
 	sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
@@ -189,6 +194,27 @@ CONNECTOR_J="${HOME}/.m2/repository/com/mysql/mysql-connector-j/9.7.0/mysql-conn
 if [[ "$SET" != demo && ! -f "$CONNECTOR_J" ]]; then
 	log "fetching MySQL Connector/J 9.7.0 with maven"
 	mvn -q dependency:get -Dartifact=com.mysql:mysql-connector-j:9.7.0 || die "could not fetch MySQL Connector/J"
+fi
+
+# SQLAlchemy 2.0 for the ORM test (internal/proxy/orm_sqlalchemy_test.go), from
+# PyPI at the versions pinned in scripts/requirements-orm.txt, into a virtual
+# environment of the system's python3 that also sees Debian's PyMySQL (the
+# driver every Python test uses). Recreated when a pin changes.
+PY_VENV="${SHARDGATE_PYTHON_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/shardgate/python}"
+PY_REQS="$ROOT/scripts/requirements-orm.txt"
+py_venv_ok() {
+	[[ -x "$PY_VENV/bin/python" ]] && cmp -s "$PY_REQS" "$PY_VENV/shardgate-requirements.txt" &&
+		"$PY_VENV/bin/python" -c 'import sqlalchemy, pymysql, cryptography' >/dev/null 2>&1
+}
+if [[ "$SET" != demo ]] && ! py_venv_ok; then
+	log "installing SQLAlchemy ($(grep -i '^sqlalchemy==' "$PY_REQS")) into $PY_VENV"
+	rm -rf "$PY_VENV"
+	mkdir -p "$(dirname "$PY_VENV")"
+	/usr/bin/python3 -m venv --system-site-packages "$PY_VENV" || die "could not create the Python environment $PY_VENV"
+	"$PY_VENV/bin/python" -m pip install -q --disable-pip-version-check --no-input -r "$PY_REQS" ||
+		die "pip install -r $PY_REQS into $PY_VENV failed"
+	cp "$PY_REQS" "$PY_VENV/shardgate-requirements.txt"
+	py_venv_ok || die "$PY_VENV cannot import sqlalchemy, pymysql and cryptography after installing"
 fi
 
 if [[ "${SHARDGATE_SKIP_GO_DOWNLOAD:-0}" != 1 ]]; then
