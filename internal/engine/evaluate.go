@@ -69,6 +69,10 @@ func (e *Evaluate) AddTable(temp, like, describe string, inTrx bool) {
 	e.Tables = append(e.Tables, EvalCopy{Temp: temp, Like: like, Describe: describe, InTrx: inTrx})
 }
 
+// Describe makes d the table whose definition the last table's first
+// fetch shows.
+func (e *Evaluate) Describe(d string) { e.Tables[len(e.Tables)-1].Describe = d }
+
 // AddFetch adds a fetch of the last table's rows on cl.
 func (e *Evaluate) AddFetch(cl *backend.Cluster, q []byte) {
 	t := &e.Tables[len(e.Tables)-1]
@@ -132,8 +136,8 @@ func evaluatorFailed(cl *backend.Cluster, err error) *mysql.SQLError {
 // evaluated, for the server's parameter and column definitions: the
 // temporary tables are created empty around prepare, which prepares it
 // on ev and answers the client (gone: ev was given up, and goOn says
-// whether the session goes on).
-func (e *Evaluate) Prepare(c Cursor, prepare func(ev *backend.Conn) (goOn, gone bool)) bool {
+// whether the session goes on; info: the server's answer).
+func (e *Evaluate) Prepare(c Cursor, prepare func(ev *backend.Conn) (goOn, gone bool, info *mysql.ResponseInfo)) bool {
 	ev, err := c.Aside(e.Evaluator)
 	if err != nil {
 		return c.Fail(evaluatorFailed(e.Evaluator, err))
@@ -146,8 +150,9 @@ func (e *Evaluate) Prepare(c Cursor, prepare func(ev *backend.Conn) (goOn, gone 
 			}
 		}
 	}
-	goOn, gone := prepare(ev)
+	goOn, gone, info := prepare(ev)
 	if !gone {
+		c.TakeWarnings(ev, info) // (the prepare's error or warnings, for SHOW WARNINGS)
 		c.ReleaseAside(ev, e.drop(ev) != nil)
 	}
 	return goOn

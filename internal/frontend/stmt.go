@@ -36,6 +36,7 @@ func (s *Session) comStmtPrepare(p []byte) bool {
 	if e := s.refusePreparedProcesslist(st, p[1:]); e != nil {
 		return s.writeErr(e)
 	}
+	s.warns.valid = false // a new statement's diagnostics: the prepare's
 	if ks := s.srv.opt.Keyspaces.Lookup(s.db); ks != nil {
 		return s.prepareSharded(ks, p, st)
 	}
@@ -52,7 +53,7 @@ func (s *Session) prepare(p, q []byte, sh *shardedStmt, st router.Stmt) bool {
 	if c == nil {
 		return ok
 	}
-	goOn, gone := s.prepareOn(c, p, q, sh, st)
+	goOn, gone, _ := s.prepareOn(c, p, q, sh, st)
 	if !gone {
 		s.release(c)
 	}
@@ -60,17 +61,18 @@ func (s *Session) prepare(p, q []byte, sh *shardedStmt, st router.Stmt) bool {
 }
 
 // prepareOn is prepare on connection c, which it keeps unless it failed
-// (gone: c was given up, and goOn says whether the session goes on).
-func (s *Session) prepareOn(c *backend.Conn, p, q []byte, sh *shardedStmt, st router.Stmt) (goOn, gone bool) {
+// (gone: c was given up, and goOn says whether the session goes on);
+// info is the server's answer.
+func (s *Session) prepareOn(c *backend.Conn, p, q []byte, sh *shardedStmt, st router.Stmt) (goOn, gone bool, info *mysql.ResponseInfo) {
 	if err := c.WriteCommand(q); err != nil {
-		return s.backendFailed(c, err, false), true
+		return s.backendFailed(c, err, false), true, nil
 	}
 	id := s.nextStmtID + 1
 	r := c.Relay(s.client, s.caps)
 	r.RenameTable = s.renamer
 	backendID, cols, params, ok, err := r.Prepare(id)
 	if err != nil {
-		return s.relayFailed(c, err, r.Info.Sent), true
+		return s.relayFailed(c, err, r.Info.Sent), true, nil
 	}
 	if ok {
 		s.nextStmtID = id
@@ -85,10 +87,10 @@ func (s *Session) prepareOn(c *backend.Conn, p, q []byte, sh *shardedStmt, st ro
 			backendSQL = string(q[1:])
 		}
 		if err := c.AddStmt(&backend.Stmt{SQL: backendSQL, DB: s.db, ID: backendID, Params: params, Columns: cols}); err != nil {
-			return s.backendFailed(c, err, true), true
+			return s.backendFailed(c, err, true), true, nil
 		}
 	}
-	return true, false
+	return true, false, &r.Info
 }
 
 // lookupStmt finds the client's statement named in a COM_STMT_* packet.

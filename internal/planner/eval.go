@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/router"
 	"github.com/shardgate/shardgate/internal/sharding"
 )
 
@@ -51,6 +52,50 @@ type EvalTable struct {
 	// Fetches read every row: one statement per shard, a UNION ALL of
 	// its sub-tables, the shard holding Describe first.
 	Fetches []EvalFetch
+	// Filtered, when the statement's conditions say which rows matter,
+	// reads only those, from the sub-tables that can hold them.
+	Filtered *filteredFetch
+}
+
+// filteredFetch is a sharded table's fetch planned as a statement of its
+// own: SELECT * FROM t WHERE <the conditions pushed to it>.
+type filteredFetch struct {
+	an   *Analysis
+	tmpl *Template
+}
+
+// filteredFetch plans the fetch of t's rows that meet cond (nil: none,
+// or a fetch the planner cannot plan: every row is read).
+func (k *Keyspace) filteredFetch(parsed Parsed, sh *router.Shape, db string, t *sharding.SchemaTable, cond sqlparser.Expr) *filteredFetch {
+	if cond == nil {
+		return nil
+	}
+	tn := sqlparser.TableName{Name: sqlparser.NewIdentifierCS(t.Name)}
+	if db != k.Schema.Name {
+		tn.Qualifier = sqlparser.NewIdentifierCS(k.Schema.Name)
+	}
+	sel := &sqlparser.Select{
+		SelectExprs: &sqlparser.SelectExprs{Exprs: []sqlparser.SelectExpr{&sqlparser.StarExpr{}}},
+		From:        []sqlparser.TableExpr{&sqlparser.AliasedTableExpr{Expr: tn}},
+		Where:       sqlparser.NewWhere(sqlparser.WhereClause, cond),
+	}
+	an, err := Analyze(sel, k.Schema, db)
+	if err != nil || an.Placement != Sharded {
+		return nil
+	}
+	all := func(n int) []bool {
+		b := make([]bool, n)
+		for i := range b {
+			b[i] = true
+		}
+		return b
+	}
+	tmpl, err := newTemplateWith(Parsed{Stmt: sel, Exact: parsed.Exact}, sh, k.renamer(db),
+		templateOptions{itemCount: 1, items: map[*sqlparser.AliasedExpr]int{}, dropped: all(len(sh.Lits)), droppedParams: all(len(sh.Params))}, sel)
+	if err != nil {
+		return nil
+	}
+	return &filteredFetch{an: an, tmpl: tmpl}
 }
 
 // EvalFetch is the statement reading a table's rows on one shard.
@@ -63,7 +108,8 @@ type EvalFetch struct {
 // as the current database, can be evaluated (see EvalPlan), and lists
 // the sharded tables it reads. A nil plan with a nil error: stmt names
 // no sharded table.
-func (k *Keyspace) evalPlan(stmt sqlparser.Statement, db string) (*EvalPlan, error) {
+func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPlan, error) {
+	stmt := parsed.Stmt
 	switch s := stmt.(type) {
 	case *sqlparser.Select:
 		if s.Into != nil {
@@ -106,12 +152,20 @@ func (k *Keyspace) evalPlan(stmt sqlparser.Statement, db string) (*EvalPlan, err
 	if err != nil {
 		return nil, err
 	}
+	sharded := false
 	for _, t := range p.Tables {
-		if !t.Local {
-			return p, nil
+		sharded = sharded || !t.Local
+	}
+	if !sharded {
+		return nil, nil
+	}
+	push := k.pushdowns(stmt, db, ctes, sh, parsed.Exact)
+	for i := range p.Tables {
+		if t := &p.Tables[i]; !t.Local {
+			t.Filtered = k.filteredFetch(parsed, sh, db, t.Table, push.condition(t.Table))
 		}
 	}
-	return nil, nil
+	return p, nil
 }
 
 // addTable notes a table the statement names: a sharded table of the
@@ -219,14 +273,18 @@ func quoteQualified(db, name string) string {
 	return sqlparser.String(sqlparser.NewIdentifierCS(db)) + "." + sqlparser.String(sqlparser.NewIdentifierCS(name))
 }
 
-// Evaluate fills e, the session's, with the plan for one execution.
-// stmt is the client's statement text for a prepared statement's
-// execution (the evaluator prepares it), nil for a text statement (sent
+// Evaluate fills e, the session's, with the plan for one execution of
+// the statement sql, of shape sh, with values vals (nil for a prepare:
+// no row is fetched). stmt is the client's statement text for a prepared
+// statement (the evaluator prepares it), nil for a text statement (sent
 // as the client sent it).
-func (k *Keyspace) Evaluate(e *engine.Evaluate, p *EvalPlan, stmt []byte, replicaOK bool) {
+func (k *Keyspace) Evaluate(e *engine.Evaluate, p *EvalPlan, sql []byte, sh *router.Shape, vals Values, stmt []byte, replicaOK bool) {
 	e.Reset(k.Default, stmt, replicaOK)
 	for _, t := range p.Tables {
 		e.AddTable(t.Temp, t.Like, t.Describe, t.Local)
+		if t.Filtered != nil && vals != nil && k.addFiltered(e, &t, sql, sh, vals) {
+			continue
+		}
 		for _, f := range t.Fetches {
 			cl := k.Shard(f.Shard)
 			if f.Shard == k.Schema.DefaultCluster {
@@ -235,4 +293,60 @@ func (k *Keyspace) Evaluate(e *engine.Evaluate, p *EvalPlan, stmt []byte, replic
 			e.AddFetch(cl, f.Query)
 		}
 	}
+}
+
+// addFiltered adds t's filtered fetches for the statement sql (shape sh,
+// values vals): one per shard holding a sub-table the conditions allow,
+// a UNION ALL of them. false: the values cannot be routed (every row is
+// read instead).
+func (k *Keyspace) addFiltered(e *engine.Evaluate, t *EvalTable, sql []byte, sh *router.Shape, vals Values) bool {
+	f := t.Filtered
+	target, err := f.an.Route(vals)
+	if err != nil {
+		return false
+	}
+	layout := t.Table.Group.Layout
+	var sub [1]int
+	for _, shard := range k.Schema.Shards {
+		q := append([]byte{mysql.ComQuery}, fetchPrefix...)
+		n := 0
+		for i := target.Next(0); i >= 0; i = target.Next(i + 1) {
+			if layout.Shard(i) != shard {
+				continue
+			}
+			if n > 0 {
+				q = append(q, " UNION ALL "...)
+			}
+			sub[0] = i
+			q = f.tmpl.Append(q, sql, sh, sub[:])
+			n++
+		}
+		if n > 0 {
+			e.AddFetch(k.Shard(shard), q)
+		}
+	}
+	if t.Like == "" {
+		// The definition comes from the first fetch's shard: one of its
+		// sub-tables.
+		for i := target.Next(0); i >= 0; i = target.Next(i + 1) {
+			if layout.Shard(i) == k.Schema.Shards[firstShard(k.Schema.Shards, layout, target)] {
+				e.Describe(quoteQualified(k.Schema.Name, sharding.SubTableName(t.Table.Name, i)))
+				break
+			}
+		}
+	}
+	return true
+}
+
+// firstShard is the index in shards of the first shard holding a
+// sub-table of target.
+func firstShard(shards []string, layout sharding.Layout, target Target) int {
+	for j, shard := range shards {
+		for i := target.Next(0); i >= 0; i = target.Next(i + 1) {
+			if layout.Shard(i) == shard {
+				return j
+			}
+		}
+	}
+	return 0
 }

@@ -87,7 +87,7 @@ func (k *Keyspace) build(sql []byte, sh *router.Shape, db string) (p *Plan, exac
 func (k *Keyspace) buildParsed(parsed Parsed, sql []byte, sh *router.Shape, db string) (p *Plan, exact bool) {
 	var err error
 	k.fillColumnList(parsed.Stmt, db)
-	eval, _ := k.evalPlan(parsed.Stmt, db) // (its refusal: the route's says more)
+	eval, _ := k.evalPlan(parsed, sh, db) // (its refusal: the route's says more)
 	an, err := Analyze(parsed.Stmt, k.Schema, db)
 	if err != nil {
 		return &Plan{Err: err, Eval: eval}, parsed.Exact
