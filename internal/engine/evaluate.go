@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/shardgate/shardgate/internal/backend"
@@ -51,7 +52,27 @@ type EvalCopy struct {
 	Temp, Like, Describe string
 	InTrx                bool
 	Fetches              []Part
+	// Reduce, when set, replaces Fetches: the rows whose key is among
+	// the values of a column the evaluator has (see Evaluate.Reduce).
+	Reduce *evalReduce
 }
+
+// evalReduce is a table's semi-join: the distinct values of column in
+// source on the evaluator, and the fetches of the rows whose key is
+// among a batch of them (false: they cannot be routed).
+type evalReduce struct {
+	source, column string
+	fetches        func(values []string) ([]Part, bool)
+}
+
+// Semi-join batches: at most reduceBatch values per fetch (one round trip
+// per shard per batch), and at most maxReduce values in all, beyond
+// which the table's own fetches read it (a join that keeps that many
+// keys reads most of the table anyway).
+const (
+	reduceBatch = 1000
+	maxReduce   = 20 * reduceBatch
+)
 
 // evalBatch bounds an INSERT of copied rows: well under the servers'
 // default max_allowed_packet (16 MB), large enough that a round trip
@@ -72,6 +93,14 @@ func (e *Evaluate) AddTable(temp, like, describe string, inTrx bool) {
 // Describe makes d the table whose definition the last table's first
 // fetch shows.
 func (e *Evaluate) Describe(d string) { e.Tables[len(e.Tables)-1].Describe = d }
+
+// Reduce makes the last table a semi-join: its rows whose key is among
+// the values of column in source (quoted, qualified) on the evaluator,
+// fetched as fetches gives them for each batch of values. Its own
+// fetches (AddFetch) read it when the values are too many.
+func (e *Evaluate) Reduce(source, column string, fetches func(values []string) ([]Part, bool)) {
+	e.Tables[len(e.Tables)-1].Reduce = &evalReduce{source: source, column: column, fetches: fetches}
+}
 
 // AddFetch adds a fetch of the last table's rows on cl.
 func (e *Evaluate) AddFetch(cl *backend.Cluster, q []byte) {
@@ -97,8 +126,17 @@ func (e *Evaluate) Execute(c Cursor, q []byte) bool {
 				return e.fail(c, ev, err)
 			}
 		}
+		if t.Reduce != nil {
+			done, err := e.semiJoin(c, ev, t)
+			if err != nil {
+				return e.fail(c, ev, err)
+			}
+			if done {
+				continue
+			}
+		}
 		for j := range t.Fetches {
-			if err := e.copy(c, ev, t, j); err != nil {
+			if err := e.copy(c, ev, t, &t.Fetches[j], j == 0 && t.Like == ""); err != nil {
 				return e.fail(c, ev, err)
 			}
 		}
@@ -200,6 +238,10 @@ func (e *Evaluate) explain(q []byte, text func([]byte) string) []Step {
 			create = "CREATE TEMPORARY TABLE " + t.Temp + " (the columns and keys of " + t.Describe + ", shown by SHOW CREATE TABLE on shard " + t.Fetches[0].Cluster.Name + ")"
 		}
 		steps = append(steps, Step{Primitive: "Evaluate: create", Shard: at, Query: create})
+		if r := t.Reduce; r != nil {
+			steps = append(steps, Step{Primitive: "Evaluate: copy into " + t.Temp, Shard: at,
+				Query: "the rows whose shard key is among SELECT DISTINCT " + r.column + " FROM " + r.source + ", in batches of " + strconv.Itoa(reduceBatch) + " values sent as IN (…) to the sub-tables that hold them; else:"})
+		}
 		for _, f := range t.Fetches {
 			steps = append(steps, Step{Primitive: "Evaluate: copy into " + t.Temp, Shard: f.Cluster.Name, Query: text(f.Query)})
 		}
@@ -219,11 +261,52 @@ func (e *Evaluate) explain(q []byte, text func([]byte) string) []Step {
 	return steps
 }
 
-// copy copies the rows of fetch j of table t into t's temporary table
-// on ev, creating the table first from the definition the fetch's
-// server shows when it has no model on ev.
-func (e *Evaluate) copy(c Cursor, ev *backend.Conn, t *EvalCopy, j int) error {
-	f := &t.Fetches[j]
+// semiJoin copies t's rows whose key is among its source's values, in
+// batches; false: the values are too many, or cannot be routed, and the
+// table's own fetches must read it (nothing was copied).
+func (e *Evaluate) semiJoin(c Cursor, ev *backend.Conn, t *EvalCopy) (bool, error) {
+	r := t.Reduce
+	rows, err := ev.QueryRows("SELECT DISTINCT " + r.column + " FROM " + r.source + " WHERE " + r.column + " IS NOT NULL LIMIT " + strconv.Itoa(maxReduce+1))
+	if mysql.IsSQLError(err) {
+		return false, nil // (a table that is not there: the statement says so)
+	}
+	if err != nil {
+		return false, err
+	}
+	if len(rows) > maxReduce {
+		return false, nil
+	}
+	values := make([]string, len(rows))
+	for i, row := range rows {
+		values[i] = row[0]
+	}
+	var batches [][]Part
+	for start := 0; start < len(values); start += reduceBatch {
+		parts, ok := r.fetches(values[start:min(start+reduceBatch, len(values))])
+		if !ok {
+			return false, nil
+		}
+		batches = append(batches, parts)
+	}
+	if t.Like == "" {
+		if err := e.create(c, ev, t); err != nil {
+			return false, err
+		}
+	}
+	for _, parts := range batches {
+		for i := range parts {
+			if err := e.copy(c, ev, t, &parts[i], false); err != nil {
+				return false, err
+			}
+		}
+	}
+	return true, nil
+}
+
+// copy copies the rows of fetch f of table t into t's temporary table
+// on ev, creating the table first (create) from the definition the
+// fetch's server shows.
+func (e *Evaluate) copy(c Cursor, ev *backend.Conn, t *EvalCopy, f *Part, create bool) error {
 	if c.Killed() {
 		return errInterrupted
 	}
@@ -231,7 +314,7 @@ func (e *Evaluate) copy(c Cursor, ev *backend.Conn, t *EvalCopy, j int) error {
 	if conn == nil {
 		return &answered{goOn: ok}
 	}
-	if j == 0 && t.Like == "" {
+	if create {
 		if err := e.createFrom(conn, ev, t); err != nil {
 			return e.partFailed(c, conn, f.Cluster.Name, err, false)
 		}

@@ -1,7 +1,10 @@
 package planner
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"vitess.io/vitess/go/vt/sqlparser"
@@ -55,6 +58,40 @@ type EvalTable struct {
 	// Filtered, when the statement's conditions say which rows matter,
 	// reads only those, from the sub-tables that can hold them.
 	Filtered *filteredFetch
+	// Reduce, when the table is joined on its shard key with a column of
+	// another, reads only the rows whose key is among that column's
+	// values on the evaluator (a semi-join), in batches.
+	Reduce *EvalReduce
+}
+
+// EvalReduce is a semi-join: the values of Column in Source (quoted,
+// qualified: a temporary table or a local table) on the evaluator.
+type EvalReduce struct {
+	Source, Column string
+}
+
+// reduceFrom is the reduction red of a table, its source named as the
+// evaluator sees it (nil: the source is not among the tables).
+func (p *EvalPlan) reduceFrom(red reduction, schema *sharding.Schema) *EvalReduce {
+	src := red.local
+	if red.src != nil {
+		for _, t := range p.Tables {
+			if t.Table == red.src && !t.Local {
+				src = t.Temp
+			}
+		}
+		if src == "" {
+			return nil
+		}
+	}
+	return &EvalReduce{Source: src, Column: sqlparser.String(sqlparser.NewIdentifierCI(red.column))}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // filteredFetch is a sharded table's fetch planned as a statement of its
@@ -161,10 +198,19 @@ func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPl
 	}
 	push := k.pushdowns(stmt, db, ctes, sh, parsed.Exact)
 	for i := range p.Tables {
-		if t := &p.Tables[i]; !t.Local {
-			t.Filtered = k.filteredFetch(parsed, sh, db, t.Table, push.condition(t.Table))
+		t := &p.Tables[i]
+		if t.Local {
+			continue
+		}
+		t.Filtered = k.filteredFetch(parsed, sh, db, t.Table, push.condition(t.Table))
+		if red, ok := push.reduced(t.Table); ok {
+			t.Reduce = p.reduceFrom(red, k.Schema)
 		}
 	}
+	// A reduced table is copied once its source's values are there.
+	slices.SortStableFunc(p.Tables, func(a, b EvalTable) int {
+		return cmp.Compare(boolInt(a.Reduce != nil), boolInt(b.Reduce != nil))
+	})
 	return p, nil
 }
 
@@ -282,6 +328,9 @@ func (k *Keyspace) Evaluate(e *engine.Evaluate, p *EvalPlan, sql []byte, sh *rou
 	e.Reset(k.Default, stmt, replicaOK)
 	for _, t := range p.Tables {
 		e.AddTable(t.Temp, t.Like, t.Describe, t.Local)
+		if t.Reduce != nil {
+			e.Reduce(t.Reduce.Source, t.Reduce.Column, k.semiJoin(t.Table))
+		}
 		if t.Filtered != nil && vals != nil && k.addFiltered(e, &t, sql, sh, vals) {
 			continue
 		}
@@ -349,4 +398,77 @@ func firstShard(shards []string, layout sharding.Layout, target Target) int {
 		}
 	}
 	return 0
+}
+
+// semiJoin returns the fetches of t's rows whose shard key is one of
+// values (numbers, as the evaluator wrote them): each sub-table a value
+// hashes to reads its values, one UNION ALL per shard. false: a value
+// is not a number the key's type takes exactly.
+func (k *Keyspace) semiJoin(t *sharding.SchemaTable) func(values []string) ([]engine.Part, bool) {
+	return func(values []string) ([]engine.Part, bool) {
+		kt, ok := t.KeyType()
+		if !ok {
+			return nil, false
+		}
+		rule, layout := t.Group.Rule, t.Group.Layout
+		bySub := map[int][]string{}
+		for _, v := range values {
+			if !isNumber(v) {
+				return nil, false
+			}
+			key, err := sharding.Convert(kt, sharding.NumberLit(v))
+			if errors.Is(err, sharding.ErrInexact) {
+				continue // (4.5 for an INT key: no row has it)
+			}
+			if err != nil {
+				return nil, false
+			}
+			i, err := rule.Index(key)
+			if err != nil {
+				continue // (a key no sub-table holds: no row)
+			}
+			bySub[i] = append(bySub[i], v)
+		}
+		keyCol := sqlparser.String(sqlparser.NewIdentifierCI(t.ShardKey))
+		var parts []engine.Part
+		for _, shard := range k.Schema.Shards {
+			q := append([]byte{mysql.ComQuery}, fetchPrefix...)
+			n := 0
+			for i := 0; i < layout.SubTables(); i++ {
+				vs, ok := bySub[i]
+				if !ok || layout.Shard(i) != shard {
+					continue
+				}
+				if n > 0 {
+					q = append(q, " UNION ALL "...)
+				}
+				q = append(q, "SELECT * FROM "+quoteQualified(k.Schema.Name, sharding.SubTableName(t.Name, i))+" WHERE "+keyCol+" IN ("+strings.Join(vs, ",")+")"...)
+				n++
+			}
+			if n > 0 {
+				parts = append(parts, engine.Part{Cluster: k.Shard(shard), Query: q})
+			}
+		}
+		return parts, true
+	}
+}
+
+// isNumber reports whether v is a plain decimal number: what a key IN
+// (…) list may take as written.
+func isNumber(v string) bool {
+	if strings.HasPrefix(v, "-") {
+		v = v[1:]
+	}
+	digits, dot := 0, false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return false
+		}
+	}
+	return digits > 0
 }

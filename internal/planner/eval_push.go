@@ -23,9 +23,12 @@ import (
 // NULLs); a table named several times gets the OR of each reference's
 // conditions, or every row when one reference has none.
 
-// fromRef is a sharded table's reference in one SELECT's FROM.
+// fromRef is a table's reference in one SELECT's FROM: a sharded table
+// (table), or an unsharded or reference table of the schema (local, its
+// qualified name on the evaluator).
 type fromRef struct {
 	table *sharding.SchemaTable
+	local string
 	qual  string // the name its columns are qualified with: the alias, else the table's
 	// nullable: on the NULL side of an outer join, whose WHERE conditions
 	// may hold for the rows it extends with NULLs.
@@ -46,12 +49,25 @@ type pushdown struct {
 	exact  bool // the AST holds the literals as written (Parsed.Exact)
 	conds  map[*sharding.SchemaTable][]sqlparser.Expr
 	allRow map[*sharding.SchemaTable]bool
+	// refs counts each sharded table's references; reductions lists the
+	// join equalities that tie its shard key to another table's column.
+	refs       map[*sharding.SchemaTable]int
+	reductions map[*sharding.SchemaTable][]reduction
+}
+
+// reduction is a join equality r.key = src.col: the rows of r that can
+// join are those whose key is among src's values of col.
+type reduction struct {
+	src    *sharding.SchemaTable // nil for a local table
+	local  string                // the local table's qualified name
+	column string
 }
 
 // pushdowns walks every SELECT of stmt.
 func (k *Keyspace) pushdowns(stmt sqlparser.Statement, db string, ctes map[string]bool, sh *router.Shape, exact bool) *pushdown {
 	p := &pushdown{k: k, db: db, ctes: ctes, sh: sh, exact: exact,
-		conds: map[*sharding.SchemaTable][]sqlparser.Expr{}, allRow: map[*sharding.SchemaTable]bool{}}
+		conds: map[*sharding.SchemaTable][]sqlparser.Expr{}, allRow: map[*sharding.SchemaTable]bool{},
+		refs: map[*sharding.SchemaTable]int{}, reductions: map[*sharding.SchemaTable][]reduction{}}
 	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
 		if s, ok := n.(*sqlparser.Select); ok {
 			p.selectStmt(s)
@@ -89,6 +105,10 @@ func (p *pushdown) selectStmt(s *sqlparser.Select) {
 		where = splitAnd(s.Where.Expr, nil)
 	}
 	for _, r := range refs {
+		if r.table == nil {
+			continue
+		}
+		p.refs[r.table]++
 		var conds []sqlparser.Expr
 		candidates := r.on
 		if !r.nullable {
@@ -97,6 +117,9 @@ func (p *pushdown) selectStmt(s *sqlparser.Select) {
 		for _, c := range candidates {
 			if p.pushable(c, r, single) {
 				conds = append(conds, p.requalify(c, r))
+			}
+			if red, ok := p.reduction(c, r, refs, single); ok {
+				p.reductions[r.table] = append(p.reductions[r.table], red)
 			}
 		}
 		if len(conds) == 0 {
@@ -121,15 +144,15 @@ func (p *pushdown) tableExpr(te sqlparser.TableExpr, nullable bool, single *bool
 			*single = false // a derived table
 			return nil
 		}
-		t := p.sharded(tn)
-		if t == nil {
-			return nil
-		}
 		qual := tn.Name.String()
 		if !te.As.IsEmpty() {
 			qual = te.As.String()
 		}
-		return []*fromRef{{table: t, qual: qual, nullable: nullable}}
+		t, local := p.sharded(tn)
+		if t == nil && local == "" {
+			return nil
+		}
+		return []*fromRef{{table: t, local: local, qual: qual, nullable: nullable}}
 	case *sqlparser.JoinTableExpr:
 		*single = false
 		left := p.tableExpr(te.LeftExpr, nullable || te.Join == sqlparser.RightJoinType, single)
@@ -168,20 +191,63 @@ func addOn(refs []*fromRef, on []sqlparser.Expr) {
 	}
 }
 
-// sharded is the sharded table tn names, or nil.
-func (p *pushdown) sharded(tn sqlparser.TableName) *sharding.SchemaTable {
+// sharded is the sharded table tn names, or, for an unsharded or
+// reference table of the schema, its qualified name; neither for a CTE
+// or another database's table.
+func (p *pushdown) sharded(tn sqlparser.TableName) (*sharding.SchemaTable, string) {
 	name, qualifier := tn.Name.String(), tn.Qualifier.String()
-	if qualifier == "" && p.ctes[strings.ToLower(name)] {
-		return nil
+	if qualifier == "" && (p.ctes[strings.ToLower(name)] || strings.EqualFold(name, "dual")) {
+		return nil, ""
 	}
 	if qualifier == "" && p.db != p.k.Schema.Name || qualifier != "" && qualifier != p.k.Schema.Name {
-		return nil
+		return nil, ""
 	}
 	t := p.k.Schema.Table(name)
 	if t == nil || t.Type != sharding.TableSharded {
-		return nil
+		return nil, quoteQualified(p.k.Schema.Name, name)
 	}
-	return t
+	return t, ""
+}
+
+// reduction reports whether c is r.key = other.col, r's shard key of a
+// numeric type equated with a column of another table of the FROM
+// (refs): r's rows that can join are those whose key is among other's
+// values, which the evaluator then has.
+func (p *pushdown) reduction(c sqlparser.Expr, r *fromRef, refs []*fromRef, single bool) (reduction, bool) {
+	cmp, ok := c.(*sqlparser.ComparisonExpr)
+	if !ok || cmp.Operator != sqlparser.EqualOp {
+		return reduction{}, false
+	}
+	for _, sides := range [][2]sqlparser.Expr{{cmp.Left, cmp.Right}, {cmp.Right, cmp.Left}} {
+		col, ok := p.column(sides[0], r, single)
+		if !ok || !col.num {
+			continue
+		}
+		other, ok := sides[1].(*sqlparser.ColName)
+		if !ok || other.Qualifier.IsEmpty() || !other.Qualifier.Qualifier.IsEmpty() {
+			continue
+		}
+		for _, o := range refs {
+			if o != r && o.qual == other.Qualifier.Name.String() && o.table != r.table {
+				return reduction{src: o.table, local: o.local, column: other.Name.String()}, true
+			}
+		}
+	}
+	return reduction{}, false
+}
+
+// reduced is the reduction of table t, when its only reference has one
+// whose source is not reduced itself (src: sources of reductions).
+func (p *pushdown) reduced(t *sharding.SchemaTable) (reduction, bool) {
+	reds := p.reductions[t]
+	if p.refs[t] != 1 || len(reds) == 0 {
+		return reduction{}, false
+	}
+	red := reds[0]
+	if red.src != nil && len(p.reductions[red.src]) > 0 {
+		return reduction{}, false // its source would have to be reduced first
+	}
+	return red, true
 }
 
 // splitAnd appends the conjuncts of e to out.

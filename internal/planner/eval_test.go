@@ -90,3 +90,61 @@ func TestEvalFetches(t *testing.T) {
 }
 
 var subTableNumber = regexp.MustCompile(`_[0-9]{4}`)
+
+// TestEvalSemiJoin: a table joined on its numeric shard key with another
+// table's column is read by the values of that column (a semi-join),
+// each batch routed to the sub-tables its keys hash to; not when it is
+// named twice, when its source is reduced too, or when the key is not a
+// number.
+func TestEvalSemiJoin(t *testing.T) {
+	s := fixture(t)
+	for _, name := range []string{"sf_user", "sf_order", "sf_name"} {
+		tb := s.Table(name)
+		tb.SetColumns([]string{"id", "user_id", "name", "city_id"})
+		tb.SetCollated(map[string]bool{"name": true})
+	}
+	k, err := NewKeyspace(s, map[string]*backend.Cluster{"s0": testCluster(t, 1), "s1": testCluster(t, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ sql, want string }{
+		{"SELECT u.id, o.id FROM sf_user u JOIN sf_order o ON o.user_id = u.city_id WHERE u.name = 'x'", "shop.sf_order: city_id of shop.sf_user"},
+		{"SELECT c.id, u.name FROM sf_city c LEFT JOIN sf_user u ON u.id = c.id", "shop.sf_user: id of shop.sf_city"},
+		{"SELECT u.id FROM sf_user u JOIN sf_order o ON o.user_id = u.city_id JOIN sf_order p ON p.id = u.id", ""},
+		{"SELECT n.name FROM sf_user u JOIN sf_name n ON n.name = u.name", ""},
+	}
+	for _, tt := range tests {
+		var sh router.Shape
+		router.ScanShape([]byte(tt.sql), &sh)
+		plan := k.Plan([]byte(tt.sql), &sh, "shop")
+		if plan.Eval == nil {
+			t.Fatalf("%s: not evaluable", tt.sql)
+		}
+		got := ""
+		for _, tb := range plan.Eval.Tables {
+			if r := tb.Reduce; r != nil {
+				got = tb.Temp + ": " + r.Column + " of " + r.Source
+			}
+		}
+		if got != tt.want {
+			t.Errorf("%s: reduced %q, want %q", tt.sql, got, tt.want)
+		}
+	}
+	parts, ok := k.semiJoin(s.Table("sf_user"))([]string{"1", "2", "9", "4.5", "17"})
+	if !ok {
+		t.Fatal("integers not routed")
+	}
+	var qs []string
+	for _, p := range parts {
+		qs = append(qs, string(p.Query[1:]))
+	}
+	joined := strings.Join(qs, " | ")
+	n := strings.Count(joined, "SELECT * FROM")
+	if n == 0 || n > 4 || strings.Contains(joined, "4.5") || !regexp.MustCompile(`IN \([0-9,]*\b1\b`).MatchString(joined) ||
+		!strings.Contains(joined, "17") || !strings.Contains(joined, "9") || !strings.Contains(joined, "2") {
+		t.Errorf("semi-join fetches of 1, 2, 9, 4.5, 17 over 8 sub-tables: %s", joined)
+	}
+	if _, ok := k.semiJoin(s.Table("sf_user"))([]string{"1", "2abc"}); ok {
+		t.Error("a value that is not a number was routed")
+	}
+}
