@@ -36,8 +36,19 @@ func (s *Session) comStmtPrepare(p []byte) bool {
 	if e := s.refusePreparedProcesslist(st, p[1:]); e != nil {
 		return s.writeErr(e)
 	}
-	if ks := s.srv.opt.Keyspaces.Lookup(s.db); ks != nil {
-		return s.prepareSharded(ks, p, st)
+	ks := s.srv.opt.Keyspaces.Lookup(s.db)
+	if st.Schemas&s.srv.schemaBits != 0 || ks == nil && s.onInformationSchema() {
+		var e *mysql.SQLError
+		if ks, e = s.chooseKeyspace(ks, st, p); e != nil {
+			return s.writeErr(e)
+		}
+	}
+	if ks != nil {
+		ok := s.prepareSharded(ks, p, st)
+		if s.outsideFrom != nil {
+			s.leaveOutside()
+		}
+		return ok
 	}
 	s.enter(s.home)
 	return s.prepare(p, p, nil, st)
@@ -65,7 +76,7 @@ func (s *Session) prepare(p, q []byte, sh *shardedStmt, st router.Stmt) bool {
 	if ok {
 		s.nextStmtID = id
 		sql := string(p[1:])
-		ps := &pstmt{id: id, sql: sql, text: []byte(sql), db: s.db, params: params, columns: cols, stmt: st, sh: sh}
+		ps := &pstmt{id: id, sql: sql, text: []byte(sql), db: s.connDB(), params: params, columns: cols, stmt: st, sh: sh}
 		if s.stmts == nil {
 			s.stmts = make(map[uint32]*pstmt)
 		}
@@ -74,7 +85,7 @@ func (s *Session) prepare(p, q []byte, sh *shardedStmt, st router.Stmt) bool {
 		if len(q) != len(p) || &q[0] != &p[0] {
 			backendSQL = string(q[1:])
 		}
-		if err := c.AddStmt(&backend.Stmt{SQL: backendSQL, DB: s.db, ID: backendID, Params: params, Columns: cols}); err != nil {
+		if err := c.AddStmt(&backend.Stmt{SQL: backendSQL, DB: s.connDB(), ID: backendID, Params: params, Columns: cols}); err != nil {
 			return s.backendFailed(c, err, true)
 		}
 	}

@@ -1,0 +1,116 @@
+package frontend
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/planner"
+	"github.com/shardgate/shardgate/internal/router"
+)
+
+// A statement that names a sharded schema other than the session's
+// database (SELECT … FROM oq.orders in a session on another database, or
+// on none; SHOW TABLES FROM oq; an information_schema query about oq) is
+// planned by that schema (planner.Keyspaces.Choose decides which) and runs
+// on its clusters, with the schema's name as their connections' database
+// when the statement names only its tables: those clusters need not hold
+// the session's database. Afterwards the session is back where it was,
+// its diagnostics collected as a statement in parts' are, so that its
+// other commands (COM_FIELD_LIST, COM_INIT_DB, SHOW WARNINGS) go where
+// they did.
+
+// chooseKeyspace returns the schema that plans statement p of the session,
+// whose database's schema is own (nil: the database is not sharded), or
+// the refusal of the statement.
+func (s *Session) chooseKeyspace(own *planner.Keyspace, st router.Stmt, p []byte) (*planner.Keyspace, *mysql.SQLError) {
+	if s.stream != nil {
+		return own, nil
+	}
+	c := s.srv.opt.Keyspaces.Choose(s.db, st, p[1:], &s.shape, s.home)
+	if c.Err != nil {
+		return nil, asSQLError(c.Err)
+	}
+	if c.Outside {
+		if e := s.goOutside(c.KS, c.DB); e != nil {
+			return nil, e
+		}
+	}
+	return c.KS, nil
+}
+
+// outsidePrepared readies the execution of ps when it was prepared on a
+// schema the session's database was not.
+func (s *Session) outsidePrepared(ps *pstmt) *mysql.SQLError {
+	if ps.sh == nil || !ps.sh.outside {
+		return nil
+	}
+	return s.goOutside(ps.sh.ks, ps.sh.db)
+}
+
+// goOutside readies a statement on schema ks, not the session's, whose
+// connections use database db ("": the session's). A session whose
+// database is not sharded has its transactions and table locks on its
+// own cluster, where its COMMIT goes: a statement on a schema's clusters
+// cannot join them, and is refused.
+func (s *Session) goOutside(ks *planner.Keyspace, db string) *mysql.SQLError {
+	if s.srv.opt.Keyspaces.Lookup(s.db) == nil && (s.inTrx() || !s.autocommit() || s.heldPins()&pinLock != 0) {
+		return mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax, "This version of shardgate doesn't yet support '%s'",
+			"a statement on sharded schema "+ks.Schema.Name+" inside a transaction, with autocommit off or with tables locked, in a session whose database is not a sharded schema (USE "+ks.Schema.Name+", or run it outside the transaction)")
+	}
+	s.partDB, s.outsideFrom = db, s.cl
+	return nil
+}
+
+// leaveOutside ends a statement planned on another schema and returns
+// the session to the cluster it was on. The diagnostics the next
+// statement may read become the session's, as those of a statement in
+// parts are: the warnings (SHOW WARNINGS, @@warning_count) and
+// FOUND_ROWS() after SQL_CALC_FOUND_ROWS are read from the connection
+// that ran it, which is let go unless other state pins it, and ROW_COUNT()
+// and FOUND_ROWS() are answered from what the session learnt. Its
+// database is not the session's, and the session's next statement there
+// (or on a connection pinned on its own cluster) would not see them.
+func (s *Session) leaveOutside() {
+	from, db := s.outsideFrom, s.partDB
+	s.partDB, s.outsideFrom = "", nil
+	if s.cl == from && db == "" {
+		return
+	}
+	if c := s.pinned; c != nil && s.pins&pinHeld != 0 {
+		if s.cmd.st.Flags&router.FlagCalcFoundRows != 0 {
+			if rows, err := c.QueryRows("SELECT FOUND_ROWS()"); err == nil && len(rows) == 1 {
+				if n, err := strconv.ParseUint(rows[0][0], 10, 64); err == nil {
+					s.lastFoundRows = n
+				}
+			}
+		}
+		if !s.warns.valid {
+			s.collectWarnings(c, 0, nil)
+		}
+		if s.pins &^= pinHeld; s.pins == 0 {
+			s.pinned = nil
+			s.release(c)
+		}
+	}
+	if !s.warns.valid {
+		s.warns.rows, s.warns.count, s.warns.valid = s.warns.rows[:0], 0, true
+	}
+	s.last, s.rowsProbed = nil, true
+	s.enter(from)
+}
+
+// connDB is the database the current statement's connections use.
+func (s *Session) connDB() string {
+	if s.partDB != "" {
+		return s.partDB
+	}
+	return s.db
+}
+
+// onInformationSchema reports whether the session's database is
+// information_schema, whose tables a query names unqualified, when
+// sharded schemas are served.
+func (s *Session) onInformationSchema() bool {
+	return s.srv.schemaBits != 0 && len(s.db) == len("information_schema") && strings.EqualFold(s.db, "information_schema")
+}
