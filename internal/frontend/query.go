@@ -813,6 +813,7 @@ func (s *Session) applyStateChanges(c *backend.Conn, blocks []byte) (charsetChan
 	if varsChanged {
 		s.varsFP = s.vars.Fingerprint()
 		c.VarsFP = s.varsFP
+		s.noteCharset()
 	}
 	return charsetChanged
 }

@@ -217,7 +217,7 @@ func (s *Session) bindParams(ps *pstmt, p []byte) error {
 		case sh.hasLong != nil && sh.hasLong[i]:
 			// The server takes long data over the NULL bit and the packet
 			// holds no value for it.
-			s.xvals.SetString(i, sh.long[i])
+			s.xvals.SetString(i, sh.long[i], mysql.IsBlob(e.Types[2*i]))
 		case e.Null(i):
 			s.xvals.SetNull(i)
 		default:
