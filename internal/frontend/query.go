@@ -109,7 +109,7 @@ func (s *Session) statement(p []byte, st router.Stmt) bool {
 	if s.lastIDConn != nil && s.lastIDConn != s.pinned {
 		s.lostLastID()
 	}
-	if st.Flags&router.FlagHintExplain != 0 && (s.srv.opt.Keyspaces.Lookup(s.db) != nil || st.Schemas&s.srv.schemaBits != 0) {
+	if st.Flags&router.FlagHintExplain != 0 && (s.srv.opt.Keyspaces.Lookup(s.db) != nil || s.namesSchema(st)) {
 		return s.explain(st, p)
 	}
 	s.tele.trace.st.StartPlan()
@@ -137,7 +137,7 @@ func (s *Session) plan(st router.Stmt, p []byte) engine.Primitive {
 		if e := s.outsidePrepared(ps); e != nil {
 			return s.refuseErr(e)
 		}
-	} else if st.Schemas&s.srv.schemaBits != 0 || ks == nil && s.onInformationSchema() {
+	} else if s.namesSchema(st) || ks == nil && s.onInformationSchema() {
 		var e *mysql.SQLError
 		if ks, e = s.chooseKeyspace(ks, st, p); e != nil {
 			return s.refuseErr(e)

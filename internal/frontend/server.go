@@ -185,9 +185,9 @@ type Server struct {
 
 	ident atomic.Pointer[Identity]
 
-	// schemaBits is the filter of the names that make a statement ask
-	// which sharded schema plans it (planner.Keyspaces.SchemaBits).
-	schemaBits uint64
+	// schemaFilters are the names that make a statement ask which
+	// sharded schema plans it (planner.Keyspaces.Filters).
+	schemaFilters []planner.SchemaFilter
 }
 
 // NewServer prepares a server; Serve starts accepting.
@@ -207,7 +207,7 @@ func NewServer(opt Options) (*Server, error) {
 	if opt.AuthGuard == nil {
 		opt.AuthGuard = NewAuthGuard(AuthDelayConfig{}, opt.Log, opt.Metrics)
 	}
-	s := &Server{opt: opt, ids: opt.IDs, standInKey: make([]byte, 32), closing: make(chan struct{}), schemaBits: opt.Keyspaces.SchemaBits()}
+	s := &Server{opt: opt, ids: opt.IDs, standInKey: make([]byte, 32), closing: make(chan struct{}), schemaFilters: opt.Keyspaces.Filters()}
 	if s.ids == nil {
 		s.ids = new(atomic.Uint32)
 	}

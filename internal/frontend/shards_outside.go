@@ -108,9 +108,25 @@ func (s *Session) connDB() string {
 	return s.db
 }
 
+// namesSchema reports whether st may name a sharded schema other than
+// the session's database, or information_schema: its filter of
+// qualifying names (router.Stmt.Schemas) holds one of theirs. A point
+// select on a sharded table qualifies no name, and pays one test.
+func (s *Session) namesSchema(st router.Stmt) bool {
+	if st.Schemas == 0 {
+		return false
+	}
+	for _, f := range s.srv.schemaFilters {
+		if st.Schemas&f.Bits == f.Bits && f.Name != s.db {
+			return true
+		}
+	}
+	return false
+}
+
 // onInformationSchema reports whether the session's database is
 // information_schema, whose tables a query names unqualified, when
 // sharded schemas are served.
 func (s *Session) onInformationSchema() bool {
-	return s.srv.schemaBits != 0 && len(s.db) == len("information_schema") && strings.EqualFold(s.db, "information_schema")
+	return len(s.srv.schemaFilters) > 0 && len(s.db) == len("information_schema") && strings.EqualFold(s.db, "information_schema")
 }

@@ -37,7 +37,7 @@ func (s *Session) comStmtPrepare(p []byte) bool {
 		return s.writeErr(e)
 	}
 	ks := s.srv.opt.Keyspaces.Lookup(s.db)
-	if st.Schemas&s.srv.schemaBits != 0 || ks == nil && s.onInformationSchema() {
+	if s.namesSchema(st) || ks == nil && s.onInformationSchema() {
 		var e *mysql.SQLError
 		if ks, e = s.chooseKeyspace(ks, st, p); e != nil {
 			return s.writeErr(e)

@@ -61,17 +61,24 @@ func TableRefs(stmt sqlparser.Statement) (refs []TableRef, readsDB bool) {
 	return refs, readsDB
 }
 
-// SchemaBits is the filter (router.Stmt.Schemas) of the names that make
-// a session ask Choose: the schemas', and information_schema's.
-func (ks Keyspaces) SchemaBits() uint64 {
+// SchemaFilter is a database name and its bits in router.Stmt.Schemas: a
+// statement whose Schemas hold all of them may name it.
+type SchemaFilter struct {
+	Name string
+	Bits uint64
+}
+
+// Filters are the filters of the names that make a session ask Choose:
+// the schemas', and information_schema's.
+func (ks Keyspaces) Filters() []SchemaFilter {
 	if len(ks) == 0 {
-		return 0
+		return nil
 	}
-	bits := router.SchemaBits("information_schema")
+	fs := []SchemaFilter{{"information_schema", router.SchemaBits("information_schema")}}
 	for name := range ks {
-		bits |= router.SchemaBits(name)
+		fs = append(fs, SchemaFilter{name, router.SchemaBits(name)})
 	}
-	return bits
+	return fs
 }
 
 // Choice is the sharded schema that plans a statement.
@@ -109,8 +116,8 @@ var informationSchema = []byte("information_schema")
 // Choose returns the schema that plans statement sql, classified st, in a
 // session whose database is db (its own schema, if db is one, plans it by
 // default) and whose statements outside sharded schemas run on home. It is
-// for statements whose st.Schemas meet SchemaBits, or any in a session on
-// information_schema; sh is scratch for the statement's shape.
+// for statements whose st.Schemas hold a Filter's bits, or any in a
+// session on information_schema; sh is scratch for the statement's shape.
 //
 // A statement names a schema by a qualified table (oq.orders), the
 // database of a SHOW or DESCRIBE (SHOW TABLES FROM oq, DESCRIBE oq.t), or
