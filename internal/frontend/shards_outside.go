@@ -40,26 +40,58 @@ func (s *Session) chooseKeyspace(own *planner.Keyspace, st router.Stmt, p []byte
 }
 
 // outsidePrepared readies the execution of ps when it was prepared on a
-// schema the session's database was not.
+// schema the session's database was not, or is no longer (USE since):
+// its parts run with the database it was prepared in.
 func (s *Session) outsidePrepared(ps *pstmt) *mysql.SQLError {
-	if ps.sh == nil || !ps.sh.outside {
+	switch {
+	case ps.sh == nil:
 		return nil
+	case ps.sh.outside:
+		return s.goOutside(ps.sh.ks, ps.sh.db)
+	case ps.db != s.db:
+		return s.goOutside(ps.sh.ks, ps.db)
 	}
-	return s.goOutside(ps.sh.ks, ps.sh.db)
+	return nil
 }
 
 // goOutside readies a statement on schema ks, not the session's, whose
-// connections use database db ("": the session's). A session whose
-// database is not sharded has its transactions and table locks on its
-// own cluster, where its COMMIT goes: a statement on a schema's clusters
-// cannot join them, and is refused.
+// connections use database db ("": the session's). A transaction (or
+// table locks) of the session cannot take it in unless ks lives on the
+// session's own schema's clusters: a session on an unsharded database
+// has them on its own cluster, where its COMMIT goes, and another
+// schema's shards are none of its schema's, whose cross-shard rules and
+// XA recovery cover its own shards only. Such a statement is refused.
 func (s *Session) goOutside(ks *planner.Keyspace, db string) *mysql.SQLError {
-	if s.srv.opt.Keyspaces.Lookup(s.db) == nil && (s.inTrx() || !s.autocommit() || s.heldPins()&pinLock != 0) {
+	own := s.srv.opt.Keyspaces.Lookup(s.db)
+	held := s.inTrx() || !s.autocommit()
+	if s.heldPins()&pinLock != 0 || held && (own == nil || !within(ks, own)) {
 		return mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax, "This version of shardgate doesn't yet support '%s'",
-			"a statement on sharded schema "+ks.Schema.Name+" inside a transaction, with autocommit off or with tables locked, in a session whose database is not a sharded schema (USE "+ks.Schema.Name+", or run it outside the transaction)")
+			"a statement on sharded schema "+ks.Schema.Name+" inside a transaction, with autocommit off or with tables locked, in a session whose database is "+
+				quoteDB(s.db)+" (USE "+ks.Schema.Name+", or run it outside the transaction)")
 	}
 	s.partDB, s.outsideFrom = db, s.cl
 	return nil
+}
+
+// within reports whether every cluster of schema ks is a shard of own.
+func within(ks, own *planner.Keyspace) bool {
+	if own.Shard(ks.Schema.DefaultCluster) == nil {
+		return false
+	}
+	for _, name := range ks.Schema.Shards {
+		if own.Shard(name) == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// quoteDB names database db in a message.
+func quoteDB(db string) string {
+	if db == "" {
+		return "none"
+	}
+	return "'" + db + "'"
 }
 
 // leaveOutside ends a statement planned on another schema and returns

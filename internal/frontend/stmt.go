@@ -123,8 +123,8 @@ func (s *Session) prepareBackend(c *backend.Conn, sql, db string) (*backend.Stmt
 			return nil, err
 		}
 		defer func() {
-			if s.db != "" {
-				if err := c.Exec(string(backend.AppendUseDB(nil, s.db))); err != nil {
+			if c.DB != "" {
+				if err := c.Exec(string(backend.AppendUseDB(nil, c.DB))); err != nil {
 					c.Dirty = true
 				}
 			}

@@ -299,6 +299,38 @@ func TestShardedSchemaFromAnotherDatabaseSession(t *testing.T) {
 	refused("UNLOCK TABLES", "SELECT DATABASE(), v FROM oq.orders WHERE id = 3")
 	same("SELECT * FROM t WHERE id = 3")
 
+	// A statement prepared in the schema runs there after USE of another
+	// database, as it would on one server (its tables resolved at
+	// PREPARE).
+	rc, pc = ref("oq"), got("oq")
+	rs, _, err := rc.Prepare("SELECT v FROM orders WHERE id = ?")
+	if err != nil || rs == nil {
+		t.Fatal(err)
+	}
+	gs, _, err := pc.Prepare("SELECT v FROM orders WHERE id = ?")
+	if err != nil || gs == nil {
+		t.Fatal(err)
+	}
+	same("USE oqo")
+	for _, id := range []any{3, 6} {
+		ra, _ := rs.Execute(id)
+		ga, _ := gs.Execute(id)
+		if d := difftest.Diff(ra, ga, true); d != "" {
+			t.Errorf("EXECUTE after USE oqo, id %v:\n%s", id, d)
+		}
+	}
+	same("SELECT * FROM t WHERE id = 4")
+
+	// In a session on a schema, a transaction takes in another schema
+	// living on its shards; table locks do not.
+	same("USE oq")
+	for _, q := range []string{"BEGIN", "SELECT name FROM oq2.contacts WHERE id = 3", "UPDATE oq2.contacts SET name = 'Cyd' WHERE id = 3",
+		"SELECT v FROM orders WHERE id = 3", "SELECT name FROM oq2.contacts ORDER BY id", "ROLLBACK", "SELECT name FROM oq2.contacts WHERE id = 3"} {
+		same(q)
+	}
+	refused("LOCK TABLES orders READ", "SELECT * FROM oq2.contacts WHERE id = 3")
+	same("UNLOCK TABLES")
+
 	// A session on information_schema names its tables unqualified.
 	rc, pc = ref("information_schema"), got("information_schema")
 	same("SELECT TABLE_NAME, TABLE_ROWS IS NOT NULL FROM TABLES WHERE TABLE_SCHEMA = 'oq' ORDER BY TABLE_NAME")
