@@ -21,16 +21,19 @@ func charsetEnv(t *testing.T) (p0, p1 *sql.DB, ref, got difftest.Target, proxyDB
 	s0, s1, rs := testenv.Shared(t), srvs[0], srvs[1]
 	person := "(name VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL PRIMARY KEY, n INT)"
 	word := "(name VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL PRIMARY KEY, n INT)"
+	lword := "(name VARCHAR(20) CHARACTER SET latin1 COLLATE latin1_swedish_ci NOT NULL PRIMARY KEY, n INT)"
 	for _, s := range []*testenv.Server{s0, s1, rs} {
 		s.Exec(t, "DROP DATABASE IF EXISTS "+db, "CREATE DATABASE "+db+" CHARACTER SET utf8mb4")
 	}
-	rs.Exec(t, "CREATE TABLE ocs.person "+person, "CREATE TABLE ocs.word "+word)
+	rs.Exec(t, "CREATE TABLE ocs.person "+person, "CREATE TABLE ocs.word "+word, "CREATE TABLE ocs.lword "+lword)
 	for i, s := range []*testenv.Server{s0, s0, s1, s1} {
-		s.Exec(t, fmt.Sprintf("CREATE TABLE ocs.person_%04d %s", i, person), fmt.Sprintf("CREATE TABLE ocs.word_%04d %s", i, word))
+		s.Exec(t, fmt.Sprintf("CREATE TABLE ocs.person_%04d %s", i, person), fmt.Sprintf("CREATE TABLE ocs.word_%04d %s", i, word),
+			fmt.Sprintf("CREATE TABLE ocs.lword_%04d %s", i, lword))
 	}
 	cfg := parseConfig(t, twoShardYAML(db, s0.Addr, s1.Addr, 16, `    tables:
       - {name: person, shard_key: name, rule: hash, shards: [s0, s1], sub_tables: 2}
       - {name: word, shard_key: name, rule: hash, shards: [s0, s1], sub_tables: 2}
+      - {name: lword, shard_key: name, rule: hash, shards: [s0, s1], sub_tables: 2}
 `, ""), "charset.yaml")
 	p := startProxy(t, cfg)
 	h, err := sharding.NewHash(4)
@@ -88,7 +91,7 @@ func TestStringKeysReadInTheClientCharset(t *testing.T) {
 	utf8 := proxyDB("")
 	for name, params := range map[string]string{"SET NAMES latin1": "charset=latin1", "latin1 at the handshake": "collation=latin1_swedish_ci"} {
 		t.Run(name, func(t *testing.T) {
-			mustExec(t, utf8, "DELETE FROM person", "DELETE FROM word")
+			mustExec(t, utf8, "DELETE FROM person", "DELETE FROM word", "DELETE FROM lword")
 			c := oneConn(t, proxyDB(params))
 			if got := queryString(t, c, "SELECT @@character_set_client"); got != "latin1" {
 				t.Fatalf("character_set_client %q", got)
@@ -99,6 +102,9 @@ func TestStringKeysReadInTheClientCharset(t *testing.T) {
 			mustExec(t, c, "INSERT INTO person VALUES ('Zo\xeb', 1)", "INSERT INTO word VALUES ('Stra\xdfe', 3)")
 			rowOn("person", "utf8mb4_general_ci", "Zoë", 1)
 			rowOn("word", "utf8mb4_unicode_ci", "Straße", 3)
+			mustExec(t, c, "INSERT INTO lword VALUES ('\xc5sa', 6), (X'5A6FC3AB', 7)")
+			rowOn("lword", "latin1_swedish_ci", "Åsa", 6)
+			rowOn("lword", "latin1_swedish_ci", "ZoÃ«", 7)
 			for q, want := range map[string]string{
 				"SELECT n FROM person WHERE name = 'ZO\xcb'":             "1",
 				"SELECT n FROM person WHERE name = 'Zo\xc3\xab'":         "2",
@@ -147,6 +153,9 @@ func TestStringKeysInTheClientCharsetAsOneServer(t *testing.T) {
 		"SET NAMES latin1",
 		"INSERT INTO person VALUES ('Zo\xeb', 1), ('\xdcnal', 2), ('Stra\xdfe', 3), ('strasse', 4), ('Zo\xc3\xab', 5)",
 		"INSERT INTO word VALUES ('Stra\xdfe', 1), ('\xc9clair', 2), ('na\xefve', 3)",
+		"INSERT INTO lword VALUES ('Zo\xeb', 1), ('Zo\xc3\xab', 2), ('\xc5sa', 3)",
+		"SELECT n FROM lword WHERE name = 'zo\xcb'", "SELECT n FROM lword WHERE name = 'Zo\xc3\xab'", "SELECT n FROM lword WHERE name = X'7A6FEB'",
+		"SELECT n FROM lword WHERE name = _utf8mb4'\xc3\x85SA'", "SELECT n FROM lword WHERE name = _binary'\xe5sa'",
 		"SELECT n FROM person WHERE name = 'zo\xeb'", "SELECT n FROM person WHERE name = 'ZO\xcb  '",
 		"SELECT n FROM person WHERE name = 'Zo\xc3\xab'", "SELECT n FROM person WHERE name = '\xfcnal'",
 		"SELECT n FROM person WHERE name IN ('STRA\xdfE', 'STRASSE') ORDER BY n",
@@ -158,6 +167,8 @@ func TestStringKeysInTheClientCharsetAsOneServer(t *testing.T) {
 		"DELETE FROM person WHERE name = '\xdcNAL'", "SELECT name, n FROM person ORDER BY n",
 		"INSERT INTO person VALUES ('zo\xeb', 9)",
 		"SET NAMES utf8mb4", "SELECT n FROM person WHERE name = 'ZoÃ«'", "SELECT n FROM person WHERE name = _latin1'ZO\xcb'",
+		"SELECT n FROM lword WHERE name = 'zoë'", "SELECT n FROM lword WHERE name = 'ZoÃ«'", "SELECT n FROM lword WHERE name = X'7A6FC3AB'",
+		"SELECT n FROM lword WHERE name = '中'",
 	}
 	for _, q := range stmts {
 		ra, err := rc.Query(q)
