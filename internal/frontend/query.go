@@ -109,7 +109,7 @@ func (s *Session) statement(p []byte, st router.Stmt) bool {
 	if s.lastIDConn != nil && s.lastIDConn != s.pinned {
 		s.lostLastID()
 	}
-	if st.Flags&router.FlagHintExplain != 0 && (s.srv.opt.Keyspaces.Lookup(s.db) != nil || s.namesSchema(st)) {
+	if st.Flags&router.FlagHintExplain != 0 && (s.srv.opt.Keyspaces.Lookup(s.db) != nil || s.explainsOutside(st, p)) {
 		return s.explain(st, p)
 	}
 	s.tele.trace.st.StartPlan()

@@ -156,6 +156,13 @@ func (s *Session) namesSchema(st router.Stmt) bool {
 	return false
 }
 
+// explainsOutside reports whether a statement hinted /* shardgate:explain
+// */ in a session whose database is not sharded names a sharded schema,
+// whose plan it then answers with, as in a session on the schema.
+func (s *Session) explainsOutside(st router.Stmt, p []byte) bool {
+	return s.namesSchema(st) && s.srv.opt.Keyspaces.Choose(s.db, st, p[1:], &s.shape, s.home).KS != nil
+}
+
 // onInformationSchema reports whether the session's database is
 // information_schema, whose tables a query names unqualified, when
 // sharded schemas are served.

@@ -223,6 +223,7 @@ func TestShardedSchemaFromAnotherDatabaseSession(t *testing.T) {
 		!strings.Contains(a.Results[0].Rows[0][3].Bytes, want) {
 		t.Errorf("explain of a statement on oq: %+v, want one step naming %s", a.Results, want)
 	}
+	same("/* shardgate:explain */ SELECT o.w FROM t o WHERE o.id = 3") // on no sharded schema: the hint is a comment
 	same("SELECT * FROM t WHERE id = 3")
 	// A shard hint names the schema's sub-tables, as in a session on it.
 	if a := metaQuery(t, pc, "/* shardgate:shard=s1 */ SELECT COUNT(*) FROM oq.orders_0002"); len(a.Results) != 1 || len(a.Results[0].Rows) != 1 {
