@@ -433,6 +433,7 @@ func (s *Session) explain(st router.Stmt, p []byte) bool {
 	w := s.trxWriter
 	steps := engine.Explain(s.plan(st, p), p)
 	s.trxWriter = w
+	s.partDB, s.outsideFrom = "", nil // nothing ran on another schema
 	text := func(name string, length uint32) mysql.Column {
 		return mysql.Column{Name: name, Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: length, Flags: mysql.FlagNotNull}
 	}

@@ -22,6 +22,11 @@ import (
 // shardedStmt is what a statement prepared in a sharded schema keeps.
 type shardedStmt struct {
 	ks *planner.Keyspace
+	// outside: ks is not the schema of the session's database at PREPARE
+	// (the statement names it); db is then the database its connections
+	// use, when not the session's (planner.Choice.DB).
+	outside bool
+	db      string
 	// plan is the statement's plan; nil for a statement that runs as
 	// written on cl (a shard hint, BEGIN, SET …).
 	plan *planner.Plan
@@ -85,7 +90,7 @@ const maxLongData = 64 << 20
 // definitions (with logical table names).
 func (s *Session) prepareSharded(ks *planner.Keyspace, p []byte, st router.Stmt) bool {
 	sql := p[1:]
-	sh := &shardedStmt{ks: ks}
+	sh := &shardedStmt{ks: ks, outside: s.outsideFrom != nil, db: s.partDB}
 	switch st.Kind {
 	case router.KindCommit, router.KindRollback, router.KindBegin, router.KindSet, router.KindSavepoint:
 		sh.cl = s.cl
@@ -224,7 +229,7 @@ func (s *Session) bindParams(ps *pstmt, p []byte) error {
 		case sh.hasLong != nil && sh.hasLong[i]:
 			// The server takes long data over the NULL bit and the packet
 			// holds no value for it.
-			s.xvals.SetString(i, sh.long[i])
+			s.xvals.SetString(i, sh.long[i], mysql.IsBlob(e.Types[2*i]))
 		case e.Null(i):
 			s.xvals.SetNull(i)
 		default:

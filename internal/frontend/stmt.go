@@ -37,8 +37,19 @@ func (s *Session) comStmtPrepare(p []byte) bool {
 		return s.writeErr(e)
 	}
 	s.warns.valid = false // a new statement's diagnostics: the prepare's
-	if ks := s.srv.opt.Keyspaces.Lookup(s.db); ks != nil {
-		return s.prepareSharded(ks, p, st)
+	ks := s.srv.opt.Keyspaces.Lookup(s.db)
+	if s.namesSchema(st) || ks == nil && s.onInformationSchema() {
+		var e *mysql.SQLError
+		if ks, e = s.chooseKeyspace(ks, st, p); e != nil {
+			return s.writeErr(e)
+		}
+	}
+	if ks != nil {
+		ok := s.prepareSharded(ks, p, st)
+		if s.outsideFrom != nil {
+			s.leaveOutside()
+		}
+		return ok
 	}
 	s.enter(s.home)
 	return s.prepare(p, p, nil, st)
@@ -77,7 +88,7 @@ func (s *Session) prepareOn(c *backend.Conn, p, q []byte, sh *shardedStmt, st ro
 	if ok {
 		s.nextStmtID = id
 		sql := string(p[1:])
-		ps := &pstmt{id: id, sql: sql, text: []byte(sql), db: s.db, params: params, columns: cols, stmt: st, sh: sh}
+		ps := &pstmt{id: id, sql: sql, text: []byte(sql), db: s.connDB(), params: params, columns: cols, stmt: st, sh: sh}
 		if s.stmts == nil {
 			s.stmts = make(map[uint32]*pstmt)
 		}
@@ -86,7 +97,7 @@ func (s *Session) prepareOn(c *backend.Conn, p, q []byte, sh *shardedStmt, st ro
 		if len(q) != len(p) || &q[0] != &p[0] {
 			backendSQL = string(q[1:])
 		}
-		if err := c.AddStmt(&backend.Stmt{SQL: backendSQL, DB: s.db, ID: backendID, Params: params, Columns: cols}); err != nil {
+		if err := c.AddStmt(&backend.Stmt{SQL: backendSQL, DB: s.connDB(), ID: backendID, Params: params, Columns: cols}); err != nil {
 			return s.backendFailed(c, err, true), true, nil
 		}
 	}
@@ -123,8 +134,8 @@ func (s *Session) prepareBackend(c *backend.Conn, sql, db string) (*backend.Stmt
 			return nil, err
 		}
 		defer func() {
-			if s.db != "" {
-				if err := c.Exec(string(backend.AppendUseDB(nil, s.db))); err != nil {
+			if c.DB != "" {
+				if err := c.Exec(string(backend.AppendUseDB(nil, c.DB))); err != nil {
 					c.Dirty = true
 				}
 			}

@@ -31,6 +31,14 @@ type Plan struct {
 	// MergeErr refuses (nil: it cannot be evaluated either).
 	Eval *EvalPlan
 
+	// Refs are the tables the statement names, as written (TableRefs),
+	// and ReadsDB whether it calls DATABASE() or SCHEMA(): what
+	// Keyspaces.Choose reads to find the schema a statement is about.
+	// Parsed is false when the statement did not parse.
+	Refs    []TableRef
+	ReadsDB bool
+	Parsed  bool
+
 	// textual marks an entry filed under a shape whose statements parse
 	// only as written (Parsed.Exact): their plans are filed by text.
 	textual bool
@@ -70,6 +78,8 @@ func (k *Keyspace) build(sql []byte, sh *router.Shape, db string) (p *Plan, exac
 		var se *mysql.SQLError
 		return &Plan{Err: parseRefusal(err), Unparsed: !errors.As(err, &se)}, false
 	}
+	refs, readsDB := TableRefs(parsed.Stmt)
+	defer func() { p.Refs, p.ReadsDB, p.Parsed = refs, readsDB, true }()
 	p, exact = k.buildParsed(parsed, sql, sh, db)
 	if errors.Is(p.MergeErr, errPositional) && !parsed.Exact {
 		// The merge depends on a position's value: plan this text.
