@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -148,4 +149,32 @@ func checkEvaluated(t *testing.T, rep *difftest.Report) {
 	if rep.Statements == 0 {
 		t.Fatal("no statement ran")
 	}
+}
+
+// KILL QUERY of a session whose statement is being evaluated stops the
+// shards' fetches and the evaluator's statements; the client gets 1317,
+// its session goes on, and nothing else notices (issue 22).
+func TestEvaluateKillQuery(t *testing.T) {
+	p, s0, s1, proxyDB := mergeStopPair(t, "evkill", 200000)
+	roots := []*sql.DB{s0.RootDB(t), s1.RootDB(t)}
+	db := proxyDB("")
+	a, b := oneConn(t, db), oneConn(t, db)
+	aID := queryString(t, a, "SELECT CONNECTION_ID()")
+	by := startBystander(t, db, 800000)
+	// A derived table whose LIMIT needs every shard's rows: evaluated,
+	// each shard's 400,000 rows copied.
+	done := runAsync(a, "SELECT COUNT(*), SUM(d.v) FROM (SELECT v FROM t ORDER BY v, id LIMIT 700000) d")
+	const fetch = "character_set_results=binary"
+	waitShards(t, true, fetch, roots...)
+	mustExec(t, b, "KILL QUERY "+aID)
+	if err := waitErr(t, done, "KILL QUERY"); mysqlErrCode(err) != 1317 {
+		t.Fatalf("the killed evaluation ended with %v, want error 1317", err)
+	}
+	waitShards(t, false, fetch, roots...)
+	waitShards(t, false, "INSERT INTO", roots[0])
+	if got := queryString(t, a, "SELECT COUNT(*) FROM (SELECT v FROM t ORDER BY v, id LIMIT 10) d"); got != "10" {
+		t.Fatalf("the killed session's next evaluated statement: %q, want 10", got)
+	}
+	by.check(t)
+	waitPoolsIdle(t, p, 4)
 }
