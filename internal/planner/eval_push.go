@@ -16,9 +16,8 @@ import (
 // sub-tables that can hold the rows. A condition is pushed only when the
 // shard computes it as the evaluator would and without a warning of its
 // own: a column of the table compared with a literal of its kind (a
-// string column with a quoted string, the shard key with a number when
-// it is a number), IN, BETWEEN, LIKE, IS [NOT] NULL, and AND, OR, NOT of
-// those. A reference on the NULL side of an outer join takes its ON's
+// string column with a quoted string, a numeric column with a number),
+// IN, BETWEEN, LIKE, IS [NOT] NULL, and AND, OR, NOT of those. A reference on the NULL side of an outer join takes its ON's
 // conditions only (its WHERE's would keep rows the join extends with
 // NULLs); a table named several times gets the OR of each reference's
 // conditions, or every row when one reference has none.
@@ -220,8 +219,8 @@ func (p *pushdown) reduction(c sqlparser.Expr, r *fromRef, refs []*fromRef, sing
 	}
 	for _, sides := range [][2]sqlparser.Expr{{cmp.Left, cmp.Right}, {cmp.Right, cmp.Left}} {
 		col, ok := p.column(sides[0], r, single)
-		if !ok || !col.num {
-			continue
+		if !ok || !col.num || !strings.EqualFold(col.name, r.table.ShardKey) {
+			continue // (the fetches route by the key: semiJoin)
 		}
 		other, ok := sides[1].(*sqlparser.ColName)
 		if !ok || other.Qualifier.IsEmpty() || !other.Qualifier.Qualifier.IsEmpty() {
@@ -314,7 +313,7 @@ func (p *pushdown) pushable(c sqlparser.Expr, r *fromRef, single bool) bool {
 type pushColumn struct {
 	name string
 	str  bool // it holds character strings
-	num  bool // it is the shard key, of a numeric type
+	num  bool // it holds numbers (learnt from the shards, or the shard key's type)
 }
 
 // column resolves e to a column of r: qualified with r's name, or, when
@@ -337,7 +336,7 @@ func (p *pushdown) column(e sqlparser.Expr, r *fromRef, single bool) (pushColumn
 	if !known {
 		return pushColumn{}, false // not a column of r we know: maybe an outer query's
 	}
-	num := false
+	num := r.table.Numeric(name)
 	if strings.EqualFold(name, r.table.ShardKey) {
 		if kt, ok := r.table.KeyType(); ok {
 			switch kt.Class {
