@@ -74,10 +74,11 @@ const (
 	maxReduce   = 20 * reduceBatch
 )
 
-// evalBatch bounds an INSERT of copied rows: well under the servers'
-// default max_allowed_packet (16 MB), large enough that a round trip
-// carries thousands of rows.
-const evalBatch = 1 << 20
+// evalBatch bounds an INSERT of copied rows (but for its last row):
+// under the smallest max_allowed_packet a server is usually given (1 MB;
+// the default is 16 MB), large enough that a round trip carries
+// thousands of rows.
+const evalBatch = 512 << 10
 
 // Reset empties e for a new execution, keeping its buffers.
 func (e *Evaluate) Reset(evaluator *backend.Cluster, stmt []byte, replicaOK bool) {

@@ -154,6 +154,9 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 		if prim := s.evaluate(ks, plan, st, sql, &s.shape, &s.vals, nil); prim != nil {
 			return prim
 		}
+		if plan.EvalErr != nil {
+			return s.refuseErr(plan.EvalErr)
+		}
 		return s.refuseErr(s.planRefusal(ks, plan, sql))
 	}
 	if plan.An.Placement == planner.InfoSchema {
@@ -204,6 +207,9 @@ func (s *Session) evaluate(ks *planner.Keyspace, plan *planner.Plan, st router.S
 func (s *Session) evaluateOr(ks *planner.Keyspace, plan *planner.Plan, st router.Stmt, sql []byte, sh *router.Shape, vals planner.Values, stmt []byte, err error) engine.Primitive {
 	if prim := s.evaluate(ks, plan, st, sql, sh, vals, stmt); prim != nil {
 		return prim
+	}
+	if plan.EvalErr != nil {
+		err = plan.EvalErr // why the read is not evaluated says more
 	}
 	return s.refuseErr(err)
 }

@@ -157,10 +157,10 @@ func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPl
 			return nil, notSupported("SELECT … INTO across shards")
 		}
 	default:
-		return nil, notSupported("a write that reads rows of several shards")
+		return nil, nil // a write: its own refusal says why
 	}
-	if hasEffects(stmt) {
-		return nil, notSupported("a function with effects (SLEEP, GET_LOCK, NEXTVAL…) in a statement the proxy evaluates across shards")
+	if evalEffects(stmt) {
+		return nil, notSupported("a function with effects (SLEEP, GET_LOCK, NEXTVAL, LAST_INSERT_ID(x)…) in a statement the proxy evaluates across shards")
 	}
 	ctes := cteNames(stmt)
 	p := &EvalPlan{}
@@ -186,6 +186,9 @@ func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPl
 		}
 		return err == nil, err
 	}, stmt)
+	if errors.Is(err, errNotHere) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +217,29 @@ func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPl
 	return p, nil
 }
 
+// errNotHere: the statement names a table of another database, which
+// the evaluator may not have.
+var errNotHere = errors.New("a table of another database")
+
+// evalEffects is hasEffects for an evaluated statement, which runs once,
+// on a connection of the proxy's own in step with the session's
+// LAST_INSERT_ID(): reading it is no effect, setting it (an argument)
+// would set the evaluator's.
+func evalEffects(stmt sqlparser.Statement) bool {
+	found := false
+	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+		switch f := n.(type) {
+		case *sqlparser.FuncExpr:
+			name := f.Name.Lowered()
+			found = found || effectFuncs[name] && !(name == "last_insert_id" && len(f.Exprs) == 0) || !f.Qualifier.IsEmpty()
+		case *sqlparser.Nextval, *sqlparser.LockingFunc:
+			found = true
+		}
+		return !found, nil
+	}, stmt)
+	return found
+}
+
 // addTable notes a table the statement names: a sharded table of the
 // schema is copied; unsharded and reference tables, and the statement's
 // own CTEs, are on the default cluster already.
@@ -226,7 +252,7 @@ func (p *EvalPlan) addTable(schema *sharding.Schema, n sqlparser.TableName, db s
 		return nil
 	}
 	if qualifier == "" && db != schema.Name || qualifier != "" && qualifier != schema.Name {
-		return notSupported(fmt.Sprintf("table %s of another database in a statement the proxy evaluates across shards", sqlparser.String(n)))
+		return errNotHere // (the route's refusal names both tables)
 	}
 	t := schema.Table(name)
 	temp := quoteQualified(schema.Name, name)
@@ -238,6 +264,10 @@ func (p *EvalPlan) addTable(schema *sharding.Schema, n sqlparser.TableName, db s
 		}
 		p.Tables = append(p.Tables, localTable(schema, t, temp))
 		return nil
+	}
+	if t.Invisible() {
+		// Its copy (SELECT *) would leave those columns out.
+		return notSupported(fmt.Sprintf("table %s, which has INVISIBLE columns, in a statement the proxy evaluates across shards", t.Name))
 	}
 	for _, e := range p.Tables {
 		if e.Table != t {

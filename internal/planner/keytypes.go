@@ -56,8 +56,10 @@ func (k *Keyspace) learnKeyType(ctx context.Context, t *sharding.SchemaTable) er
 	var r []string
 	columns := make([]string, len(rows))
 	collated, numeric := map[string]bool{}, map[string]bool{}
+	invisible := false
 	for i, row := range rows {
 		columns[i] = row[5]
+		invisible = invisible || strings.Contains(strings.ToUpper(row[6]), "INVISIBLE")
 		if row[4] != "" || strings.EqualFold(row[0], "enum") || strings.EqualFold(row[0], "set") {
 			collated[strings.ToLower(row[5])] = true
 		}
@@ -82,6 +84,7 @@ func (k *Keyspace) learnKeyType(ctx context.Context, t *sharding.SchemaTable) er
 	t.SetColumns(columns)
 	t.SetCollated(collated)
 	t.SetNumeric(numeric)
+	t.SetInvisible(invisible)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"strings"
@@ -177,4 +178,33 @@ func TestEvaluateKillQuery(t *testing.T) {
 	}
 	by.check(t)
 	waitPoolsIdle(t, p, 4)
+}
+
+// An evaluated prepared statement reading LAST_INSERT_ID() reads the
+// session's (the evaluator's connection is set to it), and a table with
+// an INVISIBLE column, which the copy would leave out, is refused.
+func TestEvaluateSessionValues(t *testing.T) {
+	gen := difftest.NewGenerator(20261130)
+	d := startShardedDiff(t, gen)
+	difftest.LoadData(t, d.ref, d.got, gen, diffOptions())
+	db := openDB(t, proxyDSN(d.proxy, appUser, appPass, diffDB, "interpolateParams=false"))
+	conn := oneConn(t, db)
+	ctx := context.Background()
+	res, err := conn.ExecContext(ctx, "INSERT INTO sf_note (body) VALUES ('for LAST_INSERT_ID')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := res.LastInsertId()
+	var got, n int64
+	if err := conn.QueryRowContext(ctx, "SELECT LAST_INSERT_ID(), COUNT(*) FROM sf_user u JOIN sf_order o ON o.order_no = u.city_id WHERE u.id > ?", 0).Scan(&got, &n); err != nil {
+		t.Fatal(err)
+	}
+	if got != id || id == 0 {
+		t.Errorf("LAST_INSERT_ID() in an evaluated prepared statement: %d, want the session's %d", got, id)
+	}
+	mustExec(t, conn, "ALTER TABLE sf_tag ADD COLUMN secret INT INVISIBLE")
+	_, err = conn.QueryContext(ctx, "SELECT t.name, u.id FROM sf_tag t JOIN sf_user u ON u.id = t.uses")
+	if mysqlErrCode(err) != 1235 || !contains(err.Error(), "INVISIBLE") {
+		t.Errorf("an evaluated statement on a table with an INVISIBLE column: %v, want 1235 naming it", err)
+	}
 }

@@ -62,6 +62,9 @@ type SchemaTable struct {
 	// those that hold numbers (integers, DECIMAL, FLOAT, DOUBLE).
 	collated atomic.Pointer[map[string]bool]
 	numeric  atomic.Pointer[map[string]bool]
+	// invisible: a column is INVISIBLE (MariaDB), which SELECT * leaves
+	// out, learnt with the columns.
+	invisible atomic.Bool
 }
 
 // NewSchema is an empty schema; tables are added with Add.
@@ -140,6 +143,13 @@ func (t *SchemaTable) SetColumns(cols []string) { t.columns.Store(&cols) }
 // SetCollated records which columns hold character strings: lower-cased
 // names.
 func (t *SchemaTable) SetCollated(names map[string]bool) { t.collated.Store(&names) }
+
+// SetInvisible records whether a column of the table is INVISIBLE.
+func (t *SchemaTable) SetInvisible(b bool) { t.invisible.Store(b) }
+
+// Invisible reports whether a column of the table is known to be
+// INVISIBLE.
+func (t *SchemaTable) Invisible() bool { return t.invisible.Load() }
 
 // SetNumeric records which columns hold numbers: lower-cased names.
 func (t *SchemaTable) SetNumeric(names map[string]bool) { t.numeric.Store(&names) }
