@@ -57,21 +57,22 @@ type EvalCopy struct {
 	Reduce *evalReduce
 }
 
-// evalReduce is a table's semi-join: the distinct values of column in
-// source on the evaluator, and the fetches of the rows whose key is
-// among a batch of them (false: they cannot be routed).
+// evalReduce is a table's semi-join: the statement whose first column's
+// values, on the evaluator, are the keys its rows may have (at most
+// MaxReduce + 1 distinct values), and the fetches of the rows whose key
+// is among a batch of them (false: they cannot be routed).
 type evalReduce struct {
-	source, column string
-	fetches        func(values []string) ([]Part, bool)
+	values  string
+	fetches func(values []string) ([]Part, bool)
 }
 
 // Semi-join batches: at most reduceBatch values per fetch (one round trip
-// per shard per batch), and at most maxReduce values in all, beyond
+// per shard per batch), and at most MaxReduce values in all, beyond
 // which the table's own fetches read it (a join that keeps that many
 // keys reads most of the table anyway).
 const (
 	reduceBatch = 1000
-	maxReduce   = 20 * reduceBatch
+	MaxReduce   = 20 * reduceBatch
 )
 
 // evalBatch bounds an INSERT of copied rows (but for its last row):
@@ -96,11 +97,12 @@ func (e *Evaluate) AddTable(temp, like, describe string, inTrx bool) {
 func (e *Evaluate) Describe(d string) { e.Tables[len(e.Tables)-1].Describe = d }
 
 // Reduce makes the last table a semi-join: its rows whose key is among
-// the values of column in source (quoted, qualified) on the evaluator,
-// fetched as fetches gives them for each batch of values. Its own
-// fetches (AddFetch) read it when the values are too many.
-func (e *Evaluate) Reduce(source, column string, fetches func(values []string) ([]Part, bool)) {
-	e.Tables[len(e.Tables)-1].Reduce = &evalReduce{source: source, column: column, fetches: fetches}
+// the values of the first column of statement values on the evaluator
+// (distinct, not NULL, at most MaxReduce + 1 of them), fetched as
+// fetches gives them for each batch of values. Its own fetches
+// (AddFetch) read it when the values are too many.
+func (e *Evaluate) Reduce(values string, fetches func(values []string) ([]Part, bool)) {
+	e.Tables[len(e.Tables)-1].Reduce = &evalReduce{values: values, fetches: fetches}
 }
 
 // AddFetch adds a fetch of the last table's rows on cl.
@@ -241,7 +243,7 @@ func (e *Evaluate) explain(q []byte, text func([]byte) string) []Step {
 		steps = append(steps, Step{Primitive: "Evaluate: create", Shard: at, Query: create})
 		if r := t.Reduce; r != nil {
 			steps = append(steps, Step{Primitive: "Evaluate: copy into " + t.Temp, Shard: at,
-				Query: "the rows whose shard key is among SELECT DISTINCT " + r.column + " FROM " + r.source + ", in batches of " + strconv.Itoa(reduceBatch) + " values sent as IN (…) to the sub-tables that hold them; else:"})
+				Query: "the rows whose shard key is among the values of " + r.values + ", in batches of " + strconv.Itoa(reduceBatch) + " sent as IN (…) to the sub-tables that hold them; else:"})
 		}
 		for _, f := range t.Fetches {
 			steps = append(steps, Step{Primitive: "Evaluate: copy into " + t.Temp, Shard: f.Cluster.Name, Query: text(f.Query)})
@@ -267,14 +269,14 @@ func (e *Evaluate) explain(q []byte, text func([]byte) string) []Step {
 // table's own fetches must read it (nothing was copied).
 func (e *Evaluate) semiJoin(c Cursor, ev *backend.Conn, t *EvalCopy) (bool, error) {
 	r := t.Reduce
-	rows, err := ev.QueryRows("SELECT DISTINCT " + r.column + " FROM " + r.source + " WHERE " + r.column + " IS NOT NULL LIMIT " + strconv.Itoa(maxReduce+1))
+	rows, err := ev.QueryRows(r.values)
 	if mysql.IsSQLError(err) {
 		return false, nil // (a table that is not there: the statement says so)
 	}
 	if err != nil {
 		return false, err
 	}
-	if len(rows) > maxReduce {
+	if len(rows) > MaxReduce {
 		return false, nil
 	}
 	values := make([]string, len(rows))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"vitess.io/vitess/go/vt/sqlparser"
@@ -65,14 +66,36 @@ type EvalTable struct {
 }
 
 // EvalReduce is a semi-join: the values of Column in Source (quoted,
-// qualified: a temporary table or a local table) on the evaluator.
+// qualified: a temporary table or a local table) on the evaluator, or
+// those an IN subquery gives there (Subquery, rendered per execution).
 type EvalReduce struct {
 	Source, Column string
+	Subquery       *Template
+}
+
+// valuesSQL is the statement giving r's values on the evaluator.
+func (r *EvalReduce) valuesSQL(sql []byte, sh *router.Shape) string {
+	if r.Subquery != nil {
+		return string(r.Subquery.Append(nil, sql, sh, nil))
+	}
+	return "SELECT DISTINCT " + r.Column + " FROM " + r.Source + " WHERE " + r.Column + " IS NOT NULL LIMIT " + strconv.Itoa(engine.MaxReduce+1)
 }
 
 // reduceFrom is the reduction red of a table, its source named as the
 // evaluator sees it (nil: the source is not among the tables).
-func (p *EvalPlan) reduceFrom(red reduction, schema *sharding.Schema) *EvalReduce {
+func (p *EvalPlan) reduceFrom(red reduction, schema *sharding.Schema, parsed Parsed, sh *router.Shape) *EvalReduce {
+	if red.subquery != nil {
+		for _, t := range red.subTables {
+			if !slices.ContainsFunc(p.Tables, func(e EvalTable) bool { return e.Table == t && !e.Local }) {
+				return nil
+			}
+		}
+		tmpl, err := subqueryValues(parsed, sh, red.subquery)
+		if err != nil {
+			return nil
+		}
+		return &EvalReduce{Subquery: tmpl}
+	}
 	src := red.local
 	if red.src != nil {
 		for _, t := range p.Tables {
@@ -207,7 +230,7 @@ func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPl
 		}
 		t.Filtered = k.filteredFetch(parsed, sh, db, t.Table, push.condition(t.Table))
 		if red, ok := push.reduced(t.Table); ok {
-			t.Reduce = p.reduceFrom(red, k.Schema)
+			t.Reduce = p.reduceFrom(red, k.Schema, parsed, sh)
 		}
 	}
 	// A reduced table is copied once its source's values are there.
@@ -359,7 +382,7 @@ func (k *Keyspace) Evaluate(e *engine.Evaluate, p *EvalPlan, sql []byte, sh *rou
 	for _, t := range p.Tables {
 		e.AddTable(t.Temp, t.Like, t.Describe, t.Local)
 		if t.Reduce != nil {
-			e.Reduce(t.Reduce.Source, t.Reduce.Column, k.semiJoin(t.Table))
+			e.Reduce(t.Reduce.valuesSQL(sql, sh), k.semiJoin(t.Table))
 		}
 		if t.Filtered != nil && vals != nil && k.addFiltered(e, &t, sql, sh, vals) {
 			continue
@@ -501,4 +524,34 @@ func isNumber(v string) bool {
 		}
 	}
 	return digits > 0
+}
+
+// subqueryValues is the statement giving the distinct values of an IN
+// subquery's one column on the evaluator: SELECT DISTINCT its column
+// FROM its table WHERE its condition AND the column IS NOT NULL LIMIT
+// MaxReduce + 1, its literals the client's (no table is renamed: the
+// evaluator has the tables by their names).
+func subqueryValues(parsed Parsed, sh *router.Shape, sq *sqlparser.Select) (*Template, error) {
+	ae := sq.SelectExprs.Exprs[0].(*sqlparser.AliasedExpr)
+	notNull := &sqlparser.IsExpr{Left: ae.Expr, Right: sqlparser.IsNotNullOp}
+	where := sqlparser.Expr(notNull)
+	if sq.Where != nil {
+		where = &sqlparser.AndExpr{Left: sq.Where.Expr, Right: notNull}
+	}
+	sel := &sqlparser.Select{
+		Distinct:    true,
+		SelectExprs: &sqlparser.SelectExprs{Exprs: []sqlparser.SelectExpr{&sqlparser.AliasedExpr{Expr: ae.Expr}}},
+		From:        sq.From,
+		Where:       sqlparser.NewWhere(sqlparser.WhereClause, where),
+		Limit:       sqlparser.NewLimitWithoutOffset(engine.MaxReduce + 1),
+	}
+	all := func(n int) []bool {
+		b := make([]bool, n)
+		for i := range b {
+			b[i] = true
+		}
+		return b
+	}
+	return newTemplateWith(Parsed{Stmt: sel, Exact: parsed.Exact}, sh, func(string, string) int { return -1 },
+		templateOptions{itemCount: 1, items: map[*sqlparser.AliasedExpr]int{}, dropped: all(len(sh.Lits)), droppedParams: all(len(sh.Params))}, sel)
 }

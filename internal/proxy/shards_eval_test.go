@@ -63,6 +63,10 @@ var evalStatements = []difftest.Statement{
 	{SQL: "SELECT c.name, u.name FROM sf_city c JOIN sf_user u ON u.id = c.id"},
 	{SQL: "SELECT u.id, o.order_no FROM sf_user u JOIN sf_order o ON o.user_id = u.city_id WHERE u.name = 'nobody at all'"},
 	{SQL: "SELECT l.seq, e.kind FROM sf_log l JOIN sf_event e ON e.id = l.level WHERE l.msg <> 'x'"},
+	// IN subqueries read as semi-joins (NULLs among the values, none).
+	{SQL: "SELECT id, name FROM sf_user WHERE id IN (SELECT o.order_no FROM sf_order o WHERE o.amount > ?)", Args: []any{"50.5"}},
+	{SQL: "SELECT id FROM sf_event WHERE id IN (SELECT u.city_id FROM sf_user u)"},
+	{SQL: "SELECT id FROM sf_event WHERE id IN (SELECT u.city_id FROM sf_user u WHERE u.name = 'nobody at all')"},
 }
 
 // TestShardedEvaluate compares the answers of evalStatements, outside a
