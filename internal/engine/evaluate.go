@@ -38,7 +38,8 @@ type Evaluate struct {
 
 	rows  mysql.RowStream
 	batch []byte
-	made  []string // the temporary tables created, to drop
+	made  []string        // the temporary tables created, to drop
+	conns []*backend.Conn // fetches sent and not read yet
 	cat   mysql.Concat
 }
 
@@ -138,10 +139,8 @@ func (e *Evaluate) Execute(c Cursor, q []byte) bool {
 				continue
 			}
 		}
-		for j := range t.Fetches {
-			if err := e.copy(c, ev, t, &t.Fetches[j], j == 0 && t.Like == ""); err != nil {
-				return e.fail(c, ev, err)
-			}
+		if err := e.copyParts(c, ev, t, t.Fetches, t.Like == ""); err != nil {
+			return e.fail(c, ev, err)
 		}
 	}
 	final := Part{Cluster: e.Evaluator, Stmt: e.Stmt}
@@ -297,58 +296,93 @@ func (e *Evaluate) semiJoin(c Cursor, ev *backend.Conn, t *EvalCopy) (bool, erro
 		}
 	}
 	for _, parts := range batches {
-		for i := range parts {
-			if err := e.copy(c, ev, t, &parts[i], false); err != nil {
-				return false, err
-			}
+		if err := e.copyParts(c, ev, t, parts, false); err != nil {
+			return false, err
 		}
 	}
 	return true, nil
 }
 
-// copy copies the rows of fetch f of table t into t's temporary table
-// on ev, creating the table first (create) from the definition the
-// fetch's server shows.
-func (e *Evaluate) copy(c Cursor, ev *backend.Conn, t *EvalCopy, f *Part, create bool) error {
+// copyParts copies the rows of fetches parts of table t into t's
+// temporary table on ev, creating the table first (create) from the
+// definition the first fetch's server shows. Every fetch is sent before
+// any is read, so the shards work at once; their rows are then read in
+// turn (the others wait at their sockets) and inserted a batch at a
+// time. A failure stops the fetches not read yet (KILL QUERY, their
+// rows drained), so that their connections, a transaction's included,
+// stay usable.
+func (e *Evaluate) copyParts(c Cursor, ev *backend.Conn, t *EvalCopy, parts []Part, create bool) error {
 	if c.Killed() {
 		return errInterrupted
 	}
-	conn, ok := c.Acquire(f.Cluster, e.ReplicaOK)
-	if conn == nil {
-		return &answered{goOn: ok}
-	}
-	if create {
-		if err := e.createFrom(conn, ev, t); err != nil {
-			return e.partFailed(c, conn, f.Cluster.Name, err, false)
+	e.conns = e.conns[:0]
+	for i := range parts {
+		f := &parts[i]
+		conn, ok := c.Acquire(f.Cluster, e.ReplicaOK)
+		if conn == nil {
+			return e.stopFetches(c, &answered{goOn: ok})
 		}
+		if i == 0 && create {
+			if err := e.createFrom(conn, ev, t); err != nil {
+				return e.stopFetches(c, e.partFailed(c, conn, f.Cluster.Name, err, false))
+			}
+		}
+		if err := conn.WriteCommand(f.Query); err != nil {
+			return e.stopFetches(c, e.partFailed(c, conn, f.Cluster.Name, mysql.BackendError(err), true))
+		}
+		if err := conn.Flush(); err != nil {
+			return e.stopFetches(c, e.partFailed(c, conn, f.Cluster.Name, mysql.BackendError(err), true))
+		}
+		e.conns = append(e.conns, conn)
 	}
-	err := e.start(conn, f)
-	if err == nil {
-		err = e.insertRows(t.Temp, func(batch []byte) error { return ev.Exec(string(batch)) })
-	}
-	if err != nil {
-		return e.partFailed(c, conn, f.Cluster.Name, err, !e.rows.Done())
-	}
-	c.SkipWarnings()
-	e.rows.Info.SessionState = e.rows.Info.SessionState[:0] // (SET STATEMENT's, not the session's)
-	c.Done(conn, &e.rows.Info)
-	return err
-}
-
-// start sends fetch f on conn and reads its answer's header into e.rows:
-// the server's ERR is returned as the error, its connection fine.
-func (e *Evaluate) start(conn *backend.Conn, f *Part) error {
-	if err := conn.WriteCommand(f.Query); err != nil {
-		return mysql.BackendError(err)
-	}
-	e.rows.Reset(conn.Conn, conn.Caps, nil, false)
-	if err := e.rows.Start(); err != nil {
-		return err
-	}
-	if se := e.rows.Info.Err; se != nil {
-		return se
+	for i := range parts {
+		conn := e.conns[0]
+		e.conns = e.conns[1:]
+		e.rows.Reset(conn.Conn, conn.Caps, nil, false)
+		err := e.rows.Start()
+		if err == nil && e.rows.Info.Err != nil {
+			err = e.rows.Info.Err
+		}
+		if err == nil {
+			err = e.insertRows(t.Temp, func(batch []byte) error { return ev.Exec(string(batch)) })
+		}
+		if err != nil {
+			return e.stopFetches(c, e.partFailed(c, conn, parts[i].Cluster.Name, err, !e.rows.Done()))
+		}
+		c.SkipWarnings()
+		e.rows.Info.SessionState = e.rows.Info.SessionState[:0] // (SET STATEMENT's, not the session's)
+		c.Done(conn, &e.rows.Info)
 	}
 	return nil
+}
+
+// stopFetches ends the fetches sent and not read (e.conns) after err:
+// each is interrupted and its answer drained, its diagnostics cleared,
+// and its connection done with (discarded if that fails). It returns
+// err.
+func (e *Evaluate) stopFetches(c Cursor, err error) error {
+	var rs mysql.RowStream
+	for _, conn := range e.conns {
+		killQuery(conn)
+		rs.Reset(conn.Conn, conn.Caps, nil, false)
+		serr := rs.Start()
+		if serr == nil && !rs.Done() {
+			_, serr = rs.Drain(true)
+		}
+		if serr == nil {
+			serr = conn.Exec(clearDiagnostics)
+		}
+		if serr != nil {
+			if !c.Drop(conn, serr) {
+				err = &answered{goOn: false}
+			}
+			continue
+		}
+		c.SkipWarnings()
+		c.Done(conn, &mysql.ResponseInfo{Status: c.Status()})
+	}
+	e.conns = e.conns[:0]
+	return err
 }
 
 // insertRows reads the fetch's rows (e.rows) to their end and hands the
