@@ -107,7 +107,8 @@ func Diff(ref, got Answer, ordered bool) string {
 // Superset, got's rows against superset, the reference's answer to it
 // (nil: st failed on the reference, so got must fail too).
 func DiffStatement(ref, got Answer, st *Statement, superset *Answer) string {
-	c := rowCompare{ordered: st.Ordered, fold: st.Fold, foldAs: foldCollations(st), merged: len(st.Constructs) > 0}
+	c := rowCompare{ordered: st.Ordered, fold: st.Fold, foldAs: foldCollations(st), merged: len(st.Constructs) > 0,
+		planNotNull: st.PlanNotNull}
 	if st.Superset != nil && superset != nil {
 		c.superset = true
 		if len(superset.Results) > 0 {
@@ -138,10 +139,12 @@ const (
 // rowCompare is how rows are compared.
 type rowCompare struct {
 	// merged: the statement may be answered by a merge across shards.
-	merged  bool
-	ordered bool
-	fold    []int // columns compared by their weight under foldAs
-	foldAs  []colldata.Collation
+	merged bool
+	// planNotNull: NOT_NULL is a plan flag too (Statement.PlanNotNull).
+	planNotNull bool
+	ordered     bool
+	fold        []int // columns compared by their weight under foldAs
+	foldAs      []colldata.Collation
 	// superset: got's rows (of the first result) must be supersetRows'
 	// sub-multiset, as many as the reference's.
 	superset     bool
@@ -322,6 +325,10 @@ func (d *differ) columns(at string, ref, got []Column) {
 	}
 	for i := range ref {
 		r, g := ref[i], got[i]
+		if d.rc.planNotNull {
+			r.Flags &^= mysql.FlagNotNull
+			g.Flags &^= mysql.FlagNotNull
+		}
 		if d.rc.merged {
 			r.Flags &^= PlanFlags
 			g.Flags &^= PlanFlags

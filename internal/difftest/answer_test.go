@@ -235,3 +235,22 @@ func TestDiffMergedPlanDependentColumns(t *testing.T) {
 		t.Errorf("a number's decimals are compared in a merge: %q", d)
 	}
 }
+
+// TestDiffPlanNotNull: a statement whose NOT_NULL flags depend on the plan
+// (an outer join's NULL side) is not compared on that flag, and on no
+// other for it.
+func TestDiffPlanNotNull(t *testing.T) {
+	ref, got := sampleAnswer(), sampleAnswer()
+	got.Results[0].Columns[0].Flags &^= mysql.FlagNotNull
+	outer := &Statement{Constructs: []string{"join_left"}, PlanNotNull: true}
+	if d := DiffStatement(ref, got, outer, nil); d != "" {
+		t.Errorf("NOT_NULL by the plan: %s", d)
+	}
+	if d := DiffStatement(ref, got, &Statement{Constructs: []string{"join_inner"}}, nil); !strings.Contains(d, "flags: reference") {
+		t.Errorf("NOT_NULL of an inner join's column: %q, want a difference", d)
+	}
+	got.Results[0].Columns[0].Type = mysql.TypeLongLong
+	if d := DiffStatement(ref, got, outer, nil); !strings.Contains(d, "type: reference") {
+		t.Errorf("type under PlanNotNull: %q, want a difference", d)
+	}
+}

@@ -429,6 +429,7 @@ func (g *Generator) evalDone(m *mstmt, q *query) Statement {
 	m.add(q.parts(true)...)
 	st := m.done()
 	st.Refusable = false
+	st.PlanNotNull = slices.Contains(m.tags, cJoinLeft) || slices.Contains(m.tags, cJoinRight)
 	if len(q.limit) > 0 && !m.order {
 		full := newMstmt()
 		full.add(q.parts(false)...)
