@@ -108,7 +108,7 @@ func Diff(ref, got Answer, ordered bool) string {
 // (nil: st failed on the reference, so got must fail too).
 func DiffStatement(ref, got Answer, st *Statement, superset *Answer) string {
 	c := rowCompare{ordered: st.Ordered, fold: st.Fold, foldAs: foldCollations(st), merged: len(st.Constructs) > 0,
-		planNotNull: st.PlanNotNull}
+		planNotNull: st.PlanNotNull, planOrgTable: st.PlanOrgTable}
 	if st.Superset != nil && superset != nil {
 		c.superset = true
 		if len(superset.Results) > 0 {
@@ -142,9 +142,11 @@ type rowCompare struct {
 	merged bool
 	// planNotNull: NOT_NULL is a plan flag too (Statement.PlanNotNull).
 	planNotNull bool
-	ordered     bool
-	fold        []int // columns compared by their weight under foldAs
-	foldAs      []colldata.Collation
+	// planOrgTable: org_table is the plan's (Statement.PlanOrgTable).
+	planOrgTable bool
+	ordered      bool
+	fold         []int // columns compared by their weight under foldAs
+	foldAs       []colldata.Collation
 	// superset: got's rows (of the first result) must be supersetRows'
 	// sub-multiset, as many as the reference's.
 	superset     bool
@@ -328,6 +330,9 @@ func (d *differ) columns(at string, ref, got []Column) {
 		if d.rc.planNotNull {
 			r.Flags &^= mysql.FlagNotNull
 			g.Flags &^= mysql.FlagNotNull
+		}
+		if d.rc.planOrgTable {
+			g.OrgTable = r.OrgTable
 		}
 		if d.rc.merged {
 			r.Flags &^= PlanFlags

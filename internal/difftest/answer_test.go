@@ -254,3 +254,21 @@ func TestDiffPlanNotNull(t *testing.T) {
 		t.Errorf("type under PlanNotNull: %q, want a difference", d)
 	}
 }
+
+// TestDiffPlanOrgTable: a statement reading a mergeable derived table is
+// not compared on org_table, and on all else as usual.
+func TestDiffPlanOrgTable(t *testing.T) {
+	ref, got := sampleAnswer(), sampleAnswer()
+	got.Results[0].Columns[0].OrgTable = "u"
+	derived := &Statement{Constructs: []string{"join_empty_side"}, PlanOrgTable: true}
+	if d := DiffStatement(ref, got, derived, nil); d != "" {
+		t.Errorf("org_table by the plan: %s", d)
+	}
+	if d := DiffStatement(ref, got, &Statement{Constructs: []string{"join_inner"}}, nil); !strings.Contains(d, "org_table: reference") {
+		t.Errorf("org_table of a table's column: %q, want a difference", d)
+	}
+	got.Results[0].Columns[0].Table = "x"
+	if d := DiffStatement(ref, got, derived, nil); !strings.Contains(d, "table: reference") {
+		t.Errorf("table under PlanOrgTable: %q, want a difference", d)
+	}
+}
