@@ -272,3 +272,30 @@ func TestDiffPlanOrgTable(t *testing.T) {
 		t.Errorf("table under PlanOrgTable: %q, want a difference", d)
 	}
 }
+
+// TestDiffPlanOrgName: an expression's org_name, its name or empty by the
+// plan, is not compared for a merged or evaluated statement; a table
+// column's is.
+func TestDiffPlanOrgName(t *testing.T) {
+	expr := func(orgName string) Answer {
+		a := sampleAnswer()
+		c := &a.Results[0].Columns[0]
+		c.Table, c.OrgTable, c.Name, c.OrgName = "", "", "u.city_id % 3", orgName
+		return a
+	}
+	merged := &Statement{Constructs: []string{"group_by"}}
+	if d := DiffStatement(expr(""), expr("u.city_id % 3"), merged, nil); d != "" {
+		t.Errorf("an expression's org_name by the plan: %s", d)
+	}
+	if d := DiffStatement(expr(""), expr("other"), merged, nil); !strings.Contains(d, "org_name") {
+		t.Errorf("an expression's org_name other than its name: %q, want a difference", d)
+	}
+	if d := DiffStatement(expr(""), expr("u.city_id % 3"), &Statement{}, nil); !strings.Contains(d, "org_name") {
+		t.Errorf("an unmerged statement's org_name: %q, want a difference", d)
+	}
+	ref, got := sampleAnswer(), sampleAnswer()
+	got.Results[0].Columns[0].OrgName = ""
+	if d := DiffStatement(ref, got, merged, nil); !strings.Contains(d, "org_name") {
+		t.Errorf("a table column's org_name: %q, want a difference", d)
+	}
+}
