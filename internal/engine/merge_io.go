@@ -648,11 +648,21 @@ func (m *Merge) stop(mp *mergePart) error {
 	_, err := mp.rows.Drain(true)
 	// The part ends as the kill made it (ERR 1317, or rows ending with
 	// its warning): the proxy's doing, which one server stopping at the
-	// same row would not report. The connection keeps no diagnostics the
-	// next statement (SHOW WARNINGS) should read.
+	// same row would not report. Nothing holds the connection for it,
+	// and a statement that reads a table (one that does not leaves them
+	// alone) clears the server's diagnostics, which a SHOW WARNINGS sent
+	// to the pool (by this session or the next to borrow the connection)
+	// would read.
 	mp.rows.Info.Err, mp.rows.Info.Warnings = nil, 0
+	if err == nil {
+		err = mp.conn.Exec(clearDiagnostics)
+	}
 	return err
 }
+
+// clearDiagnostics is the cheapest statement that clears a connection's
+// diagnostics: it reads a table, every user may, and it finds no row.
+const clearDiagnostics = "SELECT 1 FROM information_schema.ENGINES LIMIT 0"
 
 // errInterrupted is what a statement a KILL QUERY interrupted ends with,
 // as the server says it.

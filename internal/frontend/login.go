@@ -52,6 +52,7 @@ func (s *Session) resetState(charset byte) {
 		s.vars.Set("collation_connection", coll.Name)
 	}
 	s.varsFP = s.vars.Fingerprint()
+	s.noteCharset()
 	s.waitTimeout, s.interactiveTimeout = 0, 0
 	s.lastInsertID, s.lastIDConn = 0, nil
 	s.lastRowCount, s.lastFoundRows = -1, 0

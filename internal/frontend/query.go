@@ -109,13 +109,16 @@ func (s *Session) statement(p []byte, st router.Stmt) bool {
 	if s.lastIDConn != nil && s.lastIDConn != s.pinned {
 		s.lostLastID()
 	}
-	if st.Flags&router.FlagHintExplain != 0 && s.srv.opt.Keyspaces.Lookup(s.db) != nil {
+	if st.Flags&router.FlagHintExplain != 0 && (s.srv.opt.Keyspaces.Lookup(s.db) != nil || s.explainsOutside(st, p)) {
 		return s.explain(st, p)
 	}
 	s.tele.trace.st.StartPlan()
 	prim := s.plan(st, p)
 	s.tele.trace.st.EndPlan()
 	ok := prim.Execute(s, p)
+	if s.outsideFrom != nil {
+		s.leaveOutside()
+	}
 	// At once, not at the next statement: the other shards' parts hold
 	// locks another transaction may wait for.
 	s.settleDoomed()
@@ -129,8 +132,16 @@ func (s *Session) statement(p []byte, st router.Stmt) bool {
 func (s *Session) plan(st router.Stmt, p []byte) engine.Primitive {
 	var prim engine.Primitive
 	ks := s.srv.opt.Keyspaces.Lookup(s.db)
-	if s.exec.ps != nil {
-		ks = s.exec.ps.keyspace() // where it was prepared, not the current database
+	if ps := s.exec.ps; ps != nil {
+		ks = ps.keyspace() // where it was prepared, not the current database
+		if e := s.outsidePrepared(ps); e != nil {
+			return s.refuseErr(e)
+		}
+	} else if s.namesSchema(st) || ks == nil && s.onInformationSchema() {
+		var e *mysql.SQLError
+		if ks, e = s.chooseKeyspace(ks, st, p); e != nil {
+			return s.refuseErr(e)
+		}
 	}
 	if ks != nil {
 		prim = s.planSharded(ks, st, p)
@@ -802,6 +813,7 @@ func (s *Session) applyStateChanges(c *backend.Conn, blocks []byte) (charsetChan
 	if varsChanged {
 		s.varsFP = s.vars.Fingerprint()
 		c.VarsFP = s.varsFP
+		s.noteCharset()
 	}
 	return charsetChanged
 }

@@ -184,6 +184,10 @@ type Server struct {
 	closeOnce  sync.Once
 
 	ident atomic.Pointer[Identity]
+
+	// schemaFilters are the names that make a statement ask which
+	// sharded schema plans it (planner.Keyspaces.Filters).
+	schemaFilters []planner.SchemaFilter
 }
 
 // NewServer prepares a server; Serve starts accepting.
@@ -203,7 +207,7 @@ func NewServer(opt Options) (*Server, error) {
 	if opt.AuthGuard == nil {
 		opt.AuthGuard = NewAuthGuard(AuthDelayConfig{}, opt.Log, opt.Metrics)
 	}
-	s := &Server{opt: opt, ids: opt.IDs, standInKey: make([]byte, 32), closing: make(chan struct{})}
+	s := &Server{opt: opt, ids: opt.IDs, standInKey: make([]byte, 32), closing: make(chan struct{}), schemaFilters: opt.Keyspaces.Filters()}
 	if s.ids == nil {
 		s.ids = new(atomic.Uint32)
 	}

@@ -124,6 +124,12 @@ type Session struct {
 	trxWrote     []*backend.Cluster // the others it wrote to (cross_shard_writes: allow, atomic)
 	xa           xaState            // its XA branches (cross_shard_writes: atomic, shards_xa.go)
 
+	// A statement on a sharded schema that is not the session's database
+	// (shards_outside.go): the database its connections use instead of
+	// the session's, and the cluster the session was on before it.
+	partDB      string
+	outsideFrom *backend.Cluster
+
 	// A statement on a sharded schema (shards.go): its shape and values,
 	// the parts it runs in, rendered into one buffer, and the primitives
 	// that run them.
@@ -816,14 +822,15 @@ func (s *Session) borrow(n needs) (c *backend.Conn, ok bool) {
 // sync brings c's database, variables and (when needed) LAST_INSERT_ID() to
 // the session's, in one round trip.
 func (s *Session) sync(c *backend.Conn, n needs) error {
-	if s.db == "" && c.DB != "" {
+	db := s.connDB()
+	if db == "" && c.DB != "" {
 		// The connection last served a session with a database; this one
 		// has none and must not see that one (DATABASE(), table names).
 		if err := c.ClearDB(); err != nil {
 			return err
 		}
 	}
-	dbOK := c.DB == s.db || s.db == ""
+	dbOK := c.DB == db || db == ""
 	varsOK := c.VarsFP == s.varsFP && c.Vars.Equal(s.vars)
 	lidOK := n&lastIDNeedsMask == 0 || s.lastIDInStep(c, n)
 	if dbOK && varsOK && lidOK && n&needBegin == 0 {
@@ -831,7 +838,7 @@ func (s *Session) sync(c *backend.Conn, n needs) error {
 	}
 	b := s.scratch[:0]
 	if !dbOK {
-		b = backend.AppendUseDB(b, s.db)
+		b = backend.AppendUseDB(b, db)
 	}
 	if !varsOK || !lidOK {
 		set := len(b)
@@ -864,7 +871,7 @@ func (s *Session) sync(c *backend.Conn, n needs) error {
 	if err := c.Exec(string(b)); err != nil {
 		return err
 	}
-	c.DB = s.db
+	c.DB = db
 	c.Vars = append(c.Vars[:0], s.vars...)
 	c.VarsFP = s.varsFP
 	if !lidOK {

@@ -7,7 +7,8 @@ import (
 // heldConn is a connection the session holds on a cluster other than the
 // one its current statement runs on, with the reasons it is held. A
 // session of a sharded schema holds one per shard its transaction (or
-// other pinned state) touched; an unsharded session never has any.
+// other pinned state) touched; an unsharded session only while a
+// statement on a sharded schema it names runs (shards_outside.go).
 type heldConn struct {
 	cl   *backend.Cluster
 	conn *backend.Conn

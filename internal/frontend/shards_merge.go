@@ -37,7 +37,7 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 		if prepared {
 			stmt = sql
 		}
-		return s.evaluateOr(ks, plan, st, stmt, plan.MergeErr)
+		return s.evaluateOr(ks, plan, st, sql, sh, vals, stmt, plan.MergeErr)
 	}
 	offset, count, err := mp.Limit.Values(vals)
 	if err != nil {
@@ -104,7 +104,7 @@ func (s *Session) planMerge(ks *planner.Keyspace, plan *planner.Plan, sql []byte
 		if prepared {
 			stmt = sql
 		}
-		s.fallback = evalFallback{ks: ks, plan: plan, st: st, stmt: stmt}
+		s.fallback = evalFallback{ks: ks, plan: plan, st: st, sql: sql, sh: sh, vals: vals, stmt: stmt}
 		m.Fallback = &s.fallback
 	}
 	return m
@@ -116,13 +116,16 @@ type evalFallback struct {
 	ks   *planner.Keyspace
 	plan *planner.Plan
 	st   router.Stmt
+	sql  []byte
+	sh   *router.Shape
+	vals planner.Values
 	stmt []byte
 }
 
 // Execute implements engine.Primitive.
 func (f *evalFallback) Execute(c engine.Cursor, q []byte) bool {
 	s := c.(*Session)
-	prim := s.evaluate(f.ks, f.plan, f.st, f.stmt)
+	prim := s.evaluate(f.ks, f.plan, f.st, f.sql, f.sh, f.vals, f.stmt)
 	if prim == nil {
 		return c.Fail(asSQLError(f.plan.MergeErr))
 	}

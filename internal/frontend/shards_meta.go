@@ -42,7 +42,7 @@ func (s *Session) planInfoSchema(ks *planner.Keyspace, st router.Stmt, sql []byt
 	if st.Flags&router.FlagUserVar != 0 {
 		return s.refuseUserVars()
 	}
-	prim, err := ks.InfoSchema(sql)
+	prim, err := ks.InfoSchema(sql, s.db)
 	if err != nil {
 		return s.refuseErr(err)
 	}

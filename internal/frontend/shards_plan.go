@@ -150,8 +150,12 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 	router.ScanShape(sql, &s.shape)
 	plan := ks.Plan(sql, &s.shape, s.db)
 	if plan.Err != nil {
-		if prim := s.evaluate(ks, plan, st, nil); prim != nil {
+		s.vals.Reset(sql, &s.shape)
+		if prim := s.evaluate(ks, plan, st, sql, &s.shape, &s.vals, nil); prim != nil {
 			return prim
+		}
+		if plan.EvalErr != nil {
+			return s.refuseErr(plan.EvalErr)
 		}
 		return s.refuseErr(s.planRefusal(ks, plan, sql))
 	}
@@ -170,10 +174,10 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 	}
 	target, err := plan.An.Route(&s.vals)
 	if err != nil {
-		return s.evaluateOr(ks, plan, st, nil, err)
+		return s.evaluateOr(ks, plan, st, sql, &s.shape, &s.vals, nil, err)
 	}
 	if !s.selectItems(plan, sql, &s.shape) {
-		return s.evaluateOr(ks, plan, st, nil, notSupported("this select list on a sharded table"))
+		return s.evaluateOr(ks, plan, st, sql, &s.shape, &s.vals, nil, notSupported("this select list on a sharded table"))
 	}
 	if target.Len() > 1 && s.merges(plan) {
 		return s.planMerge(ks, plan, sql, &s.shape, target, st, &s.vals, false)
@@ -184,24 +188,28 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 
 // evaluate plans the evaluation of a read that no route or merge
 // answers (planner.EvalPlan), or returns nil when it cannot be
-// evaluated: stmt is the client's text of a prepared statement's
-// execution, nil for a text statement. Not while tables are locked (the
+// evaluated: sql, sh and vals are the statement's text, shape and values
+// (nil at a prepare), stmt the client's text of a prepared statement,
+// nil for a text statement. Not while tables are locked (the
 // evaluator's connection holds none of them), nor for a cursor, nor with
 // user variables (the shards would read them as NULL).
-func (s *Session) evaluate(ks *planner.Keyspace, plan *planner.Plan, st router.Stmt, stmt []byte) engine.Primitive {
+func (s *Session) evaluate(ks *planner.Keyspace, plan *planner.Plan, st router.Stmt, sql []byte, sh *router.Shape, vals planner.Values, stmt []byte) engine.Primitive {
 	if plan.Eval == nil || st.Flags&router.FlagUserVar != 0 || s.heldPins()&pinLock != 0 || s.exec.cursor {
 		return nil
 	}
-	ks.Evaluate(&s.evaluation, plan.Eval, stmt, planner.ReplicaOK(ks.Default, s.user.Policy(), st, s))
+	ks.Evaluate(&s.evaluation, plan.Eval, sql, sh, vals, stmt, planner.ReplicaOK(ks.Default, s.user.Policy(), st, s))
 	s.exec.order = nil // the evaluator takes the client's parameters as they come
 	return &s.evaluation
 }
 
 // evaluateOr is evaluate, or the refusal err when the statement cannot
 // be evaluated.
-func (s *Session) evaluateOr(ks *planner.Keyspace, plan *planner.Plan, st router.Stmt, stmt []byte, err error) engine.Primitive {
-	if prim := s.evaluate(ks, plan, st, stmt); prim != nil {
+func (s *Session) evaluateOr(ks *planner.Keyspace, plan *planner.Plan, st router.Stmt, sql []byte, sh *router.Shape, vals planner.Values, stmt []byte, err error) engine.Primitive {
+	if prim := s.evaluate(ks, plan, st, sql, sh, vals, stmt); prim != nil {
 		return prim
+	}
+	if plan.EvalErr != nil {
+		err = plan.EvalErr // why the read is not evaluated says more
 	}
 	return s.refuseErr(err)
 }
@@ -431,6 +439,7 @@ func (s *Session) explain(st router.Stmt, p []byte) bool {
 	w := s.trxWriter
 	steps := engine.Explain(s.plan(st, p), p)
 	s.trxWriter = w
+	s.partDB, s.outsideFrom = "", nil // nothing ran on another schema
 	text := func(name string, length uint32) mysql.Column {
 		return mysql.Column{Name: name, Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: length, Flags: mysql.FlagNotNull}
 	}

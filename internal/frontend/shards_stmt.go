@@ -22,6 +22,11 @@ import (
 // shardedStmt is what a statement prepared in a sharded schema keeps.
 type shardedStmt struct {
 	ks *planner.Keyspace
+	// outside: ks is not the schema of the session's database at PREPARE
+	// (the statement names it); db is then the database its connections
+	// use, when not the session's (planner.Choice.DB).
+	outside bool
+	db      string
 	// plan is the statement's plan; nil for a statement that runs as
 	// written on cl (a shard hint, BEGIN, SET …).
 	plan *planner.Plan
@@ -85,7 +90,7 @@ const maxLongData = 64 << 20
 // definitions (with logical table names).
 func (s *Session) prepareSharded(ks *planner.Keyspace, p []byte, st router.Stmt) bool {
 	sql := p[1:]
-	sh := &shardedStmt{ks: ks}
+	sh := &shardedStmt{ks: ks, outside: s.outsideFrom != nil, db: s.partDB}
 	switch st.Kind {
 	case router.KindCommit, router.KindRollback, router.KindBegin, router.KindSet, router.KindSavepoint:
 		sh.cl = s.cl
@@ -105,11 +110,11 @@ func (s *Session) prepareSharded(ks *planner.Keyspace, p []byte, st router.Stmt)
 	router.ScanShape(sh.text, &sh.shape)
 	plan := ks.Plan(sh.text, &sh.shape, s.db)
 	if plan.Err != nil {
-		if prim := s.evaluate(ks, plan, st, sh.text); prim != nil {
+		if prim := s.evaluate(ks, plan, st, sh.text, &sh.shape, nil, sh.text); prim != nil {
 			// Prepared where it will be evaluated, over the temporary
 			// tables: the definitions are one server's.
 			sh.plan = plan
-			return s.evaluation.Prepare(s, func(ev *backend.Conn) (bool, bool) { return s.prepareOn(ev, p, p, sh, st) })
+			return s.evaluation.Prepare(s, func(ev *backend.Conn) (bool, bool, *mysql.ResponseInfo) { return s.prepareOn(ev, p, p, sh, st) })
 		}
 		return s.writeErr(s.planRefusal(ks, plan, sh.text))
 	}
@@ -156,7 +161,10 @@ func (s *Session) planExecute(ks *planner.Keyspace, ps *pstmt, st router.Stmt, p
 		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "statements larger than the packet buffer on a sharded schema (send long values with COM_STMT_SEND_LONG_DATA)")
 	}
 	if sh.plan.An == nil { // evaluated (prepareSharded)
-		return s.evaluateOr(ks, sh.plan, st, sh.text, sh.plan.Err)
+		if err := s.bindParams(ps, p); err != nil {
+			return s.refuseErr(mysql.NewError(mysql.ERWrongArguments, mysql.StateGeneral, "Incorrect arguments to mysqld_stmt_execute"))
+		}
+		return s.evaluateOr(ks, sh.plan, st, sh.text, &sh.shape, &s.xvals, sh.text, sh.plan.Err)
 	}
 	if sh.plan.An.Placement != planner.Sharded {
 		return s.placeWhole(ks, sh.plan.An, st)
@@ -180,7 +188,7 @@ func (s *Session) executeSharded(ks *planner.Keyspace, ps *pstmt, st router.Stmt
 	}
 	target, err := an.Route(&s.xvals)
 	if err != nil {
-		return s.evaluateOr(ks, sh.plan, st, sh.text, err)
+		return s.evaluateOr(ks, sh.plan, st, sh.text, &sh.shape, &s.xvals, sh.text, err)
 	}
 	sh.held = nil // a new execution closes the statement's cursor
 	if target.Len() > 1 && s.merges(sh.plan) {
@@ -221,7 +229,7 @@ func (s *Session) bindParams(ps *pstmt, p []byte) error {
 		case sh.hasLong != nil && sh.hasLong[i]:
 			// The server takes long data over the NULL bit and the packet
 			// holds no value for it.
-			s.xvals.SetString(i, sh.long[i])
+			s.xvals.SetString(i, sh.long[i], mysql.IsBlob(e.Types[2*i]))
 		case e.Null(i):
 			s.xvals.SetNull(i)
 		default:

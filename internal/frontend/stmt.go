@@ -36,8 +36,20 @@ func (s *Session) comStmtPrepare(p []byte) bool {
 	if e := s.refusePreparedProcesslist(st, p[1:]); e != nil {
 		return s.writeErr(e)
 	}
-	if ks := s.srv.opt.Keyspaces.Lookup(s.db); ks != nil {
-		return s.prepareSharded(ks, p, st)
+	s.warns.valid = false // a new statement's diagnostics: the prepare's
+	ks := s.srv.opt.Keyspaces.Lookup(s.db)
+	if s.namesSchema(st) || ks == nil && s.onInformationSchema() {
+		var e *mysql.SQLError
+		if ks, e = s.chooseKeyspace(ks, st, p); e != nil {
+			return s.writeErr(e)
+		}
+	}
+	if ks != nil {
+		ok := s.prepareSharded(ks, p, st)
+		if s.outsideFrom != nil {
+			s.leaveOutside()
+		}
+		return ok
 	}
 	s.enter(s.home)
 	return s.prepare(p, p, nil, st)
@@ -52,7 +64,7 @@ func (s *Session) prepare(p, q []byte, sh *shardedStmt, st router.Stmt) bool {
 	if c == nil {
 		return ok
 	}
-	goOn, gone := s.prepareOn(c, p, q, sh, st)
+	goOn, gone, _ := s.prepareOn(c, p, q, sh, st)
 	if !gone {
 		s.release(c)
 	}
@@ -60,22 +72,23 @@ func (s *Session) prepare(p, q []byte, sh *shardedStmt, st router.Stmt) bool {
 }
 
 // prepareOn is prepare on connection c, which it keeps unless it failed
-// (gone: c was given up, and goOn says whether the session goes on).
-func (s *Session) prepareOn(c *backend.Conn, p, q []byte, sh *shardedStmt, st router.Stmt) (goOn, gone bool) {
+// (gone: c was given up, and goOn says whether the session goes on);
+// info is the server's answer.
+func (s *Session) prepareOn(c *backend.Conn, p, q []byte, sh *shardedStmt, st router.Stmt) (goOn, gone bool, info *mysql.ResponseInfo) {
 	if err := c.WriteCommand(q); err != nil {
-		return s.backendFailed(c, err, false), true
+		return s.backendFailed(c, err, false), true, nil
 	}
 	id := s.nextStmtID + 1
 	r := c.Relay(s.client, s.caps)
 	r.RenameTable = s.renamer
 	backendID, cols, params, ok, err := r.Prepare(id)
 	if err != nil {
-		return s.relayFailed(c, err, r.Info.Sent), true
+		return s.relayFailed(c, err, r.Info.Sent), true, nil
 	}
 	if ok {
 		s.nextStmtID = id
 		sql := string(p[1:])
-		ps := &pstmt{id: id, sql: sql, text: []byte(sql), db: s.db, params: params, columns: cols, stmt: st, sh: sh}
+		ps := &pstmt{id: id, sql: sql, text: []byte(sql), db: s.connDB(), params: params, columns: cols, stmt: st, sh: sh}
 		if s.stmts == nil {
 			s.stmts = make(map[uint32]*pstmt)
 		}
@@ -84,11 +97,11 @@ func (s *Session) prepareOn(c *backend.Conn, p, q []byte, sh *shardedStmt, st ro
 		if len(q) != len(p) || &q[0] != &p[0] {
 			backendSQL = string(q[1:])
 		}
-		if err := c.AddStmt(&backend.Stmt{SQL: backendSQL, DB: s.db, ID: backendID, Params: params, Columns: cols}); err != nil {
-			return s.backendFailed(c, err, true), true
+		if err := c.AddStmt(&backend.Stmt{SQL: backendSQL, DB: s.connDB(), ID: backendID, Params: params, Columns: cols}); err != nil {
+			return s.backendFailed(c, err, true), true, nil
 		}
 	}
-	return true, false
+	return true, false, &r.Info
 }
 
 // lookupStmt finds the client's statement named in a COM_STMT_* packet.
@@ -121,8 +134,8 @@ func (s *Session) prepareBackend(c *backend.Conn, sql, db string) (*backend.Stmt
 			return nil, err
 		}
 		defer func() {
-			if s.db != "" {
-				if err := c.Exec(string(backend.AppendUseDB(nil, s.db))); err != nil {
+			if c.DB != "" {
+				if err := c.Exec(string(backend.AppendUseDB(nil, c.DB))); err != nil {
 					c.Dirty = true
 				}
 			}

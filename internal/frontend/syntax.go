@@ -8,6 +8,7 @@ import (
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/planner"
+	"github.com/shardgate/shardgate/internal/sharding"
 )
 
 // planRefusal is the client's error for a plan that refuses sql: the
@@ -101,4 +102,15 @@ func isCharsetName(v string) bool {
 		}
 	}
 	return true
+}
+
+// noteCharset gives the planner's values the character set the session's
+// string literals and string parameters are in (sharding.SessionCharset),
+// from its character_set_client and character_set_connection: at login
+// and whenever the server reports a variable change (SET NAMES …).
+func (s *Session) noteCharset() {
+	client, _ := s.vars.Get("character_set_client")
+	conn, _ := s.vars.Get("character_set_connection")
+	cs := sharding.SessionCharset(client, conn)
+	s.vals.Charset, s.xvals.Charset = cs, cs
 }

@@ -120,10 +120,12 @@ func (s *Session) answerDiagnostics(sql []byte, w *partWarnings) bool {
 		cols = []mysql.Column{{Name: name, Type: mysql.TypeLongLong, Charset: uint16(mysql.CollationBinary), Length: 21, Flags: mysql.FlagUnsigned | mysql.FlagBinary, Expression: true}}
 		rows = [][]string{{strconv.Itoa(count)}}
 	} else {
+		// As the server defines them: no original names, the strings'
+		// decimals 39 (NOT_FIXED_DEC).
 		cols = []mysql.Column{
-			{Name: "Level", Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: 28, Flags: mysql.FlagNotNull},
-			{Name: "Code", Type: mysql.TypeLong, Charset: uint16(mysql.CollationBinary), Length: 4, Flags: mysql.FlagUnsigned | mysql.FlagNotNull | mysql.FlagBinary},
-			{Name: "Message", Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: 2048, Flags: mysql.FlagNotNull},
+			{Name: "Level", Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: 28, Flags: mysql.FlagNotNull, Decimals: 39, Expression: true},
+			{Name: "Code", Type: mysql.TypeLong, Charset: uint16(mysql.CollationBinary), Length: 4, Flags: mysql.FlagUnsigned | mysql.FlagNotNull | mysql.FlagBinary, Expression: true},
+			{Name: "Message", Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: 2048, Flags: mysql.FlagNotNull, Decimals: 39, Expression: true},
 		}
 	}
 	s.lastRowCount = -1 // a result set; diagnostic SHOWs leave FOUND_ROWS() alone

@@ -64,6 +64,9 @@ type Param struct {
 	Bytes                             []byte
 	Year, Month, Day                  int
 	Hour, Minute, Second, Microsecond int
+	// Binary: a ParamString of a BLOB type, which the server reads as a
+	// binary string, not in the client's character set.
+	Binary bool
 }
 
 // ReadParam decodes the value of a parameter of type typ (unsigned: the
@@ -128,7 +131,7 @@ func ReadParam(b []byte, typ byte, unsigned bool) (Param, int, error) {
 		if !ok || isNull || uint64(len(b)-ln) < n {
 			break
 		}
-		v.Kind, v.Bytes = stringKind(typ), b[ln:ln+int(n)]
+		v.Kind, v.Bytes, v.Binary = stringKind(typ), b[ln:ln+int(n)], IsBlob(typ)
 		return v, ln + int(n), nil
 	}
 	return Param{}, 0, fmt.Errorf("parameter value of type %d: %w", typ, ErrMalformed)
@@ -140,6 +143,17 @@ func (v *Param) setInt(signed int64, unsignedValue uint64, unsigned bool) {
 		return
 	}
 	v.Kind, v.Int = ParamInt, signed
+}
+
+// IsBlob reports whether parameter type typ is a BLOB type, whose values
+// the server reads as binary strings (its other string types are in the
+// client's character set).
+func IsBlob(typ byte) bool {
+	switch typ {
+	case TypeTinyBlob, TypeMediumBlob, TypeLongBlob, TypeBlob:
+		return true
+	}
+	return false
 }
 
 // stringKind is the kind of a length-encoded value of type typ.

@@ -229,11 +229,17 @@ type valRef struct {
 	// dflt is an INSERT row's DEFAULT: a generated key for an
 	// AUTO_INCREMENT column, else a value the proxy does not know.
 	dflt bool
+	// intro: a character set introducer (_latin1'…', N'…') gives the
+	// value's character set, cs. client: a string literal held as
+	// written, in the session's character set.
+	intro, client bool
+	cs            sharding.Charset
 }
 
 // valueOf recognizes a key value: a literal, a placeholder, NULL, TRUE or
-// FALSE, possibly under unary minus or a utf8mb4 introducer. Anything else
-// is an expression, which constrains nothing.
+// FALSE, possibly under unary minus or a character set introducer
+// (_latin1'…', _binary'…', N'…'). Anything else is an expression, which
+// constrains nothing.
 func valueOf(e sqlparser.Expr) (valRef, bool) {
 	switch x := e.(type) {
 	case *sqlparser.Argument:
@@ -248,19 +254,29 @@ func valueOf(e sqlparser.Expr) (valRef, bool) {
 		}
 		return valRef{lit: sharding.NumberLit("0")}, true
 	case *sqlparser.UnaryExpr:
-		if x.Operator != sqlparser.UMinusOp {
-			return valRef{}, false
+		switch x.Operator {
+		case sqlparser.UMinusOp:
+			v, ok := valueOf(x.Expr)
+			v.neg = !v.neg
+			return v, ok && !v.temporal
+		case sqlparser.NStringOp: // N'…' as written: _utf8mb3'…'
+			return introduced(x.Expr, sharding.CharsetUTF8MB3)
 		}
-		v, ok := valueOf(x.Expr)
-		v.neg = !v.neg
-		return v, ok && !v.temporal
 	case *sqlparser.IntroducerExpr:
-		switch strings.ToLower(x.CharacterSet) {
-		case "_utf8mb4", "_utf8", "_utf8mb3":
-			return valueOf(x.Expr)
-		}
+		return introduced(x.Expr, sharding.LookupCharset(strings.TrimPrefix(x.CharacterSet, "_")))
 	}
 	return valRef{}, false
+}
+
+// introduced is the value e, a string or a 0x… literal (or a placeholder
+// for one) whose bytes an introducer says are in character set cs.
+func introduced(e sqlparser.Expr, cs sharding.Charset) (valRef, bool) {
+	v, ok := valueOf(e)
+	if !ok || v.neg || v.temporal || v.src == srcConst && v.lit.Kind() != sharding.LitString && v.lit.Kind() != sharding.LitHex {
+		return valRef{}, false
+	}
+	v.intro, v.client, v.cs = true, false, cs
+	return v, true
 }
 
 // argument decodes the normalizer's placeholders.
@@ -281,15 +297,15 @@ func argument(name string) (valRef, bool) {
 func literal(l *sqlparser.Literal) (valRef, bool) {
 	switch l.Type {
 	case sqlparser.StrVal:
-		return valRef{lit: sharding.StringLit(l.Val)}, true
+		return valRef{lit: sharding.StringLit(l.Val), client: true}, true
 	case sqlparser.IntVal, sqlparser.DecimalVal, sqlparser.FloatVal:
 		return valRef{lit: sharding.NumberLit(l.Val)}, true
 	case sqlparser.HexNum: // 0x2A: a number in numeric context
 		b, err := hex.DecodeString(evenHex(strings.TrimPrefix(strings.ToLower(l.Val), "0x")))
 		return valRef{lit: sharding.HexLit(string(b))}, err == nil
-	case sqlparser.HexVal: // X'2A': a string
+	case sqlparser.HexVal: // X'2A': a binary string
 		b, err := hex.DecodeString(l.Val)
-		return valRef{lit: sharding.StringLit(string(b))}, err == nil
+		return valRef{lit: sharding.StringLitIn(string(b), sharding.CharsetBinary)}, err == nil
 	case sqlparser.BitNum: // b'101010', written 0b101010 by Vitess
 		b, ok := bitBytes(strings.TrimPrefix(l.Val, "0b"))
 		return valRef{lit: sharding.HexLit(b)}, ok

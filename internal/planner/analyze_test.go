@@ -132,11 +132,15 @@ func parse(t *testing.T, sql string) sqlparser.Statement {
 	return stmt
 }
 
-// values is a Values from slices.
-type values struct{ lits, params []sharding.Literal }
+// values is a Values from slices, in a session whose literals are in cs.
+type values struct {
+	lits, params []sharding.Literal
+	cs           sharding.Charset
+}
 
 func (v values) Lit(i int) (sharding.Literal, bool)   { return at(v.lits, i) }
 func (v values) Param(i int) (sharding.Literal, bool) { return at(v.params, i) }
+func (v values) ClientCharset() sharding.Charset      { return v.cs }
 
 func at(ls []sharding.Literal, i int) (sharding.Literal, bool) {
 	if i < 1 || i > len(ls) {
@@ -328,13 +332,13 @@ func TestRouteRulesAndTypes(t *testing.T) {
 		{"select * from sf_name where name = 'Abc'", []int{nameSub(t, "abc")}},
 		{"select * from sf_name where name = 'abc   '", []int{nameSub(t, "abc")}},
 		{"select * from sf_name where name = _utf8mb4'ABC'", []int{nameSub(t, "abc")}},
-		{"select * from sf_name where name = _binary'abc'", []int{0, 1, 2, 3}},
+		{"select * from sf_name where name = _binary'abc'", []int{nameSub(t, "ABC")}}, // the bytes, compared under the column's collation
 		{"select * from sf_name where name = 42", []int{0, 1, 2, 3}},
 		// MariaDB: 'Straße' = 'STRASSE' under utf8mb4_unicode_ci, not under utf8mb4_general_ci.
 		{"select * from sf_uname where name = 'STRASSE '", []int{collSub(t, unicodeCI(t), "straße")}},
 		{"select * from sf_name where name = 'STRASSE'", []int{nameSub(t, "strasse")}},
 		{"select * from sf_uname where name in ('Straße', 'strasse', 'STRASSE')", []int{collSub(t, unicodeCI(t), "strasse")}},
-		{"select * from sf_uname where name = _binary'x'", []int{0, 1, 2, 3}},
+		{"select * from sf_uname where name = _binary'x'", []int{collSub(t, unicodeCI(t), "X")}},
 		{"select * from sf_nokey where id = 1", every(8)},
 	} {
 		got, err := route(t, s, "shop", c.sql)

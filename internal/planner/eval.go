@@ -1,13 +1,18 @@
 package planner
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"vitess.io/vitess/go/vt/sqlparser"
 
 	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/router"
 	"github.com/shardgate/shardgate/internal/sharding"
 )
 
@@ -51,6 +56,106 @@ type EvalTable struct {
 	// Fetches read every row: one statement per shard, a UNION ALL of
 	// its sub-tables, the shard holding Describe first.
 	Fetches []EvalFetch
+	// Filtered, when the statement's conditions say which rows matter,
+	// reads only those, from the sub-tables that can hold them.
+	Filtered *filteredFetch
+	// Reduce, when the table is joined on its shard key with a column of
+	// another, reads only the rows whose key is among that column's
+	// values on the evaluator (a semi-join), in batches.
+	Reduce *EvalReduce
+}
+
+// EvalReduce is a semi-join: the values of Column in Source (quoted,
+// qualified: a temporary table or a local table) on the evaluator, or
+// those an IN subquery gives there (Subquery, rendered per execution).
+type EvalReduce struct {
+	Source, Column string
+	Subquery       *Template
+}
+
+// valuesSQL is the statement giving r's values on the evaluator.
+func (r *EvalReduce) valuesSQL(sql []byte, sh *router.Shape) string {
+	if r.Subquery != nil {
+		return string(r.Subquery.Append(nil, sql, sh, nil))
+	}
+	return "SELECT DISTINCT " + r.Column + " FROM " + r.Source + " WHERE " + r.Column + " IS NOT NULL LIMIT " + strconv.Itoa(engine.MaxReduce+1)
+}
+
+// reduceFrom is the reduction red of a table, its source named as the
+// evaluator sees it (nil: the source is not among the tables).
+func (p *EvalPlan) reduceFrom(red reduction, schema *sharding.Schema, parsed Parsed, sh *router.Shape) *EvalReduce {
+	if red.subquery != nil {
+		for _, t := range red.subTables {
+			if !slices.ContainsFunc(p.Tables, func(e EvalTable) bool { return e.Table == t && !e.Local }) {
+				return nil
+			}
+		}
+		tmpl, err := subqueryValues(parsed, sh, red.subquery)
+		if err != nil {
+			return nil
+		}
+		return &EvalReduce{Subquery: tmpl}
+	}
+	src := red.local
+	if red.src != nil {
+		for _, t := range p.Tables {
+			if t.Table == red.src && !t.Local {
+				src = t.Temp
+			}
+		}
+		if src == "" {
+			return nil
+		}
+	}
+	return &EvalReduce{Source: src, Column: sqlparser.String(sqlparser.NewIdentifierCI(red.column))}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// filteredFetch is a sharded table's fetch planned as a statement of its
+// own: SELECT * FROM t WHERE <the conditions pushed to it>.
+type filteredFetch struct {
+	an   *Analysis
+	tmpl *Template
+}
+
+// filteredFetch plans the fetch of t's rows that meet cond (nil: none,
+// or a fetch the planner cannot plan: every row is read).
+func (k *Keyspace) filteredFetch(parsed Parsed, sh *router.Shape, db string, t *sharding.SchemaTable, cond sqlparser.Expr) *filteredFetch {
+	if cond == nil {
+		return nil
+	}
+	tn := sqlparser.TableName{Name: sqlparser.NewIdentifierCS(t.Name)}
+	if db != k.Schema.Name {
+		tn.Qualifier = sqlparser.NewIdentifierCS(k.Schema.Name)
+	}
+	sel := &sqlparser.Select{
+		SelectExprs: &sqlparser.SelectExprs{Exprs: []sqlparser.SelectExpr{&sqlparser.StarExpr{}}},
+		From:        []sqlparser.TableExpr{&sqlparser.AliasedTableExpr{Expr: tn}},
+		Where:       sqlparser.NewWhere(sqlparser.WhereClause, cond),
+	}
+	an, err := Analyze(sel, k.Schema, db)
+	if err != nil || an.Placement != Sharded {
+		return nil
+	}
+	all := func(n int) []bool {
+		b := make([]bool, n)
+		for i := range b {
+			b[i] = true
+		}
+		return b
+	}
+	tmpl, err := newTemplateWith(Parsed{Stmt: sel, Exact: parsed.Exact}, sh, k.renamer(db),
+		templateOptions{itemCount: 1, items: map[*sqlparser.AliasedExpr]int{}, dropped: all(len(sh.Lits)), droppedParams: all(len(sh.Params))}, sel)
+	if err != nil {
+		return nil
+	}
+	return &filteredFetch{an: an, tmpl: tmpl}
 }
 
 // EvalFetch is the statement reading a table's rows on one shard.
@@ -63,7 +168,8 @@ type EvalFetch struct {
 // as the current database, can be evaluated (see EvalPlan), and lists
 // the sharded tables it reads. A nil plan with a nil error: stmt names
 // no sharded table.
-func (k *Keyspace) evalPlan(stmt sqlparser.Statement, db string) (*EvalPlan, error) {
+func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPlan, error) {
+	stmt := parsed.Stmt
 	switch s := stmt.(type) {
 	case *sqlparser.Select:
 		if s.Into != nil {
@@ -74,10 +180,10 @@ func (k *Keyspace) evalPlan(stmt sqlparser.Statement, db string) (*EvalPlan, err
 			return nil, notSupported("SELECT … INTO across shards")
 		}
 	default:
-		return nil, notSupported("a write that reads rows of several shards")
+		return nil, nil // a write: its own refusal says why
 	}
-	if hasEffects(stmt) {
-		return nil, notSupported("a function with effects (SLEEP, GET_LOCK, NEXTVAL…) in a statement the proxy evaluates across shards")
+	if evalEffects(stmt) {
+		return nil, notSupported("a function with effects (SLEEP, GET_LOCK, NEXTVAL, LAST_INSERT_ID(x)…) in a statement the proxy evaluates across shards")
 	}
 	ctes := cteNames(stmt)
 	p := &EvalPlan{}
@@ -103,15 +209,58 @@ func (k *Keyspace) evalPlan(stmt sqlparser.Statement, db string) (*EvalPlan, err
 		}
 		return err == nil, err
 	}, stmt)
+	if errors.Is(err, errNotHere) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
+	sharded := false
 	for _, t := range p.Tables {
-		if !t.Local {
-			return p, nil
+		sharded = sharded || !t.Local
+	}
+	if !sharded {
+		return nil, nil
+	}
+	push := k.pushdowns(stmt, db, ctes, sh, parsed.Exact)
+	for i := range p.Tables {
+		t := &p.Tables[i]
+		if t.Local {
+			continue
+		}
+		t.Filtered = k.filteredFetch(parsed, sh, db, t.Table, push.condition(t.Table))
+		if red, ok := push.reduced(t.Table); ok {
+			t.Reduce = p.reduceFrom(red, k.Schema, parsed, sh)
 		}
 	}
-	return nil, nil
+	// A reduced table is copied once its source's values are there.
+	slices.SortStableFunc(p.Tables, func(a, b EvalTable) int {
+		return cmp.Compare(boolInt(a.Reduce != nil), boolInt(b.Reduce != nil))
+	})
+	return p, nil
+}
+
+// errNotHere: the statement names a table of another database, which
+// the evaluator may not have.
+var errNotHere = errors.New("a table of another database")
+
+// evalEffects is hasEffects for an evaluated statement, which runs once,
+// on a connection of the proxy's own in step with the session's
+// LAST_INSERT_ID(): reading it is no effect, setting it (an argument)
+// would set the evaluator's.
+func evalEffects(stmt sqlparser.Statement) bool {
+	found := false
+	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+		switch f := n.(type) {
+		case *sqlparser.FuncExpr:
+			name := f.Name.Lowered()
+			found = found || effectFuncs[name] && !(name == "last_insert_id" && len(f.Exprs) == 0) || !f.Qualifier.IsEmpty()
+		case *sqlparser.Nextval, *sqlparser.LockingFunc:
+			found = true
+		}
+		return !found, nil
+	}, stmt)
+	return found
 }
 
 // addTable notes a table the statement names: a sharded table of the
@@ -126,7 +275,7 @@ func (p *EvalPlan) addTable(schema *sharding.Schema, n sqlparser.TableName, db s
 		return nil
 	}
 	if qualifier == "" && db != schema.Name || qualifier != "" && qualifier != schema.Name {
-		return notSupported(fmt.Sprintf("table %s of another database in a statement the proxy evaluates across shards", sqlparser.String(n)))
+		return errNotHere // (the route's refusal names both tables)
 	}
 	t := schema.Table(name)
 	temp := quoteQualified(schema.Name, name)
@@ -138,6 +287,10 @@ func (p *EvalPlan) addTable(schema *sharding.Schema, n sqlparser.TableName, db s
 		}
 		p.Tables = append(p.Tables, localTable(schema, t, temp))
 		return nil
+	}
+	if t.Invisible() {
+		// Its copy (SELECT *) would leave those columns out.
+		return notSupported(fmt.Sprintf("table %s, which has INVISIBLE columns, in a statement the proxy evaluates across shards", t.Name))
 	}
 	for _, e := range p.Tables {
 		if e.Table != t {
@@ -219,14 +372,21 @@ func quoteQualified(db, name string) string {
 	return sqlparser.String(sqlparser.NewIdentifierCS(db)) + "." + sqlparser.String(sqlparser.NewIdentifierCS(name))
 }
 
-// Evaluate fills e, the session's, with the plan for one execution.
-// stmt is the client's statement text for a prepared statement's
-// execution (the evaluator prepares it), nil for a text statement (sent
+// Evaluate fills e, the session's, with the plan for one execution of
+// the statement sql, of shape sh, with values vals (nil for a prepare:
+// no row is fetched). stmt is the client's statement text for a prepared
+// statement (the evaluator prepares it), nil for a text statement (sent
 // as the client sent it).
-func (k *Keyspace) Evaluate(e *engine.Evaluate, p *EvalPlan, stmt []byte, replicaOK bool) {
+func (k *Keyspace) Evaluate(e *engine.Evaluate, p *EvalPlan, sql []byte, sh *router.Shape, vals Values, stmt []byte, replicaOK bool) {
 	e.Reset(k.Default, stmt, replicaOK)
 	for _, t := range p.Tables {
 		e.AddTable(t.Temp, t.Like, t.Describe, t.Local)
+		if t.Reduce != nil {
+			e.Reduce(t.Reduce.valuesSQL(sql, sh), k.semiJoin(t.Table))
+		}
+		if t.Filtered != nil && vals != nil && k.addFiltered(e, &t, sql, sh, vals) {
+			continue
+		}
 		for _, f := range t.Fetches {
 			cl := k.Shard(f.Shard)
 			if f.Shard == k.Schema.DefaultCluster {
@@ -235,4 +395,163 @@ func (k *Keyspace) Evaluate(e *engine.Evaluate, p *EvalPlan, stmt []byte, replic
 			e.AddFetch(cl, f.Query)
 		}
 	}
+}
+
+// addFiltered adds t's filtered fetches for the statement sql (shape sh,
+// values vals): one per shard holding a sub-table the conditions allow,
+// a UNION ALL of them. false: the values cannot be routed (every row is
+// read instead).
+func (k *Keyspace) addFiltered(e *engine.Evaluate, t *EvalTable, sql []byte, sh *router.Shape, vals Values) bool {
+	f := t.Filtered
+	target, err := f.an.Route(vals)
+	if err != nil {
+		return false
+	}
+	layout := t.Table.Group.Layout
+	var sub [1]int
+	for _, shard := range k.Schema.Shards {
+		q := append([]byte{mysql.ComQuery}, fetchPrefix...)
+		n := 0
+		for i := target.Next(0); i >= 0; i = target.Next(i + 1) {
+			if layout.Shard(i) != shard {
+				continue
+			}
+			if n > 0 {
+				q = append(q, " UNION ALL "...)
+			}
+			sub[0] = i
+			q = f.tmpl.Append(q, sql, sh, sub[:])
+			n++
+		}
+		if n > 0 {
+			e.AddFetch(k.Shard(shard), q)
+		}
+	}
+	if t.Like == "" {
+		// The definition comes from the first fetch's shard: one of its
+		// sub-tables.
+		for i := target.Next(0); i >= 0; i = target.Next(i + 1) {
+			if layout.Shard(i) == k.Schema.Shards[firstShard(k.Schema.Shards, layout, target)] {
+				e.Describe(quoteQualified(k.Schema.Name, sharding.SubTableName(t.Table.Name, i)))
+				break
+			}
+		}
+	}
+	return true
+}
+
+// firstShard is the index in shards of the first shard holding a
+// sub-table of target.
+func firstShard(shards []string, layout sharding.Layout, target Target) int {
+	for j, shard := range shards {
+		for i := target.Next(0); i >= 0; i = target.Next(i + 1) {
+			if layout.Shard(i) == shard {
+				return j
+			}
+		}
+	}
+	return 0
+}
+
+// semiJoin returns the fetches of t's rows whose shard key is one of
+// values (numbers, as the evaluator wrote them): each sub-table a value
+// hashes to reads its values, one UNION ALL per shard. false: a value
+// is not a number the key's type takes exactly.
+func (k *Keyspace) semiJoin(t *sharding.SchemaTable) func(values []string) ([]engine.Part, bool) {
+	return func(values []string) ([]engine.Part, bool) {
+		kt, ok := t.KeyType()
+		if !ok {
+			return nil, false
+		}
+		rule, layout := t.Group.Rule, t.Group.Layout
+		bySub := map[int][]string{}
+		for _, v := range values {
+			if !isNumber(v) {
+				return nil, false
+			}
+			key, err := sharding.Convert(kt, sharding.NumberLit(v))
+			if errors.Is(err, sharding.ErrInexact) {
+				continue // (4.5 for an INT key: no row has it)
+			}
+			if err != nil {
+				return nil, false
+			}
+			i, err := rule.Index(key)
+			if err != nil {
+				continue // (a key no sub-table holds: no row)
+			}
+			bySub[i] = append(bySub[i], v)
+		}
+		keyCol := sqlparser.String(sqlparser.NewIdentifierCI(t.ShardKey))
+		var parts []engine.Part
+		for _, shard := range k.Schema.Shards {
+			q := append([]byte{mysql.ComQuery}, fetchPrefix...)
+			n := 0
+			for i := 0; i < layout.SubTables(); i++ {
+				vs, ok := bySub[i]
+				if !ok || layout.Shard(i) != shard {
+					continue
+				}
+				if n > 0 {
+					q = append(q, " UNION ALL "...)
+				}
+				q = append(q, "SELECT * FROM "+quoteQualified(k.Schema.Name, sharding.SubTableName(t.Name, i))+" WHERE "+keyCol+" IN ("+strings.Join(vs, ",")+")"...)
+				n++
+			}
+			if n > 0 {
+				parts = append(parts, engine.Part{Cluster: k.Shard(shard), Query: q})
+			}
+		}
+		return parts, true
+	}
+}
+
+// isNumber reports whether v is a plain decimal number: what a key IN
+// (…) list may take as written.
+func isNumber(v string) bool {
+	if strings.HasPrefix(v, "-") {
+		v = v[1:]
+	}
+	digits, dot := 0, false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return false
+		}
+	}
+	return digits > 0
+}
+
+// subqueryValues is the statement giving the distinct values of an IN
+// subquery's one column on the evaluator: SELECT DISTINCT its column
+// FROM its table WHERE its condition AND the column IS NOT NULL LIMIT
+// MaxReduce + 1, its literals the client's (no table is renamed: the
+// evaluator has the tables by their names).
+func subqueryValues(parsed Parsed, sh *router.Shape, sq *sqlparser.Select) (*Template, error) {
+	ae := sq.SelectExprs.Exprs[0].(*sqlparser.AliasedExpr)
+	notNull := &sqlparser.IsExpr{Left: ae.Expr, Right: sqlparser.IsNotNullOp}
+	where := sqlparser.Expr(notNull)
+	if sq.Where != nil {
+		where = &sqlparser.AndExpr{Left: sq.Where.Expr, Right: notNull}
+	}
+	sel := &sqlparser.Select{
+		Distinct:    true,
+		SelectExprs: &sqlparser.SelectExprs{Exprs: []sqlparser.SelectExpr{&sqlparser.AliasedExpr{Expr: ae.Expr}}},
+		From:        sq.From,
+		Where:       sqlparser.NewWhere(sqlparser.WhereClause, where),
+		Limit:       sqlparser.NewLimitWithoutOffset(engine.MaxReduce + 1),
+	}
+	all := func(n int) []bool {
+		b := make([]bool, n)
+		for i := range b {
+			b[i] = true
+		}
+		return b
+	}
+	return newTemplateWith(Parsed{Stmt: sel, Exact: parsed.Exact}, sh, func(string, string) int { return -1 },
+		templateOptions{itemCount: 1, items: map[*sqlparser.AliasedExpr]int{}, dropped: all(len(sh.Lits)), droppedParams: all(len(sh.Params))}, sel)
 }

@@ -65,6 +65,8 @@ type infoQuery struct {
 	cl      router.Clauses
 	// sortColumns are the ORDER BY columns added after the select list.
 	sortColumns []string
+	// inInfo: the session's database is information_schema.
+	inInfo bool
 }
 
 // InfoSchema plans a SELECT on the information_schema tables that list
@@ -78,8 +80,9 @@ type infoQuery struct {
 // REFERENCED_TABLE_NAME) of a sub-table 0 reads as its logical name. The
 // select list is sent as the client wrote it, so result columns keep the
 // server's definitions. Shapes whose answer would need more than this
-// are refused.
-func (k *Keyspace) InfoSchema(sql []byte) (engine.Primitive, error) {
+// are refused. db is the session's database: in information_schema, the
+// query may name its tables unqualified.
+func (k *Keyspace) InfoSchema(sql []byte, db string) (engine.Primitive, error) {
 	stmt, err := k.parser.p.ParseStrictDDL(string(sql))
 	if err != nil {
 		return nil, parseRefusal(err)
@@ -88,7 +91,7 @@ func (k *Keyspace) InfoSchema(sql []byte) (engine.Primitive, error) {
 	if !ok {
 		return nil, k.infoRefusal("this statement shape (only a single SELECT is supported)")
 	}
-	q := &infoQuery{k: k, sql: string(sql), sel: sel}
+	q := &infoQuery{k: k, sql: string(sql), sel: sel, inInfo: strings.EqualFold(db, "information_schema")}
 	if err := q.check(); err != nil {
 		return nil, err
 	}
@@ -188,7 +191,7 @@ func (q *infoQuery) tables(from []sqlparser.TableExpr) error {
 				return q.k.infoRefusal("a derived table")
 			}
 			it, ok := infoTables[strings.ToUpper(tn.Name.String())]
-			if !strings.EqualFold(tn.Qualifier.String(), "information_schema") || !ok {
+			if !(strings.EqualFold(tn.Qualifier.String(), "information_schema") || tn.Qualifier.IsEmpty() && q.inInfo) || !ok {
 				return q.k.infoRefusal(fmt.Sprintf("reading %s", sqlparser.String(tn)))
 			}
 			r := infoRef{table: it, info: strings.ToUpper(tn.Name.String()), name: tn.Name.String(), qual: quoteName("information_schema") + "." + quoteName(tn.Name.String()) + "."}

@@ -36,7 +36,7 @@ func TestInfoSchemaParts(t *testing.T) {
 		{sql: "SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() GROUP BY TABLE_NAME",
 			parts: 1, has: []string{"SELECT COUNT(*) FROM information_schema.STATISTICS WHERE ( TABLE_SCHEMA = DATABASE() ) AND NOT ("}, not: []string{"AS `shardgate_"}},
 	} {
-		prim, err := k.InfoSchema([]byte(tc.sql))
+		prim, err := k.InfoSchema([]byte(tc.sql), "shop")
 		if err != nil {
 			t.Errorf("%s: %v", tc.sql, err)
 			continue

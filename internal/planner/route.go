@@ -18,6 +18,9 @@ import (
 type Values interface {
 	Lit(i int) (sharding.Literal, bool)
 	Param(i int) (sharding.Literal, bool)
+	// ClientCharset is the character set of the statement's string
+	// literals (the session's), for those the plan holds as written.
+	ClientCharset() sharding.Charset
 }
 
 // Route returns the sub-tables a Sharded statement runs on for one
@@ -315,6 +318,13 @@ func (r valRef) convert(ct sharding.ColumnType, v Values) (sharding.Value, error
 		lit, ok = v.Param(r.idx)
 	case r.src != srcConst:
 		ok = false
+	}
+	switch {
+	case !ok:
+	case r.intro: // _latin1'…', _binary'…', N'…'
+		lit = lit.InCharset(r.cs)
+	case r.client && v != nil: // a string literal of the plan, in the session's character set
+		lit = lit.InCharset(v.ClientCharset())
 	}
 	if ok && r.neg {
 		lit, ok = lit.Neg()

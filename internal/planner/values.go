@@ -14,7 +14,11 @@ import (
 type TextValues struct {
 	SQL   []byte
 	Shape *router.Shape
-	buf   []byte
+	// Charset is the character set of the session's string literals and
+	// string parameters (sharding.SessionCharset): the caller sets it
+	// when the session's character set changes; Reset keeps it.
+	Charset sharding.Charset
+	buf     []byte
 }
 
 // Reset points v at a new statement, keeping its buffer.
@@ -38,10 +42,17 @@ func (v *TextValues) Lit(i int) (sharding.Literal, bool) {
 		return sharding.NumberLit(s), true
 	case router.LitHex, router.LitBit:
 		return sharding.HexLit(s), true
-	default: // quoted strings, N'…', X'…' (a string in MariaDB)
-		return sharding.StringLit(s), true
+	case router.LitNString: // N'…' is _utf8mb3'…', whatever the client's character set
+		return sharding.StringLitIn(s, sharding.CharsetUTF8MB3), true
+	case router.LitXString: // X'…': a binary string in MariaDB
+		return sharding.StringLitIn(s, sharding.CharsetBinary), true
+	default: // quoted strings, in the session's character set
+		return sharding.StringLitIn(s, v.Charset), true
 	}
 }
+
+// ClientCharset implements Values.
+func (v *TextValues) ClientCharset() sharding.Charset { return v.Charset }
 
 // Param implements Values: a text statement has no parameters.
 func (v *TextValues) Param(int) (sharding.Literal, bool) { return sharding.Literal{}, false }
@@ -87,7 +98,7 @@ func (v *ExecValues) SetParam(i int, p mysql.Param) {
 	case mysql.ParamDecimal:
 		lit = sharding.NumberLit(bytesString(p.Bytes))
 	case mysql.ParamString:
-		lit = sharding.StringLit(bytesString(p.Bytes))
+		lit = v.stringParam(p.Bytes, p.Binary)
 	case mysql.ParamDatetime:
 		lit = sharding.DatetimeLit(sharding.Datetime{Year: p.Year, Month: p.Month, Day: p.Day,
 			Hour: p.Hour, Minute: p.Minute, Second: p.Second, Microsecond: p.Microsecond})
@@ -101,9 +112,20 @@ func (v *ExecValues) SetParam(i int, p mysql.Param) {
 func (v *ExecValues) SetNull(i int) { v.params[i] = paramValue{lit: sharding.NullLit(), known: true} }
 
 // SetString sets parameter i (0-based) to the string s (long data sent
-// with COM_STMT_SEND_LONG_DATA), which must stay unchanged while v routes.
-func (v *ExecValues) SetString(i int, s []byte) {
-	v.params[i] = paramValue{lit: sharding.StringLit(bytesString(s)), known: true}
+// with COM_STMT_SEND_LONG_DATA), which must stay unchanged while v
+// routes; binary: the parameter's type is a BLOB (mysql.IsBlob).
+func (v *ExecValues) SetString(i int, s []byte, binary bool) {
+	v.params[i] = paramValue{lit: v.stringParam(s, binary), known: true}
+}
+
+// stringParam is a string parameter's value: in the session's character
+// set, or, of a BLOB type, a binary string (as the server reads them).
+func (v *ExecValues) stringParam(b []byte, binary bool) sharding.Literal {
+	cs := v.TextValues.Charset
+	if binary {
+		cs = sharding.CharsetBinary
+	}
+	return sharding.StringLitIn(bytesString(b), cs)
 }
 
 // Param implements Values: parameter i, 1-based.

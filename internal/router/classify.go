@@ -239,6 +239,12 @@ type Stmt struct {
 	// connection ids its clients know, not the backend's threads.
 	Processlist Processlist
 
+	// Schemas is a filter of the database names the text may name: the
+	// names that qualify another name (db.t, `db`.t) and every name of a
+	// SHOW statement (SHOW TABLES FROM db), two bits each (see
+	// SchemaBits). A name's bits not all set: the text does not name it.
+	Schemas uint64
+
 	// Digest is the hash of the statement's normalized shape (literals
 	// replaced, whitespace, comments and keyword case left out; see
 	// digest.go): statements that differ only in those share it.
@@ -511,12 +517,22 @@ func (c *classifier) feed(t *token) bool {
 				s.setExpect = true
 				s.setScope = scopeNone
 			}
+		case '.':
+			if p := c.back(1); p != nil {
+				c.noteSchema(p)
+			}
 		}
 	case tWord:
+		if s.kind == KindShow {
+			c.noteSchema(t)
+		}
 		if t.kw != kwNone {
 			c.word(t)
 		}
 	case tQuoted:
+		if s.kind == KindShow {
+			c.noteSchema(t)
+		}
 		// `PROCESSLIST`: the length test keeps the look-up off the
 		// quoted names of ordinary statements.
 		if t.ne-t.ns == len("PROCESSLIST") && lookupKw(c.lx.s[t.ns:t.ne], t.h) == kwPROCESSLIST {

@@ -68,6 +68,13 @@ func FuzzClassify(f *testing.F) {
 		if s1.KillByQueryID && (!s1.KillQuery || s1.Kind != KindKill) {
 			t.Fatalf("Classify(%q): KillByQueryID without KILL QUERY: %+v", sql, s1)
 		}
+		// The filter of qualifying names misses none Qualifiers finds.
+		Qualifiers(sql, func(name []byte) bool {
+			if b := SchemaBits(string(name)); s1.Schemas&b != b {
+				t.Fatalf("Classify(%q): Schemas %#x misses %q, which Qualifiers finds", sql, s1.Schemas, name)
+			}
+			return true
+		})
 		if IsReadOnly(s1) {
 			switch s1.Kind {
 			case KindSelect, KindShow, KindAnalyze, KindValues, KindTable:

@@ -138,24 +138,38 @@ func (c Collation) String() string {
 	return fmt.Sprintf("collation(%d)", uint8(c))
 }
 
-// convertString: a string column compares with a string (or 0x literal,
-// taken as bytes of the column's character set) under its collation.
-// Numbers compare with it as doubles, which no single string key represents.
+// convertString: a string column compares with a string under its
+// collation, the string converted from its character set to the column's
+// (a binary string, 0x literal or X'…', is taken as bytes of the
+// column's character set). A binary column compares the string's bytes
+// as they are in its own character set. Numbers compare with a string
+// column as doubles, which no single string key represents.
 func convertString(col ColumnType, lit Literal) (Value, error) {
 	if lit.kind != LitString && lit.kind != LitHex {
 		return Value{}, inexact("a %s compares with a string column as a double", lit.kind)
 	}
-	var w string
+	text, bytesOfColumn := lit.text, lit.kind == LitHex || lit.cs == CharsetBinary
 	var err error
+	switch {
+	case col.Collation == CollationBinary:
+		if lit.cs == CharsetOther && !isASCII(text) {
+			return Value{}, inexact("bytes of character set %s", lit.cs)
+		}
+	case !bytesOfColumn:
+		if text, err = lit.utf8Text(); err != nil {
+			return Value{}, err
+		}
+	}
+	var w string
 	if col.Collation >= collationVitess {
-		w, err = vitessWeights(col.Collation, lit)
+		w, err = vitessWeights(col.Collation, text, bytesOfColumn)
 	} else {
-		w, err = weightString(col.Collation, lit.text)
+		w, err = weightString(col.Collation, text)
 	}
 	if err != nil {
 		return Value{}, err
 	}
-	return Value{kind: KindString, coll: col.Collation, s: w, raw: lit.text}, nil
+	return Value{kind: KindString, coll: col.Collation, s: w, raw: text}, nil
 }
 
 // weightString returns the bytes that compare under c exactly as s does:
@@ -172,18 +186,18 @@ func weightString(c Collation, s string) (string, error) {
 	return "", fmt.Errorf("collation %s is not supported for shard keys", c)
 }
 
-// vitessWeights converts a string literal (utf8mb4, as every connection of
-// the proxy speaks) to the collation's character set, as the server does
-// before comparing it with the column; a character the set cannot hold
-// matches no single key. A 0x literal is already the column's bytes.
-func vitessWeights(c Collation, lit Literal) (string, error) {
+// vitessWeights converts a string (utf8mb4) to the collation's character
+// set, as the server does before comparing it with the column; a
+// character the set cannot hold matches no single key. A binary string
+// (bytesOfColumn) is already the column's bytes.
+func vitessWeights(c Collation, text string, bytesOfColumn bool) (string, error) {
 	if int(c-collationVitess) >= len(vitessCollations) {
 		return "", fmt.Errorf("collation %s is not supported for shard keys", c)
 	}
 	vc := vitessCollations[c-collationVitess]
 	cs := vc.coll.Charset()
-	src := []byte(lit.text)
-	if lit.kind == LitHex {
+	src := []byte(text)
+	if bytesOfColumn {
 		if !charset.Validate(cs, src) {
 			return "", inexact("not valid %s", cs.Name())
 		}

@@ -120,7 +120,7 @@ const (
 	LitInt                  // integer parameter
 	LitUint                 // unsigned integer parameter
 	LitDouble               // DOUBLE parameter
-	LitString               // quoted string, X'…' literal or string/blob parameter (utf8mb4 bytes)
+	LitString               // quoted string, X'…' literal or string/blob parameter (bytes of its Charset)
 	LitHex                  // 0x… or b'…' literal: a number in numeric context, bytes otherwise
 	LitDatetime             // DATE/DATETIME parameter
 )
@@ -129,6 +129,7 @@ const (
 // before conversion to the key column's type.
 type Literal struct {
 	kind LiteralKind
+	cs   Charset // a LitString's bytes' character set
 	text string
 	i    int64
 	f    float64
@@ -150,7 +151,8 @@ func UintLit(v uint64) Literal { return Literal{kind: LitUint, i: int64(v)} }
 // DoubleLit is a DOUBLE parameter.
 func DoubleLit(v float64) Literal { return Literal{kind: LitDouble, f: v} }
 
-// StringLit is a string literal (unescaped) or string parameter, in utf8mb4.
+// StringLit is a string literal (unescaped) or string parameter, in
+// utf8mb4 (see StringLitIn for other character sets).
 func StringLit(s string) Literal { return Literal{kind: LitString, text: s} }
 
 // HexLit is a 0x… or b'…' literal given as its bytes. MariaDB's X'…' is a
