@@ -346,8 +346,14 @@ func (d *differ) columns(at string, ref, got []Column) {
 			if r.Charset != binaryCharset && isString(r.Type) && r.Decimals+g.Decimals == notFixedDec && r.Decimals*g.Decimals == 0 {
 				g.Decimals = r.Decimals // a temporary table's string field, or the table's
 			}
-			if planOrgName(&r) && planOrgName(&g) {
-				g.OrgName = r.OrgName
+			if planOrgName(&r) && planOrgName(&g) && r.OrgName != g.OrgName {
+				// one side's plan read the expression from a temporary
+				// table's field, whose length its type rounds
+				g.OrgName, g.Length = r.OrgName, r.Length
+			}
+			if planTempField(&r, &g) || planTempField(&g, &r) {
+				g.OrgTable, g.OrgName = r.OrgTable, r.OrgName
+				g.Flags = g.Flags&^mysql.FlagNotNull | r.Flags&mysql.FlagNotNull
 			}
 		}
 		for _, f := range columnDiff(&r, &g) {
@@ -363,6 +369,16 @@ func (d *differ) columns(at string, ref, got []Column) {
 // statement on the same rows, seed 158463291).
 func planOrgName(c *Column) bool {
 	return c.OrgTable == "" && (c.OrgName == "" || c.OrgName == c.Name)
+}
+
+// planTempField reports whether t is the column a that one plan reads
+// from its table's field, read by another plan from a temporary table's
+// (GROUP BY … WITH ROLLUP after a join, by the join order: the same
+// statement on the same rows, seed 6): no org_table, its name as
+// org_name, and not NOT_NULL.
+func planTempField(a, t *Column) bool {
+	return a.OrgTable != "" && t.OrgTable == "" && t.OrgName == t.Name && a.Name == t.Name &&
+		a.Table == t.Table && a.Type == t.Type && t.Flags&mysql.FlagNotNull == 0
 }
 
 // columnDiff lists the fields of two column definitions that differ.

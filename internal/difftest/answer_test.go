@@ -299,3 +299,27 @@ func TestDiffPlanOrgName(t *testing.T) {
 		t.Errorf("a table column's org_name: %q, want a difference", d)
 	}
 }
+
+// TestDiffPlanTempField: a column one plan reads from its table and
+// another from a temporary table (no org_table, its name as org_name,
+// nullable) is no difference in a merged or evaluated statement; its type
+// or name is.
+func TestDiffPlanTempField(t *testing.T) {
+	ref, got := sampleAnswer(), sampleAnswer()
+	c := &got.Results[0].Columns[0]
+	c.OrgTable, c.OrgName, c.Flags = "", c.Name, c.Flags&^mysql.FlagNotNull
+	merged := &Statement{Constructs: []string{"rollup"}}
+	if d := DiffStatement(ref, got, merged, nil); d != "" {
+		t.Errorf("a temporary table's field: %s", d)
+	}
+	if d := DiffStatement(got, ref, merged, nil); d != "" {
+		t.Errorf("a temporary table's field on the reference: %s", d)
+	}
+	if d := DiffStatement(ref, got, &Statement{}, nil); !strings.Contains(d, "org_table") {
+		t.Errorf("an unmerged statement: %q, want a difference", d)
+	}
+	c.Type = mysql.TypeLongLong
+	if d := DiffStatement(ref, got, merged, nil); !strings.Contains(d, "type: reference") || !strings.Contains(d, "org_table") {
+		t.Errorf("another type: %q, want a difference", d)
+	}
+}
