@@ -327,6 +327,8 @@ func (d *differ) columns(at string, ref, got []Column) {
 	}
 	for i := range ref {
 		r, g := ref[i], got[i]
+		// (the plan's variants are told by the definitions as sent)
+		tempField := planTempField(&ref[i], &got[i]) || planTempField(&got[i], &ref[i])
 		if d.rc.planNotNull {
 			r.Flags &^= mysql.FlagNotNull
 			g.Flags &^= mysql.FlagNotNull
@@ -351,7 +353,7 @@ func (d *differ) columns(at string, ref, got []Column) {
 				// table's field, whose length its type rounds
 				g.OrgName, g.Length = r.OrgName, r.Length
 			}
-			if planTempField(&r, &g) || planTempField(&g, &r) {
+			if tempField {
 				g.OrgTable, g.OrgName = r.OrgTable, r.OrgName
 				g.Flags = g.Flags&^mysql.FlagNotNull | r.Flags&mysql.FlagNotNull
 			}

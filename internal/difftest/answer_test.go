@@ -323,3 +323,15 @@ func TestDiffPlanTempField(t *testing.T) {
 		t.Errorf("another type: %q, want a difference", d)
 	}
 }
+
+// TestDiffPlanTempFieldMergeable: the temporary table's field is told
+// apart on the definitions as sent, before PlanOrgTable's rule.
+func TestDiffPlanTempFieldMergeable(t *testing.T) {
+	ref, got := sampleAnswer(), sampleAnswer()
+	c := &got.Results[0].Columns[0]
+	c.OrgTable, c.OrgName, c.Flags = "", c.Name, c.Flags&^mysql.FlagNotNull
+	st := &Statement{Constructs: []string{"rollup"}, PlanOrgTable: true}
+	if d := DiffStatement(ref, got, st, nil); d != "" {
+		t.Errorf("a temporary table's field with PlanOrgTable: %s", d)
+	}
+}
