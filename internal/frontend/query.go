@@ -177,9 +177,16 @@ type command struct {
 	lastIDSet bool
 }
 
-// Run implements engine.Cursor: it runs the current command (s.cmd) on
-// cl.
-func (s *Session) Run(cl *backend.Cluster, replicaOK bool, q []byte) bool {
+// Run implements engine.Cursor: it runs the current command (s.cmd) as
+// r says.
+func (s *Session) Run(r *engine.Route, q []byte) bool {
+	s.exec.sql, s.exec.order = r.Stmt, r.Params
+	return s.runOn(r.Cluster, r.ReplicaOK, q)
+}
+
+// runOn runs the current command (s.cmd) on cl, a prepared statement's
+// execution as s.exec says.
+func (s *Session) runOn(cl *backend.Cluster, replicaOK bool, q []byte) bool {
 	s.enter(cl)
 	s.joinTransaction(q)
 	s.pinBefore(s.cmd.st)

@@ -70,8 +70,7 @@ func (s *Session) insertParts(ks *planner.Keyspace, plan *planner.Plan, st route
 	if len(s.parts) == 1 && !k.AutoIncrement {
 		prim := s.routeToShard(s.parts[0].Cluster, st)
 		if prim == engine.Primitive(&s.planned) {
-			s.planned.Query = s.parts[0].Query
-			s.exec.sql, s.exec.order = s.parts[0].Stmt, s.parts[0].Params
+			s.planned.Query, s.planned.Stmt, s.planned.Params = s.parts[0].Query, s.parts[0].Stmt, s.parts[0].Params
 		}
 		return prim
 	}

@@ -179,7 +179,7 @@ func (s *Session) planStatement(ks *planner.Keyspace, st router.Stmt, sql []byte
 	if target.Len() > 1 && s.merges(plan) {
 		return s.planMerge(ks, plan, sql, &s.shape, target, st, &s.vals, false)
 	}
-	s.renderParts(ks, plan, sql, &s.shape, target, false)
+	s.renderParts(ks, plan, sql, &s.shape, target, false, nil)
 	return s.subTables(ks, plan, st)
 }
 
@@ -194,8 +194,9 @@ func (s *Session) evaluate(ks *planner.Keyspace, plan *planner.Plan, st router.S
 	if plan.Eval == nil || st.Flags&router.FlagUserVar != 0 || s.heldPins()&pinLock != 0 || s.exec.cursor {
 		return nil
 	}
+	// (The evaluator takes the client's parameters as they come: its
+	// statement is a Part without Params.)
 	ks.Evaluate(&s.evaluation, plan.Eval, sql, sh, vals, stmt, planner.ReplicaOK(ks.Default, s.user.Policy(), st, s))
-	s.exec.order = nil // the evaluator takes the client's parameters as they come
 	return &s.evaluation
 }
 
@@ -273,8 +274,7 @@ func (s *Session) subTables(ks *planner.Keyspace, plan *planner.Plan, st router.
 	if len(s.parts) == 1 {
 		prim := s.routeToShard(s.parts[0].Cluster, st)
 		if prim == engine.Primitive(&s.planned) {
-			s.planned.Query = s.parts[0].Query
-			s.exec.sql = s.parts[0].Stmt
+			s.planned.Query, s.planned.Stmt, s.planned.Params = s.parts[0].Query, s.parts[0].Stmt, s.parts[0].Params
 		}
 		return prim
 	}
@@ -293,9 +293,10 @@ func (s *Session) subTables(ks *planner.Keyspace, plan *planner.Plan, st router.
 
 // renderParts renders the statement sql, of shape sh, for each
 // sub-table of target into s.parts, in one buffer: COM_QUERY packets, or,
-// for an execution of a prepared statement, the texts of the sub-tables'
-// server-side statements (Part.Stmt).
-func (s *Session) renderParts(ks *planner.Keyspace, plan *planner.Plan, sql []byte, sh *router.Shape, target planner.Target, prepared bool) {
+// for an execution of a prepared statement (prepared), the texts of the
+// sub-tables' server-side statements (Part.Stmt), which take the client's
+// parameters in the order order (Part.Params).
+func (s *Session) renderParts(ks *planner.Keyspace, plan *planner.Plan, sql []byte, sh *router.Shape, target planner.Target, prepared bool, order []int) {
 	b := s.partSQL[:0]
 	s.partEnds = s.partEnds[:0]
 	s.parts = s.parts[:0]
@@ -312,7 +313,7 @@ func (s *Session) renderParts(ks *planner.Keyspace, plan *planner.Plan, sql []by
 	start := 0
 	for j, end := range s.partEnds {
 		if prepared {
-			s.parts[j].Stmt = b[start:end:end]
+			s.parts[j].Stmt, s.parts[j].Params = b[start:end:end], order
 		} else {
 			s.parts[j].Query = b[start:end:end]
 		}

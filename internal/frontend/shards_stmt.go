@@ -196,8 +196,7 @@ func (s *Session) executeSharded(ks *planner.Keyspace, ps *pstmt, st router.Stmt
 		// the proxy (a Scatter cannot hold them).
 		return s.planMerge(ks, sh.plan, sh.text, &sh.shape, target, st, &s.xvals, true)
 	}
-	s.renderParts(ks, sh.plan, sh.text, &sh.shape, target, true)
-	s.exec.order = sh.order
+	s.renderParts(ks, sh.plan, sh.text, &sh.shape, target, true, sh.order)
 	return s.subTables(ks, sh.plan, st)
 }
 
