@@ -1,15 +1,12 @@
 package frontend
 
 import (
-	"context"
-	"strconv"
 	"strings"
 
 	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
-	"github.com/shardgate/shardgate/internal/sequence"
 	"github.com/shardgate/shardgate/internal/sharding"
 )
 
@@ -104,26 +101,10 @@ func (s *Session) drawKeys(ks *planner.Keyspace, t *sharding.SchemaTable, rows i
 		return 0, mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax,
 			"This version of shardgate doesn't yet support '%s'", "generated keys on sharded table "+t.Name+" without a sequence store")
 	}
-	ctx := context.Background() // each round trip is bounded by the store's timeout
-	if k.MaxExplicit > 0 {
-		if err := seq.Observe(ctx, k.MaxExplicit); err != nil {
-			return 0, mysql.NewError(mysql.ERUnknownError, mysql.StateGeneral, "shardgate: %v", err)
-		}
-	}
 	if len(k.Generate) == 0 {
-		return 0, nil
+		rows = 0
 	}
-	if err := sequence.CheckIncrement(s.autoIncrementIncrement()); err != nil {
-		return 0, err
-	}
-	// As InnoDB's "consecutive" mode does for an INSERT of known rows, a
-	// statement reserves an id for each of its rows, the rows that give
-	// their own key included: those ids are skipped, as on one server.
-	first, err := seq.Next(ctx, rows)
-	if err != nil {
-		return 0, mysql.NewError(mysql.ERUnknownError, mysql.StateGeneral, "shardgate: %v", err)
-	}
-	return first, nil
+	return s.DrawKeys(seq, k.MaxExplicit, rows)
 }
 
 // groupRows groups the rows placed in s.ins.keys.Sub into parts: one per
@@ -255,20 +236,6 @@ func (s *Session) inTransaction() bool {
 func (s *Session) noAutoValueOnZero() bool {
 	v, ok := s.vars.Get("sql_mode")
 	return ok && containsFold(v, "NO_AUTO_VALUE_ON_ZERO")
-}
-
-// autoIncrementIncrement is the session's auto_increment_increment, 1
-// unless the session set it.
-func (s *Session) autoIncrementIncrement() uint64 {
-	v, ok := s.vars.Get("auto_increment_increment")
-	if !ok {
-		return 1
-	}
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil {
-		return 0 // not a number the proxy understands: refused
-	}
-	return n
 }
 
 func containsFold(s, sub string) bool {

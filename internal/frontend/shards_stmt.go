@@ -200,15 +200,22 @@ func (s *Session) executeSharded(ks *planner.Keyspace, ps *pstmt, st router.Stmt
 	return s.subTables(ks, sh.plan, st)
 }
 
-// bindParams decodes the parameters of p, the COM_STMT_EXECUTE of ps,
-// into s.xvals, noting where each value lies in the packet (s.spans) for
-// writeReordered. Nothing is allocated once the session's buffers have
-// grown to the statement's parameters.
+// bindParams decodes the parameters of the COM_STMT_EXECUTE of ps into
+// s.xvals (ExecuteParams).
 func (s *Session) bindParams(ps *pstmt, p []byte) error {
+	s.xvals.Reset(ps.sh.text, &ps.sh.shape)
+	return s.ExecuteParams(&s.xvals)
+}
+
+// ExecuteParams implements planner.Session: it decodes the parameters of
+// the COM_STMT_EXECUTE being planned into dst, noting where each value
+// lies in the packet (s.spans) for writeReordered. Nothing is allocated
+// once the session's buffers have grown to the statement's parameters.
+func (s *Session) ExecuteParams(dst *planner.ExecValues) error {
+	ps, p := s.exec.ps, s.exec.packet
 	sh := ps.sh
 	n := int(ps.params)
-	s.xvals.Reset(sh.text, &sh.shape)
-	s.xvals.ResetParams(n)
+	dst.ResetParams(n)
 	s.spans = s.spans[:0]
 	if n == 0 {
 		return nil
@@ -228,15 +235,15 @@ func (s *Session) bindParams(ps *pstmt, p []byte) error {
 		case sh.hasLong != nil && sh.hasLong[i]:
 			// The server takes long data over the NULL bit and the packet
 			// holds no value for it.
-			s.xvals.SetString(i, sh.long[i], mysql.IsBlob(e.Types[2*i]))
+			dst.SetString(i, sh.long[i], mysql.IsBlob(e.Types[2*i]))
 		case e.Null(i):
-			s.xvals.SetNull(i)
+			dst.SetNull(i)
 		default:
 			v, w, err := mysql.ReadParam(e.Values[off:], e.Types[2*i], e.Types[2*i+1]&0x80 != 0)
 			if err != nil {
 				return err
 			}
-			s.xvals.SetParam(i, v)
+			dst.SetParam(i, v)
 			off += w
 		}
 		s.spans = append(s.spans, [2]int{start, off})
