@@ -135,21 +135,19 @@ func (s *Session) plan(st router.Stmt, p []byte) engine.Primitive {
 	if ps := s.exec.ps; ps != nil {
 		ks = ps.keyspace() // where it was prepared, not the current database
 		if e := s.outsidePrepared(ps); e != nil {
-			return s.refuseErr(e)
+			return s.bind.Refuse(e)
 		}
 	} else if s.namesSchema(st) || ks == nil && s.onInformationSchema() {
 		var e *mysql.SQLError
 		if ks, e = s.chooseKeyspace(ks, st, p); e != nil {
-			return s.refuseErr(e)
+			return s.bind.Refuse(e)
 		}
 	}
 	if ks != nil {
 		prim = s.planSharded(ks, st, p)
 	} else {
-		if ddlKind(st.Kind) {
-			prim = s.planSchemaDDL(st, p)
-		}
-		if prim == nil {
+		// DDL about a sharded schema from a session on another database.
+		if prim = s.bind.SchemaDDL(st, p, s); prim == nil {
 			prim = planner.PlanCluster(&s.planned, s.home, s.user.Policy(), st, s)
 		}
 	}

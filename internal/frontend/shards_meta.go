@@ -3,9 +3,7 @@ package frontend
 import (
 	"bytes"
 
-	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
-	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
 	"github.com/shardgate/shardgate/internal/sharding"
 )
@@ -33,18 +31,4 @@ func (s *Session) comFieldList(p []byte) bool {
 		return s.writeErr(e)
 	}
 	return s.execute(p, needDB, relayFieldList, router.Stmt{})
-}
-
-// planInfoSchema plans a query on information_schema's table listings
-// (planner.Keyspace.InfoSchema). User variables are refused: the query
-// runs on several shards' connections, where they are not all set.
-func (s *Session) planInfoSchema(ks *planner.Keyspace, st router.Stmt, sql []byte) engine.Primitive {
-	if st.Flags&router.FlagUserVar != 0 {
-		return s.refuseUserVars()
-	}
-	prim, err := ks.InfoSchema(sql, s.db)
-	if err != nil {
-		return s.refuseErr(err)
-	}
-	return prim
 }

@@ -176,6 +176,9 @@ func (s *Session) comStmtExecute(p []byte) bool {
 		}
 	}
 	cursor := p[5]&(mysql.CursorTypeReadOnly|mysql.CursorTypeForUpdate|mysql.CursorTypeScrollable) != 0
+	if ps.sh != nil {
+		ps.sh.held = nil // a new execution closes the statement's cursor
+	}
 	s.exec = stmtExec{ps: ps, packet: p, bound: bound, cursor: cursor}
 	ok = s.statement(p, ps.stmt)
 	s.exec = stmtExec{}
