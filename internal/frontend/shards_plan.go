@@ -8,7 +8,6 @@ import (
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
-	"github.com/shardgate/shardgate/internal/sharding"
 )
 
 // homeCluster is where a user's statements outside sharded schemas go:
@@ -19,20 +18,7 @@ func (s *Session) homeCluster(u *User) *backend.Cluster {
 	if u.Cluster != nil {
 		return u.Cluster
 	}
-	kss := s.srv.opt.Keyspaces
-	if ks := kss.Lookup(u.DefaultDB); ks != nil {
-		return ks.Default
-	}
-	first := ""
-	for name := range kss {
-		if first == "" || name < first {
-			first = name
-		}
-	}
-	if first == "" {
-		return nil
-	}
-	return kss[first].Default
+	return s.srv.opt.Keyspaces.Home(u.DefaultDB)
 }
 
 // planSharded plans a statement on a sharded schema. What the session's
@@ -87,30 +73,6 @@ func (s *Session) notSupported(what string) engine.Primitive {
 // asSQLError is err as the client's error: the *mysql.SQLError it is or
 // wraps, else a 1235 that says what it is.
 func asSQLError(err error) *mysql.SQLError { return planner.ClientError(err) }
-
-// renameSubTable gives a column definition naming a sub-table of a sharded
-// schema its logical table's name, as one server holding every row would:
-// GUI grids build their UPDATEs from it.
-func (s *Session) renameSubTable(schema, orgTable []byte) ([]byte, bool) {
-	if len(schema) == 0 {
-		// A derived table's column: MariaDB names the base table it
-		// comes from, in no schema (the statement's database's).
-		schema = []byte(s.db)
-	}
-	ks := s.srv.opt.Keyspaces[string(schema)]
-	if ks == nil {
-		return nil, false
-	}
-	name, ok := sharding.LogicalName(orgTable)
-	if !ok {
-		return nil, false
-	}
-	t := ks.Schema.TableBytes(name)
-	if t == nil || t.Type != sharding.TableSharded {
-		return nil, false
-	}
-	return name, true
-}
 
 // explain answers a statement hinted /* shardgate:explain */ on a sharded
 // schema with its plan, one row per statement it would send, instead of

@@ -1,13 +1,19 @@
 package planner
 
 import (
+	"bytes"
+
+	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/engine"
+	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/router"
+	"github.com/shardgate/shardgate/internal/sharding"
 )
 
 // Statements about the schema rather than rows: SHOW and DESCRIBE
-// (Keyspace.Metadata) and queries on information_schema's table listings
-// (Keyspace.InfoSchema), answered with the logical tables.
+// (Keyspace.Metadata), queries on information_schema's table listings
+// (Keyspace.InfoSchema) and COM_FIELD_LIST, answered with the logical
+// tables.
 
 // metadata binds SHOW and DESCRIBE: rewritten to show the logical tables
 // (Keyspace.Metadata), else run as written: where the session is when
@@ -38,4 +44,21 @@ func (b *Binder) infoSchema(ks *Keyspace, st router.Stmt, sql []byte, s Session)
 		return b.refuseErr(err)
 	}
 	return prim
+}
+
+// FieldList plans COM_FIELD_LIST p (table NUL wildcard) on the schema: a
+// sharded table's fields are those of its sub-table 0, on that
+// sub-table's shard, the command rewritten to name it (the relay gives
+// their definitions the logical table's name); other tables are on the
+// default cluster, and the command goes as sent.
+func (k *Keyspace) FieldList(p []byte) (cl *backend.Cluster, q []byte) {
+	cl, q = k.Default, p
+	if end := bytes.IndexByte(p[1:], 0); end >= 0 {
+		if t := k.Schema.TableBytes(p[1 : 1+end]); t != nil && t.Type == sharding.TableSharded {
+			q = append([]byte{mysql.ComFieldList}, sharding.SubTableName(t.Name, 0)...)
+			q = append(q, p[1+end:]...)
+			cl = k.Shard(t.Group.Layout.Shard(0))
+		}
+	}
+	return cl, q
 }

@@ -380,3 +380,20 @@ func TestBindSessionStatements(t *testing.T) {
 		t.Errorf("sql_mode ANSI_QUOTES: %v", e)
 	}
 }
+
+// TestFieldList: COM_FIELD_LIST of a sharded table reads its sub-table
+// 0 on that sub-table's shard; of any other table, the default cluster's.
+func TestFieldList(t *testing.T) {
+	k, s0, _ := bindKeyspace(t)
+	cl, q := k.FieldList([]byte("\x04sf_user\x00%"))
+	if cl != s0 || string(q) != "\x04sf_user_0000\x00%" {
+		t.Errorf("sf_user: %s %q", cl.Name, q)
+	}
+	p := []byte("\x04other\x00")
+	if cl, q := k.FieldList(p); cl != k.Default || &q[0] != &p[0] {
+		t.Errorf("other: %s %q, want the default cluster and the command as sent", cl.Name, q)
+	}
+	if home := (Keyspaces{"shop": k}).Home("elsewhere"); home != k.Default {
+		t.Errorf("home of a user on another database: %v", home)
+	}
+}
