@@ -1,8 +1,9 @@
 // Package planner turns a client statement and a small view of the
 // session into a plan of engine primitives. Statements on unsharded
 // clusters are planned from the classifier's result alone (PlanCluster);
-// statements on sharded schemas are parsed once per statement shape, and
-// their plans cached (docs/sharding.md).
+// statements on sharded schemas are parsed once per statement shape,
+// their plans cached (docs/sharding.md), and bound to each execution's
+// values and the session's state by the session's Binder (bind.go).
 package planner
 
 import (
