@@ -70,7 +70,7 @@ func checkScatter(t *testing.T, ctx context.Context, env *Env) {
 	t.Helper()
 	cfg := ScatterConfig{
 		Rows: 2000, Groups: 50, Threads: 2, Rounds: 1, Time: time.Second,
-		Queries: []string{"order-limit", "group-by", "scatter"}, PSModes: PSModes,
+		Queries: []string{"order-limit", "group-by", "scatter", "join", "derived", "in-subquery"}, PSModes: PSModes,
 		Targets: []Target{Direct, Shardgate, Sharded},
 	}
 	res, err := RunScatter(ctx, env, cfg)

@@ -43,9 +43,17 @@ type ScatterQuery struct {
 	shardRows string
 }
 
+// ScatterDim is the evaluated statements' second table (issue 22): one
+// row per group of ScatterTable (id = g), sharded by a rule other than
+// ScatterTable's (mod over one sub-table per shard), so that a join of
+// the two, a derived table and an IN subquery are evaluated.
+const ScatterDim = "sgdim"
+
 // ScatterQueries are the merge benchmark's statements. "scatter" needs no
 // merge (the shards' rows are concatenated): the baseline of reading from
-// every shard.
+// every shard. "join", "derived" and "in-subquery" are evaluated
+// (docs/sharding.md): the join reads about 100 outer rows, then
+// ScatterDim's by a semi-join (one statement per shard).
 var ScatterQueries = []ScatterQuery{
 	{Name: "order-limit", Ordered: true,
 		SQL:       fmt.Sprintf("SELECT id, k, c FROM %s ORDER BY k LIMIT %d", ScatterTable, scatterLimit),
@@ -55,6 +63,16 @@ var ScatterQueries = []ScatterQuery{
 		shardRows: "SELECT COUNT(DISTINCT g) FROM %s"},
 	{Name: "scatter",
 		SQL:       fmt.Sprintf("SELECT id, k, c FROM %s WHERE k < %d", ScatterTable, scatterFilterBelow),
+		shardRows: fmt.Sprintf("SELECT COUNT(*) FROM %%s WHERE k < %d", scatterFilterBelow)},
+	{Name: "join",
+		SQL:       fmt.Sprintf("SELECT s.id, s.g, d.name FROM %s s JOIN %s d ON d.id = s.g WHERE s.k < %d", ScatterTable, ScatterDim, scatterFilterBelow),
+		shardRows: fmt.Sprintf("SELECT COUNT(*) FROM %%s WHERE k < %d", scatterFilterBelow)},
+	{Name: "derived", Ordered: true,
+		SQL: fmt.Sprintf("SELECT t.g, t.n FROM (SELECT g, COUNT(*) AS n FROM %s WHERE k < %d GROUP BY g ORDER BY n DESC, g LIMIT %d) t ORDER BY t.g",
+			ScatterTable, scatterFilterBelow, scatterLimit),
+		shardRows: fmt.Sprintf("SELECT COUNT(*) FROM %%s WHERE k < %d", scatterFilterBelow)},
+	{Name: "in-subquery",
+		SQL:       fmt.Sprintf("SELECT id, name FROM %s WHERE id IN (SELECT g FROM %s WHERE k < %d)", ScatterDim, ScatterTable, scatterFilterBelow),
 		shardRows: fmt.Sprintf("SELECT COUNT(*) FROM %%s WHERE k < %d", scatterFilterBelow)},
 }
 
@@ -84,7 +102,7 @@ type ScatterConfig struct {
 func DefaultScatterConfig() ScatterConfig {
 	return ScatterConfig{
 		Rows: 200000, Groups: 500, Threads: 16, Rounds: 3, Time: 10 * time.Second, Warmup: 2 * time.Second,
-		Queries: []string{"order-limit", "group-by", "scatter"}, PSModes: []string{"disable"},
+		Queries: []string{"order-limit", "group-by", "scatter", "join", "derived", "in-subquery"}, PSModes: []string{"disable"},
 		Targets: []Target{Direct, Shardgate, Sharded},
 	}
 }
@@ -115,7 +133,7 @@ func (c ScatterConfig) Validate() error {
 	}
 	for _, q := range c.Queries {
 		if _, ok := scatterQuery(q); !ok {
-			errs = append(errs, fmt.Errorf("queries: unknown query %q (want order-limit, group-by or scatter)", q))
+			errs = append(errs, fmt.Errorf("queries: unknown query %q (want order-limit, group-by, scatter, join, derived or in-subquery)", q))
 		}
 	}
 	if len(c.PSModes) == 0 {
@@ -295,7 +313,16 @@ func (e *Env) loadScatter(cfg ScatterConfig) error {
 		stmts = append(stmts, "DROP TABLE IF EXISTS "+sub, "CREATE TABLE "+sub+" LIKE "+table,
 			fmt.Sprintf("INSERT INTO %s SELECT * FROM %s WHERE id MOD %d = %d", sub, table, subs, i))
 	}
-	stmts = append(stmts, "ANALYZE TABLE "+table)
+	dim := Database + "." + ScatterDim
+	stmts = append(stmts, "DROP TABLE IF EXISTS "+dim,
+		"CREATE TABLE "+dim+" (id BIGINT NOT NULL PRIMARY KEY, name VARCHAR(32) NOT NULL)",
+		fmt.Sprintf("INSERT INTO %s SELECT seq, CONCAT('group ', seq) FROM %s.seq_0_to_%d", dim, Database, cfg.Groups-1))
+	for i := range ShardedShards {
+		sub := Database + "." + sharding.SubTableName(ScatterDim, i)
+		stmts = append(stmts, "DROP TABLE IF EXISTS "+sub, "CREATE TABLE "+sub+" LIKE "+dim,
+			fmt.Sprintf("INSERT INTO %s SELECT * FROM %s WHERE id MOD %d = %d", sub, dim, ShardedShards, i))
+	}
+	stmts = append(stmts, "ANALYZE TABLE "+table, "ANALYZE TABLE "+dim)
 	if err := e.Server.ExecE(stmts...); err != nil {
 		return fmt.Errorf("load %s: %w", ScatterTable, err)
 	}

@@ -89,6 +89,8 @@ func shardedConfig(listen, server string, tables int) string {
 		ScatterTable, strings.Join(shards, ", "), ShardedSubTables)
 	fmt.Fprintf(&b, "      - {name: %s, shard_key: id, rule: mod, shards: [%s], sub_tables: 1}\n",
 		MemoryTable, strings.Join(shards, ", "))
+	fmt.Fprintf(&b, "      - {name: %s, shard_key: id, rule: mod, shards: [%s], sub_tables: 1}\n",
+		ScatterDim, strings.Join(shards, ", "))
 	return b.String()
 }
 

@@ -107,7 +107,8 @@ func Diff(ref, got Answer, ordered bool) string {
 // Superset, got's rows against superset, the reference's answer to it
 // (nil: st failed on the reference, so got must fail too).
 func DiffStatement(ref, got Answer, st *Statement, superset *Answer) string {
-	c := rowCompare{ordered: st.Ordered, fold: st.Fold, foldAs: foldCollations(st), merged: len(st.Constructs) > 0}
+	c := rowCompare{ordered: st.Ordered, fold: st.Fold, foldAs: foldCollations(st), merged: len(st.Constructs) > 0,
+		planNotNull: st.PlanNotNull, planOrgTable: st.PlanOrgTable}
 	if st.Superset != nil && superset != nil {
 		c.superset = true
 		if len(superset.Results) > 0 {
@@ -138,10 +139,14 @@ const (
 // rowCompare is how rows are compared.
 type rowCompare struct {
 	// merged: the statement may be answered by a merge across shards.
-	merged  bool
-	ordered bool
-	fold    []int // columns compared by their weight under foldAs
-	foldAs  []colldata.Collation
+	merged bool
+	// planNotNull: NOT_NULL is a plan flag too (Statement.PlanNotNull).
+	planNotNull bool
+	// planOrgTable: org_table is the plan's (Statement.PlanOrgTable).
+	planOrgTable bool
+	ordered      bool
+	fold         []int // columns compared by their weight under foldAs
+	foldAs       []colldata.Collation
 	// superset: got's rows (of the first result) must be supersetRows'
 	// sub-multiset, as many as the reference's.
 	superset     bool
@@ -322,6 +327,15 @@ func (d *differ) columns(at string, ref, got []Column) {
 	}
 	for i := range ref {
 		r, g := ref[i], got[i]
+		// (the plan's variants are told by the definitions as sent)
+		tempField := planTempField(&ref[i], &got[i]) || planTempField(&got[i], &ref[i])
+		if d.rc.planNotNull {
+			r.Flags &^= mysql.FlagNotNull
+			g.Flags &^= mysql.FlagNotNull
+		}
+		if d.rc.planOrgTable {
+			g.OrgTable = r.OrgTable
+		}
 		if d.rc.merged {
 			r.Flags &^= PlanFlags
 			g.Flags &^= PlanFlags
@@ -334,11 +348,39 @@ func (d *differ) columns(at string, ref, got []Column) {
 			if r.Charset != binaryCharset && isString(r.Type) && r.Decimals+g.Decimals == notFixedDec && r.Decimals*g.Decimals == 0 {
 				g.Decimals = r.Decimals // a temporary table's string field, or the table's
 			}
+			if planOrgName(&r) && planOrgName(&g) && r.OrgName != g.OrgName {
+				// one side's plan read the expression from a temporary
+				// table's field, whose length its type rounds
+				g.OrgName, g.Length = r.OrgName, r.Length
+			}
+			if tempField {
+				g.OrgTable, g.OrgName = r.OrgTable, r.OrgName
+				g.Flags = g.Flags&^mysql.FlagNotNull | r.Flags&mysql.FlagNotNull
+			}
 		}
 		for _, f := range columnDiff(&r, &g) {
 			d.addf("%scolumn %d (%s): %s", at, i+1, ref[i].Name, f)
 		}
 	}
+}
+
+// planOrgName reports whether c is an expression's column (no table)
+// whose org_name MariaDB sets by its plan: its name when the plan reads
+// it from a temporary table's field (GROUP BY u.city_id % 3 through a
+// temporary table), empty when it computes it as the rows come (the same
+// statement on the same rows, seed 158463291).
+func planOrgName(c *Column) bool {
+	return c.OrgTable == "" && (c.OrgName == "" || c.OrgName == c.Name)
+}
+
+// planTempField reports whether t is the column a that one plan reads
+// from its table's field, read by another plan from a temporary table's
+// (GROUP BY … WITH ROLLUP after a join, by the join order: the same
+// statement on the same rows, seed 6): no org_table, its name as
+// org_name, and not NOT_NULL.
+func planTempField(a, t *Column) bool {
+	return a.OrgTable != "" && t.OrgTable == "" && t.OrgName == t.Name && a.Name == t.Name &&
+		a.Table == t.Table && a.Type == t.Type && t.Flags&mysql.FlagNotNull == 0
 }
 
 // columnDiff lists the fields of two column definitions that differ.

@@ -235,3 +235,103 @@ func TestDiffMergedPlanDependentColumns(t *testing.T) {
 		t.Errorf("a number's decimals are compared in a merge: %q", d)
 	}
 }
+
+// TestDiffPlanNotNull: a statement whose NOT_NULL flags depend on the plan
+// (an outer join's NULL side) is not compared on that flag, and on no
+// other for it.
+func TestDiffPlanNotNull(t *testing.T) {
+	ref, got := sampleAnswer(), sampleAnswer()
+	got.Results[0].Columns[0].Flags &^= mysql.FlagNotNull
+	outer := &Statement{Constructs: []string{"join_left"}, PlanNotNull: true}
+	if d := DiffStatement(ref, got, outer, nil); d != "" {
+		t.Errorf("NOT_NULL by the plan: %s", d)
+	}
+	if d := DiffStatement(ref, got, &Statement{Constructs: []string{"join_inner"}}, nil); !strings.Contains(d, "flags: reference") {
+		t.Errorf("NOT_NULL of an inner join's column: %q, want a difference", d)
+	}
+	got.Results[0].Columns[0].Type = mysql.TypeLongLong
+	if d := DiffStatement(ref, got, outer, nil); !strings.Contains(d, "type: reference") {
+		t.Errorf("type under PlanNotNull: %q, want a difference", d)
+	}
+}
+
+// TestDiffPlanOrgTable: a statement reading a mergeable derived table is
+// not compared on org_table, and on all else as usual.
+func TestDiffPlanOrgTable(t *testing.T) {
+	ref, got := sampleAnswer(), sampleAnswer()
+	got.Results[0].Columns[0].OrgTable = "u"
+	derived := &Statement{Constructs: []string{"join_empty_side"}, PlanOrgTable: true}
+	if d := DiffStatement(ref, got, derived, nil); d != "" {
+		t.Errorf("org_table by the plan: %s", d)
+	}
+	if d := DiffStatement(ref, got, &Statement{Constructs: []string{"join_inner"}}, nil); !strings.Contains(d, "org_table: reference") {
+		t.Errorf("org_table of a table's column: %q, want a difference", d)
+	}
+	got.Results[0].Columns[0].Table = "x"
+	if d := DiffStatement(ref, got, derived, nil); !strings.Contains(d, "table: reference") {
+		t.Errorf("table under PlanOrgTable: %q, want a difference", d)
+	}
+}
+
+// TestDiffPlanOrgName: an expression's org_name, its name or empty by the
+// plan, is not compared for a merged or evaluated statement; a table
+// column's is.
+func TestDiffPlanOrgName(t *testing.T) {
+	expr := func(orgName string) Answer {
+		a := sampleAnswer()
+		c := &a.Results[0].Columns[0]
+		c.Table, c.OrgTable, c.Name, c.OrgName = "", "", "u.city_id % 3", orgName
+		return a
+	}
+	merged := &Statement{Constructs: []string{"group_by"}}
+	if d := DiffStatement(expr(""), expr("u.city_id % 3"), merged, nil); d != "" {
+		t.Errorf("an expression's org_name by the plan: %s", d)
+	}
+	if d := DiffStatement(expr(""), expr("other"), merged, nil); !strings.Contains(d, "org_name") {
+		t.Errorf("an expression's org_name other than its name: %q, want a difference", d)
+	}
+	if d := DiffStatement(expr(""), expr("u.city_id % 3"), &Statement{}, nil); !strings.Contains(d, "org_name") {
+		t.Errorf("an unmerged statement's org_name: %q, want a difference", d)
+	}
+	ref, got := sampleAnswer(), sampleAnswer()
+	got.Results[0].Columns[0].OrgName = ""
+	if d := DiffStatement(ref, got, merged, nil); !strings.Contains(d, "org_name") {
+		t.Errorf("a table column's org_name: %q, want a difference", d)
+	}
+}
+
+// TestDiffPlanTempField: a column one plan reads from its table and
+// another from a temporary table (no org_table, its name as org_name,
+// nullable) is no difference in a merged or evaluated statement; its type
+// or name is.
+func TestDiffPlanTempField(t *testing.T) {
+	ref, got := sampleAnswer(), sampleAnswer()
+	c := &got.Results[0].Columns[0]
+	c.OrgTable, c.OrgName, c.Flags = "", c.Name, c.Flags&^mysql.FlagNotNull
+	merged := &Statement{Constructs: []string{"rollup"}}
+	if d := DiffStatement(ref, got, merged, nil); d != "" {
+		t.Errorf("a temporary table's field: %s", d)
+	}
+	if d := DiffStatement(got, ref, merged, nil); d != "" {
+		t.Errorf("a temporary table's field on the reference: %s", d)
+	}
+	if d := DiffStatement(ref, got, &Statement{}, nil); !strings.Contains(d, "org_table") {
+		t.Errorf("an unmerged statement: %q, want a difference", d)
+	}
+	c.Type = mysql.TypeLongLong
+	if d := DiffStatement(ref, got, merged, nil); !strings.Contains(d, "type: reference") || !strings.Contains(d, "org_table") {
+		t.Errorf("another type: %q, want a difference", d)
+	}
+}
+
+// TestDiffPlanTempFieldMergeable: the temporary table's field is told
+// apart on the definitions as sent, before PlanOrgTable's rule.
+func TestDiffPlanTempFieldMergeable(t *testing.T) {
+	ref, got := sampleAnswer(), sampleAnswer()
+	c := &got.Results[0].Columns[0]
+	c.OrgTable, c.OrgName, c.Flags = "", c.Name, c.Flags&^mysql.FlagNotNull
+	st := &Statement{Constructs: []string{"rollup"}, PlanOrgTable: true}
+	if d := DiffStatement(ref, got, st, nil); d != "" {
+		t.Errorf("a temporary table's field with PlanOrgTable: %s", d)
+	}
+}

@@ -62,7 +62,7 @@ const (
 )
 
 // allConstructs are the construct names, for the report's checks.
-var allConstructs = append([]string{cOrderBy, cOrderDesc, cOrderMulti, cOrderAlias, cOrderExpr, cOrderPos, cOrderQual, cLimit, cLimitOffset, cLimitAny, cGroupBy, cGroupCI, cCountStar, cCountCol, cSum, cMinMax, cAvg, cCountDist, cSumDist, cGroupConcat, cBitAgg, cAggExpr, cHaving, cAggNoGroup, cZeroRows, cTopN, cDistinct, cUnion, cUnionAll, cJoinKey, cJoinRef, cSubIn, cSubExists, cSubScalar, cDerived, cCross}, compareConstructs...)
+var allConstructs = append([]string{cOrderBy, cOrderDesc, cOrderMulti, cOrderAlias, cOrderExpr, cOrderPos, cOrderQual, cLimit, cLimitOffset, cLimitAny, cGroupBy, cGroupCI, cCountStar, cCountCol, cSum, cMinMax, cAvg, cCountDist, cSumDist, cGroupConcat, cBitAgg, cAggExpr, cHaving, cAggNoGroup, cZeroRows, cTopN, cDistinct, cUnion, cUnionAll, cJoinKey, cJoinRef, cSubIn, cSubExists, cSubScalar, cDerived, cCross}, append(compareConstructs, evalConstructs...)...)
 
 // colType is what the generator needs to know of a column's type.
 type colType int
@@ -209,6 +209,9 @@ type mstmt struct {
 	fold   []int
 	foldAs []string // the collation of each of fold
 	order  bool     // the ORDER BY is total
+	// mergeable: the statement reads a derived table or WITH query
+	// MariaDB may merge into it (Statement.PlanOrgTable).
+	mergeable bool
 }
 
 // foldAt compares column i under collation coll ("": as it is).
@@ -272,7 +275,11 @@ func (g *Generator) where(m *mstmt, t *mtable, p string) {
 
 // limit adds LIMIT n, LIMIT off, n or LIMIT n OFFSET off; the numbers
 // are placeholders in the prepared form half the time.
-func (g *Generator) limit(m *mstmt, deep bool) {
+func (g *Generator) limit(m *mstmt, deep bool) { m.add(g.limitParts(m, deep)...) }
+
+// limitParts is the LIMIT limit adds, as parts of a builder, its
+// constructs tagged on m.
+func (g *Generator) limitParts(m *mstmt, deep bool) []any {
 	n := 1 + g.r.IntN(12)
 	num := func(v int) any {
 		if g.r.IntN(2) == 0 {
@@ -282,8 +289,7 @@ func (g *Generator) limit(m *mstmt, deep bool) {
 	}
 	m.tag(cLimit)
 	if g.r.IntN(2) == 0 {
-		m.add(" LIMIT ", num(n))
-		return
+		return []any{" LIMIT ", num(n)}
 	}
 	off := g.r.IntN(20)
 	if deep {
@@ -291,10 +297,9 @@ func (g *Generator) limit(m *mstmt, deep bool) {
 	}
 	m.tag(cLimitOffset)
 	if g.r.IntN(2) == 0 {
-		m.add(" LIMIT ", num(off), ", ", num(n))
-	} else {
-		m.add(" LIMIT ", num(n), " OFFSET ", num(off))
+		return []any{" LIMIT ", num(off), ", ", num(n)}
 	}
+	return []any{" LIMIT ", num(n), " OFFSET ", num(off)}
 }
 
 // ---- ORDER BY across shards ----
@@ -506,6 +511,10 @@ func (g *Generator) groupKeys(t *mtable, p string) []groupKey {
 		tTag:   {{p + "uses % 5", ""}, {"YEAR(" + p + "updated)", ""}},
 		tMember: {{p + "city", "utf8mb4_unicode_520_ci"}, {p + "code", "utf8mb4_bin"}, {p + "nick", "latin1_swedish_ci"},
 			{p + "age % 4", ""}, {"YEAR(" + p + "seen)", ""}, {"UPPER(" + p + "name)", "utf8mb4_unicode_ci"}},
+		// the reference and the unsharded table, for the evaluated
+		// statements (gen_eval.go)
+		tCity: {{p + "country", generalCIName}, {p + "id % 4", ""}},
+		tNote: {{"YEAR(" + p + "created)", ""}, {p + "body", generalCIName}},
 	}
 	all := byTable[t.name]
 	for _, i := range g.r.Perm(len(all))[:1+g.r.IntN(min(2, len(all)))] {

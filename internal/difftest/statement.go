@@ -40,6 +40,19 @@ type Statement struct {
 	// the reference's rows for it, as many as the reference's answer with
 	// the LIMIT has; everything else is compared as usual.
 	Superset *Statement
+	// PlanNotNull: the NOT_NULL flag of its columns depends on MariaDB's
+	// plan, so it is not compared: a column of a table on the NULL side of
+	// an outer join is NOT NULL when the plan reads that table through an
+	// index the ON compares the column by, nullable when it scans it (the
+	// same rows with other statistics, as the reference's tables and the
+	// evaluator's temporary copies have, can give either).
+	PlanNotNull bool
+	// PlanOrgTable: the org_table of its columns depends on MariaDB's
+	// plan, so it is not compared: a column of a derived table or WITH
+	// query merged into the outer query names the table it reads when
+	// the plan joins another table before it, the derived table's alias
+	// when the plan reads it first.
+	PlanOrgTable bool
 	// InTrx: the statement is inside a transaction the generator began
 	// (Generator.Transactions); a write may be refused for it
 	// (Options.TrxRefusals).

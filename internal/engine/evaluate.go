@@ -38,7 +38,8 @@ type Evaluate struct {
 
 	rows  mysql.RowStream
 	batch []byte
-	made  []string // the temporary tables created, to drop
+	made  []string        // the temporary tables created, to drop
+	conns []*backend.Conn // fetches sent and not read yet
 	cat   mysql.Concat
 }
 
@@ -57,27 +58,29 @@ type EvalCopy struct {
 	Reduce *evalReduce
 }
 
-// evalReduce is a table's semi-join: the distinct values of column in
-// source on the evaluator, and the fetches of the rows whose key is
-// among a batch of them (false: they cannot be routed).
+// evalReduce is a table's semi-join: the statement whose first column's
+// values, on the evaluator, are the keys its rows may have (at most
+// MaxReduce + 1 distinct values), and the fetches of the rows whose key
+// is among a batch of them (false: they cannot be routed).
 type evalReduce struct {
-	source, column string
-	fetches        func(values []string) ([]Part, bool)
+	values  string
+	fetches func(values []string) ([]Part, bool)
 }
 
 // Semi-join batches: at most reduceBatch values per fetch (one round trip
-// per shard per batch), and at most maxReduce values in all, beyond
+// per shard per batch), and at most MaxReduce values in all, beyond
 // which the table's own fetches read it (a join that keeps that many
 // keys reads most of the table anyway).
 const (
 	reduceBatch = 1000
-	maxReduce   = 20 * reduceBatch
+	MaxReduce   = 20 * reduceBatch
 )
 
-// evalBatch bounds an INSERT of copied rows: well under the servers'
-// default max_allowed_packet (16 MB), large enough that a round trip
-// carries thousands of rows.
-const evalBatch = 1 << 20
+// evalBatch bounds an INSERT of copied rows (but for its last row):
+// under the smallest max_allowed_packet a server is usually given (1 MB;
+// the default is 16 MB), large enough that a round trip carries
+// thousands of rows.
+const evalBatch = 512 << 10
 
 // Reset empties e for a new execution, keeping its buffers.
 func (e *Evaluate) Reset(evaluator *backend.Cluster, stmt []byte, replicaOK bool) {
@@ -95,11 +98,12 @@ func (e *Evaluate) AddTable(temp, like, describe string, inTrx bool) {
 func (e *Evaluate) Describe(d string) { e.Tables[len(e.Tables)-1].Describe = d }
 
 // Reduce makes the last table a semi-join: its rows whose key is among
-// the values of column in source (quoted, qualified) on the evaluator,
-// fetched as fetches gives them for each batch of values. Its own
-// fetches (AddFetch) read it when the values are too many.
-func (e *Evaluate) Reduce(source, column string, fetches func(values []string) ([]Part, bool)) {
-	e.Tables[len(e.Tables)-1].Reduce = &evalReduce{source: source, column: column, fetches: fetches}
+// the values of the first column of statement values on the evaluator
+// (distinct, not NULL, at most MaxReduce + 1 of them), fetched as
+// fetches gives them for each batch of values. Its own fetches
+// (AddFetch) read it when the values are too many.
+func (e *Evaluate) Reduce(values string, fetches func(values []string) ([]Part, bool)) {
+	e.Tables[len(e.Tables)-1].Reduce = &evalReduce{values: values, fetches: fetches}
 }
 
 // AddFetch adds a fetch of the last table's rows on cl.
@@ -135,10 +139,8 @@ func (e *Evaluate) Execute(c Cursor, q []byte) bool {
 				continue
 			}
 		}
-		for j := range t.Fetches {
-			if err := e.copy(c, ev, t, &t.Fetches[j], j == 0 && t.Like == ""); err != nil {
-				return e.fail(c, ev, err)
-			}
+		if err := e.copyParts(c, ev, t, t.Fetches, t.Like == ""); err != nil {
+			return e.fail(c, ev, err)
 		}
 	}
 	final := Part{Cluster: e.Evaluator, Stmt: e.Stmt}
@@ -240,7 +242,7 @@ func (e *Evaluate) explain(q []byte, text func([]byte) string) []Step {
 		steps = append(steps, Step{Primitive: "Evaluate: create", Shard: at, Query: create})
 		if r := t.Reduce; r != nil {
 			steps = append(steps, Step{Primitive: "Evaluate: copy into " + t.Temp, Shard: at,
-				Query: "the rows whose shard key is among SELECT DISTINCT " + r.column + " FROM " + r.source + ", in batches of " + strconv.Itoa(reduceBatch) + " values sent as IN (…) to the sub-tables that hold them; else:"})
+				Query: "the rows whose shard key is among the values of " + r.values + ", in batches of " + strconv.Itoa(reduceBatch) + " sent as IN (…) to the sub-tables that hold them; else:"})
 		}
 		for _, f := range t.Fetches {
 			steps = append(steps, Step{Primitive: "Evaluate: copy into " + t.Temp, Shard: f.Cluster.Name, Query: text(f.Query)})
@@ -266,14 +268,14 @@ func (e *Evaluate) explain(q []byte, text func([]byte) string) []Step {
 // table's own fetches must read it (nothing was copied).
 func (e *Evaluate) semiJoin(c Cursor, ev *backend.Conn, t *EvalCopy) (bool, error) {
 	r := t.Reduce
-	rows, err := ev.QueryRows("SELECT DISTINCT " + r.column + " FROM " + r.source + " WHERE " + r.column + " IS NOT NULL LIMIT " + strconv.Itoa(maxReduce+1))
+	rows, err := ev.QueryRows(r.values)
 	if mysql.IsSQLError(err) {
 		return false, nil // (a table that is not there: the statement says so)
 	}
 	if err != nil {
 		return false, err
 	}
-	if len(rows) > maxReduce {
+	if len(rows) > MaxReduce {
 		return false, nil
 	}
 	values := make([]string, len(rows))
@@ -294,58 +296,93 @@ func (e *Evaluate) semiJoin(c Cursor, ev *backend.Conn, t *EvalCopy) (bool, erro
 		}
 	}
 	for _, parts := range batches {
-		for i := range parts {
-			if err := e.copy(c, ev, t, &parts[i], false); err != nil {
-				return false, err
-			}
+		if err := e.copyParts(c, ev, t, parts, false); err != nil {
+			return false, err
 		}
 	}
 	return true, nil
 }
 
-// copy copies the rows of fetch f of table t into t's temporary table
-// on ev, creating the table first (create) from the definition the
-// fetch's server shows.
-func (e *Evaluate) copy(c Cursor, ev *backend.Conn, t *EvalCopy, f *Part, create bool) error {
+// copyParts copies the rows of fetches parts of table t into t's
+// temporary table on ev, creating the table first (create) from the
+// definition the first fetch's server shows. Every fetch is sent before
+// any is read, so the shards work at once; their rows are then read in
+// turn (the others wait at their sockets) and inserted a batch at a
+// time. A failure stops the fetches not read yet (KILL QUERY, their
+// rows drained), so that their connections, a transaction's included,
+// stay usable.
+func (e *Evaluate) copyParts(c Cursor, ev *backend.Conn, t *EvalCopy, parts []Part, create bool) error {
 	if c.Killed() {
 		return errInterrupted
 	}
-	conn, ok := c.Acquire(f.Cluster, e.ReplicaOK)
-	if conn == nil {
-		return &answered{goOn: ok}
-	}
-	if create {
-		if err := e.createFrom(conn, ev, t); err != nil {
-			return e.partFailed(c, conn, f.Cluster.Name, err, false)
+	e.conns = e.conns[:0]
+	for i := range parts {
+		f := &parts[i]
+		conn, ok := c.Acquire(f.Cluster, e.ReplicaOK)
+		if conn == nil {
+			return e.stopFetches(c, &answered{goOn: ok})
 		}
+		if i == 0 && create {
+			if err := e.createFrom(conn, ev, t); err != nil {
+				return e.stopFetches(c, e.partFailed(c, conn, f.Cluster.Name, err, false))
+			}
+		}
+		if err := conn.WriteCommand(f.Query); err != nil {
+			return e.stopFetches(c, e.partFailed(c, conn, f.Cluster.Name, mysql.BackendError(err), true))
+		}
+		if err := conn.Flush(); err != nil {
+			return e.stopFetches(c, e.partFailed(c, conn, f.Cluster.Name, mysql.BackendError(err), true))
+		}
+		e.conns = append(e.conns, conn)
 	}
-	err := e.start(conn, f)
-	if err == nil {
-		err = e.insertRows(t.Temp, func(batch []byte) error { return ev.Exec(string(batch)) })
-	}
-	if err != nil {
-		return e.partFailed(c, conn, f.Cluster.Name, err, !e.rows.Done())
-	}
-	c.SkipWarnings()
-	e.rows.Info.SessionState = e.rows.Info.SessionState[:0] // (SET STATEMENT's, not the session's)
-	c.Done(conn, &e.rows.Info)
-	return err
-}
-
-// start sends fetch f on conn and reads its answer's header into e.rows:
-// the server's ERR is returned as the error, its connection fine.
-func (e *Evaluate) start(conn *backend.Conn, f *Part) error {
-	if err := conn.WriteCommand(f.Query); err != nil {
-		return mysql.BackendError(err)
-	}
-	e.rows.Reset(conn.Conn, conn.Caps, nil, false)
-	if err := e.rows.Start(); err != nil {
-		return err
-	}
-	if se := e.rows.Info.Err; se != nil {
-		return se
+	for i := range parts {
+		conn := e.conns[0]
+		e.conns = e.conns[1:]
+		e.rows.Reset(conn.Conn, conn.Caps, nil, false)
+		err := e.rows.Start()
+		if err == nil && e.rows.Info.Err != nil {
+			err = e.rows.Info.Err
+		}
+		if err == nil {
+			err = e.insertRows(t.Temp, func(batch []byte) error { return ev.Exec(string(batch)) })
+		}
+		if err != nil {
+			return e.stopFetches(c, e.partFailed(c, conn, parts[i].Cluster.Name, err, !e.rows.Done()))
+		}
+		c.SkipWarnings()
+		e.rows.Info.SessionState = e.rows.Info.SessionState[:0] // (SET STATEMENT's, not the session's)
+		c.Done(conn, &e.rows.Info)
 	}
 	return nil
+}
+
+// stopFetches ends the fetches sent and not read (e.conns) after err:
+// each is interrupted and its answer drained, its diagnostics cleared,
+// and its connection done with (discarded if that fails). It returns
+// err.
+func (e *Evaluate) stopFetches(c Cursor, err error) error {
+	var rs mysql.RowStream
+	for _, conn := range e.conns {
+		killQuery(conn)
+		rs.Reset(conn.Conn, conn.Caps, nil, false)
+		serr := rs.Start()
+		if serr == nil && !rs.Done() {
+			_, serr = rs.Drain(true)
+		}
+		if serr == nil {
+			serr = conn.Exec(clearDiagnostics)
+		}
+		if serr != nil {
+			if !c.Drop(conn, serr) {
+				err = &answered{goOn: false}
+			}
+			continue
+		}
+		c.SkipWarnings()
+		c.Done(conn, &mysql.ResponseInfo{Status: c.Status()})
+	}
+	e.conns = e.conns[:0]
+	return err
 }
 
 // insertRows reads the fetch's rows (e.rows) to their end and hands the

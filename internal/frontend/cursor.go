@@ -116,7 +116,10 @@ func (s *Session) Aside(cl *backend.Cluster) (*backend.Conn, error) {
 		return nil, err
 	}
 	c.Poller = s.srv.opt.Poller
-	if err := s.sync(c, 0); err != nil {
+	// In step with the session's variables, and its LAST_INSERT_ID()
+	// when the statement reads it (a prepared statement's, which the
+	// proxy does not substitute).
+	if err := s.sync(c, s.cmd.n&lastIDNeedsMask); err != nil {
 		c.Pool().Discard(c, !mysql.IsSQLError(err))
 		return nil, err
 	}

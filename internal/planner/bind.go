@@ -160,6 +160,9 @@ func (b *Binder) statement(ks *Keyspace, st router.Stmt, sql []byte, s Session) 
 		if prim := b.evaluate(ks, plan, st, sql, sh, &b.vals, nil, s); prim != nil {
 			return prim
 		}
+		if plan.EvalErr != nil {
+			return b.refuseErr(plan.EvalErr)
+		}
 		return b.refuseErr(b.planRefusal(ks, plan, sql, s))
 	}
 	if plan.An.Placement == InfoSchema {

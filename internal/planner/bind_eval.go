@@ -41,6 +41,9 @@ func (b *Binder) evaluateOr(ks *Keyspace, plan *Plan, st router.Stmt, sql []byte
 	if prim := b.evaluate(ks, plan, st, sql, sh, vals, stmt, s); prim != nil {
 		return prim
 	}
+	if plan.EvalErr != nil {
+		err = plan.EvalErr // why the read is not evaluated says more
+	}
 	return b.refuseErr(err)
 }
 

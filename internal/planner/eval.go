@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"vitess.io/vitess/go/vt/sqlparser"
@@ -65,14 +66,36 @@ type EvalTable struct {
 }
 
 // EvalReduce is a semi-join: the values of Column in Source (quoted,
-// qualified: a temporary table or a local table) on the evaluator.
+// qualified: a temporary table or a local table) on the evaluator, or
+// those an IN subquery gives there (Subquery, rendered per execution).
 type EvalReduce struct {
 	Source, Column string
+	Subquery       *Template
+}
+
+// valuesSQL is the statement giving r's values on the evaluator.
+func (r *EvalReduce) valuesSQL(sql []byte, sh *router.Shape) string {
+	if r.Subquery != nil {
+		return string(r.Subquery.Append(nil, sql, sh, nil))
+	}
+	return "SELECT DISTINCT " + r.Column + " FROM " + r.Source + " WHERE " + r.Column + " IS NOT NULL LIMIT " + strconv.Itoa(engine.MaxReduce+1)
 }
 
 // reduceFrom is the reduction red of a table, its source named as the
 // evaluator sees it (nil: the source is not among the tables).
-func (p *EvalPlan) reduceFrom(red reduction, schema *sharding.Schema) *EvalReduce {
+func (p *EvalPlan) reduceFrom(red reduction, schema *sharding.Schema, parsed Parsed, sh *router.Shape) *EvalReduce {
+	if red.subquery != nil {
+		for _, t := range red.subTables {
+			if !slices.ContainsFunc(p.Tables, func(e EvalTable) bool { return e.Table == t && !e.Local }) {
+				return nil
+			}
+		}
+		tmpl, err := subqueryValues(parsed, sh, red.subquery)
+		if err != nil {
+			return nil
+		}
+		return &EvalReduce{Subquery: tmpl}
+	}
 	src := red.local
 	if red.src != nil {
 		for _, t := range p.Tables {
@@ -157,10 +180,10 @@ func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPl
 			return nil, notSupported("SELECT … INTO across shards")
 		}
 	default:
-		return nil, notSupported("a write that reads rows of several shards")
+		return nil, nil // a write: its own refusal says why
 	}
-	if hasEffects(stmt) {
-		return nil, notSupported("a function with effects (SLEEP, GET_LOCK, NEXTVAL…) in a statement the proxy evaluates across shards")
+	if evalEffects(stmt) {
+		return nil, notSupported("a function with effects (SLEEP, GET_LOCK, NEXTVAL, LAST_INSERT_ID(x)…) in a statement the proxy evaluates across shards")
 	}
 	ctes := cteNames(stmt)
 	p := &EvalPlan{}
@@ -186,6 +209,9 @@ func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPl
 		}
 		return err == nil, err
 	}, stmt)
+	if errors.Is(err, errNotHere) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +230,7 @@ func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPl
 		}
 		t.Filtered = k.filteredFetch(parsed, sh, db, t.Table, push.condition(t.Table))
 		if red, ok := push.reduced(t.Table); ok {
-			t.Reduce = p.reduceFrom(red, k.Schema)
+			t.Reduce = p.reduceFrom(red, k.Schema, parsed, sh)
 		}
 	}
 	// A reduced table is copied once its source's values are there.
@@ -212,6 +238,29 @@ func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPl
 		return cmp.Compare(boolInt(a.Reduce != nil), boolInt(b.Reduce != nil))
 	})
 	return p, nil
+}
+
+// errNotHere: the statement names a table of another database, which
+// the evaluator may not have.
+var errNotHere = errors.New("a table of another database")
+
+// evalEffects is hasEffects for an evaluated statement, which runs once,
+// on a connection of the proxy's own in step with the session's
+// LAST_INSERT_ID(): reading it is no effect, setting it (an argument)
+// would set the evaluator's.
+func evalEffects(stmt sqlparser.Statement) bool {
+	found := false
+	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+		switch f := n.(type) {
+		case *sqlparser.FuncExpr:
+			name := f.Name.Lowered()
+			found = found || effectFuncs[name] && !(name == "last_insert_id" && len(f.Exprs) == 0) || !f.Qualifier.IsEmpty()
+		case *sqlparser.Nextval, *sqlparser.LockingFunc:
+			found = true
+		}
+		return !found, nil
+	}, stmt)
+	return found
 }
 
 // addTable notes a table the statement names: a sharded table of the
@@ -226,7 +275,7 @@ func (p *EvalPlan) addTable(schema *sharding.Schema, n sqlparser.TableName, db s
 		return nil
 	}
 	if qualifier == "" && db != schema.Name || qualifier != "" && qualifier != schema.Name {
-		return notSupported(fmt.Sprintf("table %s of another database in a statement the proxy evaluates across shards", sqlparser.String(n)))
+		return errNotHere // (the route's refusal names both tables)
 	}
 	t := schema.Table(name)
 	temp := quoteQualified(schema.Name, name)
@@ -238,6 +287,10 @@ func (p *EvalPlan) addTable(schema *sharding.Schema, n sqlparser.TableName, db s
 		}
 		p.Tables = append(p.Tables, localTable(schema, t, temp))
 		return nil
+	}
+	if t.Invisible() {
+		// Its copy (SELECT *) would leave those columns out.
+		return notSupported(fmt.Sprintf("table %s, which has INVISIBLE columns, in a statement the proxy evaluates across shards", t.Name))
 	}
 	for _, e := range p.Tables {
 		if e.Table != t {
@@ -329,7 +382,7 @@ func (k *Keyspace) Evaluate(e *engine.Evaluate, p *EvalPlan, sql []byte, sh *rou
 	for _, t := range p.Tables {
 		e.AddTable(t.Temp, t.Like, t.Describe, t.Local)
 		if t.Reduce != nil {
-			e.Reduce(t.Reduce.Source, t.Reduce.Column, k.semiJoin(t.Table))
+			e.Reduce(t.Reduce.valuesSQL(sql, sh), k.semiJoin(t.Table))
 		}
 		if t.Filtered != nil && vals != nil && k.addFiltered(e, &t, sql, sh, vals) {
 			continue
@@ -471,4 +524,34 @@ func isNumber(v string) bool {
 		}
 	}
 	return digits > 0
+}
+
+// subqueryValues is the statement giving the distinct values of an IN
+// subquery's one column on the evaluator: SELECT DISTINCT its column
+// FROM its table WHERE its condition AND the column IS NOT NULL LIMIT
+// MaxReduce + 1, its literals the client's (no table is renamed: the
+// evaluator has the tables by their names).
+func subqueryValues(parsed Parsed, sh *router.Shape, sq *sqlparser.Select) (*Template, error) {
+	ae := sq.SelectExprs.Exprs[0].(*sqlparser.AliasedExpr)
+	notNull := &sqlparser.IsExpr{Left: ae.Expr, Right: sqlparser.IsNotNullOp}
+	where := sqlparser.Expr(notNull)
+	if sq.Where != nil {
+		where = &sqlparser.AndExpr{Left: sq.Where.Expr, Right: notNull}
+	}
+	sel := &sqlparser.Select{
+		Distinct:    true,
+		SelectExprs: &sqlparser.SelectExprs{Exprs: []sqlparser.SelectExpr{&sqlparser.AliasedExpr{Expr: ae.Expr}}},
+		From:        sq.From,
+		Where:       sqlparser.NewWhere(sqlparser.WhereClause, where),
+		Limit:       sqlparser.NewLimitWithoutOffset(engine.MaxReduce + 1),
+	}
+	all := func(n int) []bool {
+		b := make([]bool, n)
+		for i := range b {
+			b[i] = true
+		}
+		return b
+	}
+	return newTemplateWith(Parsed{Stmt: sel, Exact: parsed.Exact}, sh, func(string, string) int { return -1 },
+		templateOptions{itemCount: 1, items: map[*sqlparser.AliasedExpr]int{}, dropped: all(len(sh.Lits)), droppedParams: all(len(sh.Params))}, sel)
 }

@@ -16,9 +16,8 @@ import (
 // sub-tables that can hold the rows. A condition is pushed only when the
 // shard computes it as the evaluator would and without a warning of its
 // own: a column of the table compared with a literal of its kind (a
-// string column with a quoted string, the shard key with a number when
-// it is a number), IN, BETWEEN, LIKE, IS [NOT] NULL, and AND, OR, NOT of
-// those. A reference on the NULL side of an outer join takes its ON's
+// string column with a quoted string, a numeric column with a number),
+// IN, BETWEEN, LIKE, IS [NOT] NULL, and AND, OR, NOT of those. A reference on the NULL side of an outer join takes its ON's
 // conditions only (its WHERE's would keep rows the join extends with
 // NULLs); a table named several times gets the OR of each reference's
 // conditions, or every row when one reference has none.
@@ -61,6 +60,10 @@ type reduction struct {
 	src    *sharding.SchemaTable // nil for a local table
 	local  string                // the local table's qualified name
 	column string
+	// subquery: r.key IN (subquery), an uncorrelated SELECT of one
+	// column of one table (subTables: the sharded ones it reads).
+	subquery  *sqlparser.Select
+	subTables []*sharding.SchemaTable
 }
 
 // pushdowns walks every SELECT of stmt.
@@ -215,13 +218,16 @@ func (p *pushdown) sharded(tn sqlparser.TableName) (*sharding.SchemaTable, strin
 // values, which the evaluator then has.
 func (p *pushdown) reduction(c sqlparser.Expr, r *fromRef, refs []*fromRef, single bool) (reduction, bool) {
 	cmp, ok := c.(*sqlparser.ComparisonExpr)
+	if ok && cmp.Operator == sqlparser.InOp {
+		return p.inSubquery(cmp, r, single)
+	}
 	if !ok || cmp.Operator != sqlparser.EqualOp {
 		return reduction{}, false
 	}
 	for _, sides := range [][2]sqlparser.Expr{{cmp.Left, cmp.Right}, {cmp.Right, cmp.Left}} {
 		col, ok := p.column(sides[0], r, single)
-		if !ok || !col.num {
-			continue
+		if !ok || !col.num || !strings.EqualFold(col.name, r.table.ShardKey) {
+			continue // (the fetches route by the key: semiJoin)
 		}
 		other, ok := sides[1].(*sqlparser.ColName)
 		if !ok || other.Qualifier.IsEmpty() || !other.Qualifier.Qualifier.IsEmpty() {
@@ -236,6 +242,70 @@ func (p *pushdown) reduction(c sqlparser.Expr, r *fromRef, refs []*fromRef, sing
 	return reduction{}, false
 }
 
+// inSubquery reports whether cmp is r.key IN (SELECT col FROM one
+// table WHERE …), uncorrelated (every column is that table's, qualified
+// or a known column of it) and without parameters: r's rows that can
+// match are those whose key is among the subquery's values, which the
+// evaluator computes once its table is there.
+func (p *pushdown) inSubquery(cmp *sqlparser.ComparisonExpr, r *fromRef, single bool) (reduction, bool) {
+	col, ok := p.column(cmp.Left, r, single)
+	sq, isSub := cmp.Right.(*sqlparser.Subquery)
+	if !ok || !isSub || !col.num || !strings.EqualFold(col.name, r.table.ShardKey) {
+		return reduction{}, false
+	}
+	sel, ok := sq.Select.(*sqlparser.Select)
+	if !ok || sel.With != nil || sel.GroupBy != nil || sel.Having != nil || sel.Limit != nil || len(sel.From) != 1 ||
+		len(sel.SelectExprs.Exprs) != 1 {
+		return reduction{}, false
+	}
+	ae, ok := sel.SelectExprs.Exprs[0].(*sqlparser.AliasedExpr)
+	te, ok2 := sel.From[0].(*sqlparser.AliasedTableExpr)
+	if !ok || !ok2 {
+		return reduction{}, false
+	}
+	tn, ok := te.Expr.(sqlparser.TableName)
+	if !ok {
+		return reduction{}, false
+	}
+	t, local := p.sharded(tn)
+	if t == nil && local == "" || t == r.table {
+		return reduction{}, false
+	}
+	qual := tn.Name.String()
+	if !te.As.IsEmpty() {
+		qual = te.As.String()
+	}
+	own := true
+	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+		switch n := n.(type) {
+		case *sqlparser.ColName:
+			switch {
+			case !n.Qualifier.IsEmpty():
+				own = own && n.Qualifier.Qualifier.IsEmpty() && n.Qualifier.Name.String() == qual
+			case t != nil:
+				_, known := t.Collated(n.Name.String())
+				own = own && known
+			default:
+				own = false // a local table's columns are not known here
+			}
+		case *sqlparser.Subquery, *sqlparser.Argument:
+			if a, isArg := n.(*sqlparser.Argument); !isArg || strings.HasPrefix(a.Name, "sgp") {
+				own = false // a nested subquery, or a parameter
+			}
+		}
+		return own, nil
+	}, sel)
+	_ = ae
+	if !own {
+		return reduction{}, false
+	}
+	red := reduction{subquery: sel}
+	if t != nil {
+		red.subTables = []*sharding.SchemaTable{t}
+	}
+	return red, true
+}
+
 // reduced is the reduction of table t, when its only reference has one
 // whose source is not reduced itself (src: sources of reductions).
 func (p *pushdown) reduced(t *sharding.SchemaTable) (reduction, bool) {
@@ -244,8 +314,10 @@ func (p *pushdown) reduced(t *sharding.SchemaTable) (reduction, bool) {
 		return reduction{}, false
 	}
 	red := reds[0]
-	if red.src != nil && len(p.reductions[red.src]) > 0 {
-		return reduction{}, false // its source would have to be reduced first
+	for _, src := range append([]*sharding.SchemaTable{red.src}, red.subTables...) {
+		if src != nil && len(p.reductions[src]) > 0 {
+			return reduction{}, false // its source would have to be reduced first
+		}
 	}
 	return red, true
 }
@@ -314,7 +386,7 @@ func (p *pushdown) pushable(c sqlparser.Expr, r *fromRef, single bool) bool {
 type pushColumn struct {
 	name string
 	str  bool // it holds character strings
-	num  bool // it is the shard key, of a numeric type
+	num  bool // it holds numbers (learnt from the shards, or the shard key's type)
 }
 
 // column resolves e to a column of r: qualified with r's name, or, when
@@ -337,7 +409,7 @@ func (p *pushdown) column(e sqlparser.Expr, r *fromRef, single bool) (pushColumn
 	if !known {
 		return pushColumn{}, false // not a column of r we know: maybe an outer query's
 	}
-	num := false
+	num := r.table.Numeric(name)
 	if strings.EqualFold(name, r.table.ShardKey) {
 		if kt, ok := r.table.KeyType(); ok {
 			switch kt.Class {

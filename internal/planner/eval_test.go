@@ -22,6 +22,7 @@ func TestEvalFetches(t *testing.T) {
 		tb := s.Table(name)
 		tb.SetColumns([]string{"id", "user_id", "name", "city_id", "born"})
 		tb.SetCollated(map[string]bool{"name": true})
+		tb.SetNumeric(map[string]bool{"id": true, "user_id": true, "city_id": true})
 	}
 	k, err := NewKeyspace(s, map[string]*backend.Cluster{"s0": testCluster(t, 1), "s1": testCluster(t, 1)})
 	if err != nil {
@@ -41,6 +42,7 @@ func TestEvalFetches(t *testing.T) {
 		{"SELECT u.id FROM sf_city c LEFT JOIN sf_user u ON u.city_id = c.id AND u.name LIKE 'a%' WHERE u.id = 3",
 			[]string{"where sf_user_N.`name` like 'a%'"}, 8},
 		{"SELECT id FROM sf_user WHERE name = 5 OR city_id = 'a'", []string{""}, 8},
+		{"SELECT id FROM sf_user WHERE city_id BETWEEN 3 AND 5.5 AND born > 20200101 ORDER BY id LIMIT 1 OFFSET 2", []string{"where sf_user_N.city_id between 3 and 5.5"}, 8},
 		{"SELECT a.id FROM sf_user a JOIN sf_user b ON b.city_id = a.city_id WHERE a.id = 1 AND b.id = 2",
 			[]string{"where sf_user_N.id = 1 or sf_user_N.id = 2"}, 2},
 		{"SELECT a.id FROM sf_user a JOIN sf_user b ON b.city_id = a.city_id WHERE a.id = 1", []string{""}, 8},
@@ -102,6 +104,7 @@ func TestEvalSemiJoin(t *testing.T) {
 		tb := s.Table(name)
 		tb.SetColumns([]string{"id", "user_id", "name", "city_id"})
 		tb.SetCollated(map[string]bool{"name": true})
+		tb.SetNumeric(map[string]bool{"id": true, "user_id": true, "city_id": true})
 	}
 	k, err := NewKeyspace(s, map[string]*backend.Cluster{"s0": testCluster(t, 1), "s1": testCluster(t, 1)})
 	if err != nil {
@@ -112,6 +115,11 @@ func TestEvalSemiJoin(t *testing.T) {
 		{"SELECT c.id, u.name FROM sf_city c LEFT JOIN sf_user u ON u.id = c.id", "shop.sf_user: id of shop.sf_city"},
 		{"SELECT u.id FROM sf_user u JOIN sf_order o ON o.user_id = u.city_id JOIN sf_order p ON p.id = u.id", ""},
 		{"SELECT n.name FROM sf_user u JOIN sf_name n ON n.name = u.name", ""},
+		{"SELECT u.id FROM sf_user u JOIN sf_order o ON o.city_id = u.city_id", ""}, // (numeric columns, not keys)
+		{"SELECT id, name FROM sf_user WHERE id IN (SELECT o.city_id FROM sf_order o WHERE o.name = 'x')", "shop.sf_user: select distinct o.city_id from sf_order as o where o.`name` = 'x' and o.city_id is not null limit 20001"},
+		{"SELECT id FROM sf_user WHERE id IN (SELECT city_id FROM sf_city)", ""},                    // (a local table's columns are not known)
+		{"SELECT id FROM sf_user u WHERE id IN (SELECT o.city_id FROM sf_order o WHERE o.id = u.id)", ""}, // (correlated)
+		{"SELECT id FROM sf_user WHERE id NOT IN (SELECT city_id FROM sf_order)", ""},
 	}
 	for _, tt := range tests {
 		var sh router.Shape
@@ -124,6 +132,9 @@ func TestEvalSemiJoin(t *testing.T) {
 		for _, tb := range plan.Eval.Tables {
 			if r := tb.Reduce; r != nil {
 				got = tb.Temp + ": " + r.Column + " of " + r.Source
+				if r.Subquery != nil {
+					got = tb.Temp + ": " + r.valuesSQL([]byte(tt.sql), &sh)
+				}
 			}
 		}
 		if got != tt.want {

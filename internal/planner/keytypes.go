@@ -55,11 +55,16 @@ func (k *Keyspace) learnKeyType(ctx context.Context, t *sharding.SchemaTable) er
 	}
 	var r []string
 	columns := make([]string, len(rows))
-	collated := map[string]bool{}
+	collated, numeric := map[string]bool{}, map[string]bool{}
+	invisible := false
 	for i, row := range rows {
 		columns[i] = row[5]
+		invisible = invisible || strings.Contains(strings.ToUpper(row[6]), "INVISIBLE")
 		if row[4] != "" || strings.EqualFold(row[0], "enum") || strings.EqualFold(row[0], "set") {
 			collated[strings.ToLower(row[5])] = true
+		}
+		if numericTypes[strings.ToLower(row[0])] {
+			numeric[strings.ToLower(row[5])] = true
 		}
 		if strings.EqualFold(row[5], t.ShardKey) {
 			r = row
@@ -78,8 +83,15 @@ func (k *Keyspace) learnKeyType(ctx context.Context, t *sharding.SchemaTable) er
 	t.SetKeyType(ct)
 	t.SetColumns(columns)
 	t.SetCollated(collated)
+	t.SetNumeric(numeric)
+	t.SetInvisible(invisible)
 	return nil
 }
+
+// numericTypes are the DATA_TYPEs of columns that hold numbers, which a
+// number compares with as a number, without a warning (not BIT or YEAR).
+var numericTypes = map[string]bool{"tinyint": true, "smallint": true, "mediumint": true, "int": true, "bigint": true,
+	"decimal": true, "float": true, "double": true}
 
 // quote writes s as a SQL string literal.
 func quote(s string) string {

@@ -28,8 +28,10 @@ type Plan struct {
 	Merge    *MergePlan
 	MergeErr error
 	// Eval evaluates a read on sharded tables that Err, Route or
-	// MergeErr refuses (nil: it cannot be evaluated either).
-	Eval *EvalPlan
+	// MergeErr refuses (nil: it cannot be evaluated either, and EvalErr,
+	// when set, says why: the refusal the client gets).
+	Eval    *EvalPlan
+	EvalErr error
 
 	// Refs are the tables the statement names, as written (TableRefs),
 	// and ReadsDB whether it calls DATABASE() or SCHEMA(): what
@@ -97,12 +99,12 @@ func (k *Keyspace) build(sql []byte, sh *router.Shape, db string) (p *Plan, exac
 func (k *Keyspace) buildParsed(parsed Parsed, sql []byte, sh *router.Shape, db string) (p *Plan, exact bool) {
 	var err error
 	k.fillColumnList(parsed.Stmt, db)
-	eval, _ := k.evalPlan(parsed, sh, db) // (its refusal: the route's says more)
+	eval, evalErr := k.evalPlan(parsed, sh, db)
 	an, err := Analyze(parsed.Stmt, k.Schema, db)
 	if err != nil {
-		return &Plan{Err: err, Eval: eval}, parsed.Exact
+		return &Plan{Err: err, Eval: eval, EvalErr: evalErr}, parsed.Exact
 	}
-	p = &Plan{An: an, Eval: eval}
+	p = &Plan{An: an, Eval: eval, EvalErr: evalErr}
 	if an.Placement == Sharded {
 		if an.Insert != nil {
 			p.Tmpl, err = NewInsertTemplate(parsed, sh, k.renamer(db), an.Insert.Table.ShardKey)
@@ -110,7 +112,7 @@ func (k *Keyspace) buildParsed(parsed Parsed, sql []byte, sh *router.Shape, db s
 			p.Tmpl, err = NewTemplate(parsed, sh, k.renamer(db))
 		}
 		if err != nil {
-			return &Plan{Err: err, Eval: eval}, parsed.Exact
+			return &Plan{Err: err, Eval: eval, EvalErr: evalErr}, parsed.Exact
 		}
 		switch {
 		case an.Insert == nil && an.TopMerge != 0:

@@ -1,6 +1,8 @@
 package proxy_test
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -61,6 +63,10 @@ var evalStatements = []difftest.Statement{
 	{SQL: "SELECT c.name, u.name FROM sf_city c JOIN sf_user u ON u.id = c.id"},
 	{SQL: "SELECT u.id, o.order_no FROM sf_user u JOIN sf_order o ON o.user_id = u.city_id WHERE u.name = 'nobody at all'"},
 	{SQL: "SELECT l.seq, e.kind FROM sf_log l JOIN sf_event e ON e.id = l.level WHERE l.msg <> 'x'"},
+	// IN subqueries read as semi-joins (NULLs among the values, none).
+	{SQL: "SELECT id, name FROM sf_user WHERE id IN (SELECT o.order_no FROM sf_order o WHERE o.amount > ?)", Args: []any{"50.5"}},
+	{SQL: "SELECT id FROM sf_event WHERE id IN (SELECT u.city_id FROM sf_user u)"},
+	{SQL: "SELECT id FROM sf_event WHERE id IN (SELECT u.city_id FROM sf_user u WHERE u.name = 'nobody at all')"},
 }
 
 // TestShardedEvaluate compares the answers of evalStatements, outside a
@@ -147,5 +153,62 @@ func checkEvaluated(t *testing.T, rep *difftest.Report) {
 	}
 	if rep.Statements == 0 {
 		t.Fatal("no statement ran")
+	}
+}
+
+// KILL QUERY of a session whose statement is being evaluated stops the
+// shards' fetches and the evaluator's statements; the client gets 1317,
+// its session goes on, and nothing else notices (issue 22).
+func TestEvaluateKillQuery(t *testing.T) {
+	p, s0, s1, proxyDB := mergeStopPair(t, "evkill", 200000)
+	roots := []*sql.DB{s0.RootDB(t), s1.RootDB(t)}
+	db := proxyDB("")
+	a, b := oneConn(t, db), oneConn(t, db)
+	aID := queryString(t, a, "SELECT CONNECTION_ID()")
+	by := startBystander(t, db, 800000)
+	// A derived table whose LIMIT needs every shard's rows: evaluated,
+	// each shard's 400,000 rows copied.
+	done := runAsync(a, "SELECT COUNT(*), SUM(d.v) FROM (SELECT v FROM t ORDER BY v, id LIMIT 700000) d")
+	const fetch = "character_set_results=binary"
+	waitShards(t, true, fetch, roots...)
+	mustExec(t, b, "KILL QUERY "+aID)
+	if err := waitErr(t, done, "KILL QUERY"); mysqlErrCode(err) != 1317 {
+		t.Fatalf("the killed evaluation ended with %v, want error 1317", err)
+	}
+	waitShards(t, false, fetch, roots...)
+	waitShards(t, false, "INSERT INTO", roots[0])
+	if got := queryString(t, a, "SELECT COUNT(*) FROM (SELECT v FROM t ORDER BY v, id LIMIT 10) d"); got != "10" {
+		t.Fatalf("the killed session's next evaluated statement: %q, want 10", got)
+	}
+	by.check(t)
+	waitPoolsIdle(t, p, 4)
+}
+
+// An evaluated prepared statement reading LAST_INSERT_ID() reads the
+// session's (the evaluator's connection is set to it), and a table with
+// an INVISIBLE column, which the copy would leave out, is refused.
+func TestEvaluateSessionValues(t *testing.T) {
+	gen := difftest.NewGenerator(20261130)
+	d := startShardedDiff(t, gen)
+	difftest.LoadData(t, d.ref, d.got, gen, diffOptions())
+	db := openDB(t, proxyDSN(d.proxy, appUser, appPass, diffDB, "interpolateParams=false"))
+	conn := oneConn(t, db)
+	ctx := context.Background()
+	res, err := conn.ExecContext(ctx, "INSERT INTO sf_note (body) VALUES ('for LAST_INSERT_ID')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := res.LastInsertId()
+	var got, n int64
+	if err := conn.QueryRowContext(ctx, "SELECT LAST_INSERT_ID(), COUNT(*) FROM sf_user u JOIN sf_order o ON o.order_no = u.city_id WHERE u.id > ?", 0).Scan(&got, &n); err != nil {
+		t.Fatal(err)
+	}
+	if got != id || id == 0 {
+		t.Errorf("LAST_INSERT_ID() in an evaluated prepared statement: %d, want the session's %d", got, id)
+	}
+	mustExec(t, conn, "ALTER TABLE sf_tag ADD COLUMN secret INT INVISIBLE")
+	_, err = conn.QueryContext(ctx, "SELECT t.name, u.id FROM sf_tag t JOIN sf_user u ON u.id = t.uses")
+	if mysqlErrCode(err) != 1235 || !contains(err.Error(), "INVISIBLE") {
+		t.Errorf("an evaluated statement on a table with an INVISIBLE column: %v, want 1235 naming it", err)
 	}
 }

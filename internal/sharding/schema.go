@@ -58,8 +58,13 @@ type SchemaTable struct {
 	// order.
 	columns atomic.Pointer[[]string]
 	// collated are the lower-cased names of its columns that hold
-	// character strings (with a collation), learnt with columns.
+	// character strings (with a collation), learnt with columns; numeric,
+	// those that hold numbers (integers, DECIMAL, FLOAT, DOUBLE).
 	collated atomic.Pointer[map[string]bool]
+	numeric  atomic.Pointer[map[string]bool]
+	// invisible: a column is INVISIBLE (MariaDB), which SELECT * leaves
+	// out, learnt with the columns.
+	invisible atomic.Bool
 }
 
 // NewSchema is an empty schema; tables are added with Add.
@@ -138,6 +143,23 @@ func (t *SchemaTable) SetColumns(cols []string) { t.columns.Store(&cols) }
 // SetCollated records which columns hold character strings: lower-cased
 // names.
 func (t *SchemaTable) SetCollated(names map[string]bool) { t.collated.Store(&names) }
+
+// SetInvisible records whether a column of the table is INVISIBLE.
+func (t *SchemaTable) SetInvisible(b bool) { t.invisible.Store(b) }
+
+// Invisible reports whether a column of the table is known to be
+// INVISIBLE.
+func (t *SchemaTable) Invisible() bool { return t.invisible.Load() }
+
+// SetNumeric records which columns hold numbers: lower-cased names.
+func (t *SchemaTable) SetNumeric(names map[string]bool) { t.numeric.Store(&names) }
+
+// Numeric reports whether column name holds numbers (an integer,
+// DECIMAL, FLOAT or DOUBLE column), false when that is not known.
+func (t *SchemaTable) Numeric(name string) bool {
+	m := t.numeric.Load()
+	return m != nil && (*m)[strings.ToLower(name)]
+}
 
 // Collated reports whether column name holds character strings (with a
 // collation), and whether that is known.

@@ -1,0 +1,41 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestTemporaryDDL: a sub-table's SHOW CREATE TABLE becomes the creation
+// of a temporary table of the logical name with the same columns and
+// keys; foreign keys and partitioning, which a temporary table cannot
+// have, are left out, and so are the commas they leave.
+func TestTemporaryDDL(t *testing.T) {
+	create := "CREATE TABLE `orders_0003` (\n" +
+		"  `id` int(11) NOT NULL,\n" +
+		"  `customer_id` int(11) NOT NULL,\n" +
+		"  `note` varchar(20) COLLATE utf8mb4_bin DEFAULT NULL,\n" +
+		"  PRIMARY KEY (`id`),\n" +
+		"  KEY `c` (`customer_id`),\n" +
+		"  CONSTRAINT `fk_c` FOREIGN KEY (`customer_id`) REFERENCES `customers_0003` (`id`)\n" +
+		") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci\n" +
+		" PARTITION BY HASH (`id`)\nPARTITIONS 2"
+	got, err := TemporaryDDL(create, "`shop`.`orders`")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "CREATE TEMPORARY TABLE `shop`.`orders` (\n" +
+		"  `id` int(11) NOT NULL,\n" +
+		"  `customer_id` int(11) NOT NULL,\n" +
+		"  `note` varchar(20) COLLATE utf8mb4_bin DEFAULT NULL,\n" +
+		"  PRIMARY KEY (`id`),\n" +
+		"  KEY `c` (`customer_id`)\n" +
+		") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"
+	if got != want {
+		t.Errorf("TemporaryDDL:\n%s\nwant\n%s", got, want)
+	}
+	for _, bad := range []string{"", "CREATE VIEW `v` AS SELECT 1", "CREATE TABLE `t` ("} {
+		if _, err := TemporaryDDL(bad, "`shop`.`t`"); err == nil || !strings.Contains(err.Error(), "SHOW CREATE TABLE") {
+			t.Errorf("TemporaryDDL(%q): %v, want an error naming SHOW CREATE TABLE", bad, err)
+		}
+	}
+}
