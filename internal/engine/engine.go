@@ -19,10 +19,14 @@ import (
 type Cursor interface {
 	// Run sends q, a complete client command packet (COM_QUERY or
 	// COM_STMT_EXECUTE, rewritten or as the client sent it), to a server of
-	// cl: a replica when replicaOK and one is fit to serve the session,
-	// else the writer. It relays the whole answer to the client and reports
-	// whether the session goes on; the client has been answered either way.
-	Run(cl *backend.Cluster, replicaOK bool, q []byte) bool
+	// r.Cluster: a replica when r.ReplicaOK and one is fit to serve the
+	// session, else the writer; for a prepared statement's execution, as
+	// the execution of the server-side statement r.Stmt names (the
+	// client's own when nil), taking the client's parameters r.Params. It
+	// relays the whole answer to the client and reports whether the
+	// session goes on; the client has been answered either way. r.Query
+	// is not read: q is the command.
+	Run(r *Route, q []byte) bool
 	// Fail answers the client with e instead of running anything.
 	Fail(e *mysql.SQLError) bool
 	// EndTransaction runs q, COMMIT or ROLLBACK, on the connection of
@@ -147,6 +151,12 @@ type Route struct {
 	// Query is the command rewritten for the cluster (sub-table names);
 	// nil sends the client's own.
 	Query []byte
+	// Stmt and Params are, for a prepared statement's execution on one
+	// sub-table, what Part's are: the text of the server-side statement
+	// the execution runs (nil: the client's own) and the client's
+	// parameters it takes, in its order (nil: all, in theirs).
+	Stmt   []byte
+	Params []int
 }
 
 // Execute implements Primitive.
@@ -154,7 +164,7 @@ func (r *Route) Execute(c Cursor, q []byte) bool {
 	if r.Query != nil {
 		q = r.Query
 	}
-	return c.Run(r.Cluster, r.ReplicaOK, q)
+	return c.Run(r, q)
 }
 
 // Refuse answers a statement the proxy will not run with an error that

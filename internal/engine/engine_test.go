@@ -57,8 +57,8 @@ func (f *fakeCursor) AnnotateErrors(func(*mysql.SQLError) *mysql.SQLError) {}
 func (f *fakeCursor) UnlockTables() bool                                   { return true }
 func (f *fakeCursor) Killed() bool                                         { return false }
 
-func (f *fakeCursor) Run(cl *backend.Cluster, replicaOK bool, q []byte) bool {
-	f.runs = append(f.runs, run{cl, replicaOK, append([]byte(nil), q...)})
+func (f *fakeCursor) Run(r *Route, q []byte) bool {
+	f.runs = append(f.runs, run{r.Cluster, r.ReplicaOK, append([]byte(nil), q...)})
 	return f.ok
 }
 

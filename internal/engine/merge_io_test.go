@@ -92,14 +92,14 @@ func (f *mergeCursor) TakeWarnings(*backend.Conn, *mysql.ResponseInfo) {}
 func (f *mergeCursor) Aside(*backend.Cluster) (*backend.Conn, error) {
 	return nil, errors.New("no aside")
 }
-func (f *mergeCursor) ReleaseAside(*backend.Conn, bool)        {}
-func (f *mergeCursor) RenameWarnings(func(string) string)      {}
-func (f *mergeCursor) Status() uint16                          { return mysql.StatusAutocommit }
-func (f *mergeCursor) Answer(*mysql.OKPacket) bool             { f.t.Fatal("Answer"); return false }
-func (f *mergeCursor) AnswerResult(*mysql.ResultSet) bool      { f.t.Fatal("AnswerResult"); return false }
-func (f *mergeCursor) Run(*backend.Cluster, bool, []byte) bool { f.t.Fatal("Run"); return false }
-func (f *mergeCursor) Savepoint([]byte) bool                   { f.t.Fatal("Savepoint"); return false }
-func (f *mergeCursor) EndTransaction([]byte) bool              { f.t.Fatal("EndTransaction"); return false }
+func (f *mergeCursor) ReleaseAside(*backend.Conn, bool)   {}
+func (f *mergeCursor) RenameWarnings(func(string) string) {}
+func (f *mergeCursor) Status() uint16                     { return mysql.StatusAutocommit }
+func (f *mergeCursor) Answer(*mysql.OKPacket) bool        { f.t.Fatal("Answer"); return false }
+func (f *mergeCursor) AnswerResult(*mysql.ResultSet) bool { f.t.Fatal("AnswerResult"); return false }
+func (f *mergeCursor) Run(*Route, []byte) bool            { f.t.Fatal("Run"); return false }
+func (f *mergeCursor) Savepoint([]byte) bool              { f.t.Fatal("Savepoint"); return false }
+func (f *mergeCursor) EndTransaction([]byte) bool         { f.t.Fatal("EndTransaction"); return false }
 func (f *mergeCursor) AnswerInsert(*mysql.OKPacket, uint64) bool {
 	f.t.Fatal("AnswerInsert")
 	return false

@@ -19,8 +19,8 @@ type Part struct {
 	Query   []byte
 	Stmt    []byte
 	// Params are the client's parameters (0-based) Stmt takes, in its
-	// order, when it takes only some (the rows of a split INSERT); nil:
-	// the statement's own order.
+	// order, when it takes only some (the rows of a split INSERT) or in
+	// another order; nil: all of them, in the statement's own order.
 	Params []int
 	// Union: the part reads several sub-tables as one UNION ALL (a
 	// Merge's part), whose column definitions are a UNION's.

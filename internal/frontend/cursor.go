@@ -67,10 +67,7 @@ func (s *Session) Send(c *backend.Conn, p *engine.Part, q []byte) error {
 		return err
 	}
 	if s.exec.ps != nil {
-		s.exec.sql = p.Stmt
-		if p.Params != nil {
-			s.exec.order = p.Params
-		}
+		s.exec.sql, s.exec.order = p.Stmt, p.Params
 		return s.sendExecute(c, q)
 	}
 	if p.Query != nil {
@@ -261,7 +258,7 @@ func (s *Session) EndTransaction(q []byte) bool {
 			}
 		}
 	}
-	return s.Run(last, false, q)
+	return s.runOn(last, false, q)
 }
 
 // Savepoint implements engine.Cursor: q runs on each other shard in the
@@ -288,7 +285,7 @@ func (s *Session) Savepoint(q []byte) bool {
 		}
 		return s.writeErr(lostBackendError())
 	}
-	ok := s.Run(s.cl, false, q)
+	ok := s.runOn(s.cl, false, q)
 	s.noteSavepoint(q[1:])
 	return ok
 }

@@ -135,21 +135,19 @@ func (s *Session) plan(st router.Stmt, p []byte) engine.Primitive {
 	if ps := s.exec.ps; ps != nil {
 		ks = ps.keyspace() // where it was prepared, not the current database
 		if e := s.outsidePrepared(ps); e != nil {
-			return s.refuseErr(e)
+			return s.bind.Refuse(e)
 		}
 	} else if s.namesSchema(st) || ks == nil && s.onInformationSchema() {
 		var e *mysql.SQLError
 		if ks, e = s.chooseKeyspace(ks, st, p); e != nil {
-			return s.refuseErr(e)
+			return s.bind.Refuse(e)
 		}
 	}
 	if ks != nil {
 		prim = s.planSharded(ks, st, p)
 	} else {
-		if ddlKind(st.Kind) {
-			prim = s.planSchemaDDL(st, p)
-		}
-		if prim == nil {
+		// DDL about a sharded schema from a session on another database.
+		if prim = s.bind.SchemaDDL(st, p, s); prim == nil {
 			prim = planner.PlanCluster(&s.planned, s.home, s.user.Policy(), st, s)
 		}
 	}
@@ -177,9 +175,16 @@ type command struct {
 	lastIDSet bool
 }
 
-// Run implements engine.Cursor: it runs the current command (s.cmd) on
-// cl.
-func (s *Session) Run(cl *backend.Cluster, replicaOK bool, q []byte) bool {
+// Run implements engine.Cursor: it runs the current command (s.cmd) as
+// r says.
+func (s *Session) Run(r *engine.Route, q []byte) bool {
+	s.exec.sql, s.exec.order = r.Stmt, r.Params
+	return s.runOn(r.Cluster, r.ReplicaOK, q)
+}
+
+// runOn runs the current command (s.cmd) on cl, a prepared statement's
+// execution as s.exec says.
+func (s *Session) runOn(cl *backend.Cluster, replicaOK bool, q []byte) bool {
 	s.enter(cl)
 	s.joinTransaction(q)
 	s.pinBefore(s.cmd.st)

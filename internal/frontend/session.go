@@ -98,7 +98,7 @@ type Session struct {
 	// command it runs (Run), the cluster it runs on and, within it, where
 	// it goes (route.go).
 	planned   engine.Route
-	refusal   engine.Refuse
+	bind      planner.Binder // a statement on a sharded schema, bound by the planner
 	cmd       command
 	home      *backend.Cluster // the user's cluster, or its schema's default cluster
 	cl        *backend.Cluster // the cluster the statement runs on (home between statements)
@@ -130,31 +130,11 @@ type Session struct {
 	partDB      string
 	outsideFrom *backend.Cluster
 
-	// A statement on a sharded schema (shards.go): its shape and values,
-	// the parts it runs in, rendered into one buffer, and the primitives
-	// that run them.
-	shape    router.Shape
-	vals     planner.TextValues
-	sub      [1]int
-	parts    []engine.Part
-	partSQL  []byte
-	partEnds []int
-	scatter  engine.Scatter
-	// A merge's parts, one per shard (shards_merge.go).
-	merge       engine.Merge
-	mergeBy     []mergeShard
-	mergeParams []int
-	// A read evaluated on the default cluster (shards_plan.go), and a
-	// merge's fallback to it (shards_merge.go).
-	evaluation engine.Evaluate
-	fallback   evalFallback
-	// A prepared statement's execution there: its parameters decoded
-	// (xvals), the packet's parameter parts and each value's span in them.
-	xvals   planner.ExecValues
+	// A prepared statement's execution on a sharded schema: the packet's
+	// parameter parts and each value's span in them (ExecuteParams), for
+	// writeReordered.
 	xparams mysql.ExecuteParams
 	spans   [][2]int
-	fanout  engine.Fanout
-	ins     insertRows         // an INSERT's rows and keys (shards_insert.go)
 	renamer mysql.TableRenamer // renameSubTable, made once
 	warns   partWarnings       // warnings.go
 	// annotate, when set, rewrites the errors the client is answered
@@ -199,6 +179,7 @@ type Session struct {
 func newSession(srv *Server, nc net.Conn, id uint32) *Session {
 	remote := nc.RemoteAddr().String()
 	s := &Session{srv: srv, id: id, client: mysql.NewConn(nc), remote: remote}
+	s.bind.Keyspaces = srv.opt.Keyspaces
 	s.client.Poller = srv.opt.Poller
 	s.pollKey = srv.opt.Poller.Key()
 	return s

@@ -1,33 +1,18 @@
 package frontend
 
 import (
-	"bytes"
-
-	"github.com/shardgate/shardgate/internal/engine"
-	"github.com/shardgate/shardgate/internal/mysql"
-	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
 	"github.com/shardgate/shardgate/internal/sharding"
 )
 
-// comFieldList runs COM_FIELD_LIST (table NUL wildcard). On a sharded
-// schema, a sharded table's fields are those of its sub-table 0, on that
-// sub-table's shard, and the relay gives their definitions the logical
-// table's name; other tables are on the default cluster.
+// comFieldList runs COM_FIELD_LIST (table NUL wildcard): on a sharded
+// schema where the planner says (planner.Keyspace.FieldList).
 func (s *Session) comFieldList(p []byte) bool {
 	ks := s.srv.opt.Keyspaces.Lookup(s.db)
 	if ks == nil {
 		return s.forward(p, needDB, relayFieldList)
 	}
-	cl := ks.Default
-	if end := bytes.IndexByte(p[1:], 0); end >= 0 {
-		if t := ks.Schema.TableBytes(p[1 : 1+end]); t != nil && t.Type == sharding.TableSharded {
-			sub := sharding.SubTableName(t.Name, 0)
-			q := append([]byte{mysql.ComFieldList}, sub...)
-			p = append(q, p[1+end:]...)
-			cl = ks.Shard(t.Group.Layout.Shard(0))
-		}
-	}
+	cl, p := ks.FieldList(p)
 	s.enter(cl)
 	if e := s.routeQuery(false); e != nil {
 		return s.writeErr(e)
@@ -35,16 +20,26 @@ func (s *Session) comFieldList(p []byte) bool {
 	return s.execute(p, needDB, relayFieldList, router.Stmt{})
 }
 
-// planInfoSchema plans a query on information_schema's table listings
-// (planner.Keyspace.InfoSchema). User variables are refused: the query
-// runs on several shards' connections, where they are not all set.
-func (s *Session) planInfoSchema(ks *planner.Keyspace, st router.Stmt, sql []byte) engine.Primitive {
-	if st.Flags&router.FlagUserVar != 0 {
-		return s.refuseUserVars()
+// renameSubTable gives a column definition naming a sub-table of a sharded
+// schema its logical table's name, as one server holding every row would:
+// GUI grids build their UPDATEs from it.
+func (s *Session) renameSubTable(schema, orgTable []byte) ([]byte, bool) {
+	if len(schema) == 0 {
+		// A derived table's column: MariaDB names the base table it
+		// comes from, in no schema (the statement's database's).
+		schema = []byte(s.db)
 	}
-	prim, err := ks.InfoSchema(sql, s.db)
-	if err != nil {
-		return s.refuseErr(err)
+	ks := s.srv.opt.Keyspaces[string(schema)]
+	if ks == nil {
+		return nil, false
 	}
-	return prim
+	name, ok := sharding.LogicalName(orgTable)
+	if !ok {
+		return nil, false
+	}
+	t := ks.Schema.TableBytes(name)
+	if t == nil || t.Type != sharding.TableSharded {
+		return nil, false
+	}
+	return name, true
 }

@@ -27,7 +27,7 @@ func (s *Session) chooseKeyspace(own *planner.Keyspace, st router.Stmt, p []byte
 	if s.stream != nil {
 		return own, nil
 	}
-	c := s.srv.opt.Keyspaces.Choose(s.db, st, p[1:], &s.shape, s.home)
+	c := s.bind.Choose(s.db, st, p[1:], s.home)
 	if c.Err != nil {
 		return nil, asSQLError(c.Err)
 	}
@@ -47,9 +47,9 @@ func (s *Session) outsidePrepared(ps *pstmt) *mysql.SQLError {
 	case ps.sh == nil:
 		return nil
 	case ps.sh.outside:
-		return s.goOutside(ps.sh.ks, ps.sh.db)
+		return s.goOutside(ps.sh.prep.KS, ps.sh.db)
 	case ps.db != s.db:
-		return s.goOutside(ps.sh.ks, ps.db)
+		return s.goOutside(ps.sh.prep.KS, ps.db)
 	}
 	return nil
 }
@@ -160,7 +160,7 @@ func (s *Session) namesSchema(st router.Stmt) bool {
 // */ in a session whose database is not sharded names a sharded schema,
 // whose plan it then answers with, as in a session on the schema.
 func (s *Session) explainsOutside(st router.Stmt, p []byte) bool {
-	return s.namesSchema(st) && s.srv.opt.Keyspaces.Choose(s.db, st, p[1:], &s.shape, s.home).KS != nil
+	return s.namesSchema(st) && s.bind.Choose(s.db, st, p[1:], s.home).KS != nil
 }
 
 // onInformationSchema reports whether the session's database is

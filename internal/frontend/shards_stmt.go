@@ -1,43 +1,35 @@
 package frontend
 
 import (
-	"bytes"
 	"encoding/binary"
 
 	"github.com/shardgate/shardgate/internal/backend"
-	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
 )
 
 // Prepared statements on a sharded schema. PREPARE plans the statement
-// once (the plan of its shape) and prepares, for the client's answer,
-// the text of one sub-table on its shard. Each EXECUTE routes by the
-// typed parameters it carries and runs, on every sub-table it picks, a
-// server-side statement prepared from that sub-table's text (by the
+// once and prepares, for the client's answer, the text of one sub-table
+// on its shard (planner.Binder.Prepare); each EXECUTE is bound to the
+// sub-tables its parameters pick (planner.Binder.Execute), which run the
+// server-side statements prepared from their texts (by the
 // per-connection statement cache, keyed by text); the binary rows come
-// back as the servers send them. Parameters are never pasted into SQL.
+// back as the servers send them. What is the session's: the long data
+// held until EXECUTE, the rows of a cursor over several shards, where the
+// last cursor was opened, and sending the execution with its parameters
+// in each backend statement's order.
 
 // shardedStmt is what a statement prepared in a sharded schema keeps.
 type shardedStmt struct {
-	ks *planner.Keyspace
-	// outside: ks is not the schema of the session's database at PREPARE
-	// (the statement names it); db is then the database its connections
-	// use, when not the session's (planner.Choice.DB).
+	// prep is what its executions are bound by: the keyspace, the plan,
+	// the client's text and shape, the parameters' order.
+	prep planner.Prepared
+	// outside: prep.KS is not the schema of the session's database at
+	// PREPARE (the statement names it); db is then the database its
+	// connections use, when not the session's (planner.Choice.DB).
 	outside bool
 	db      string
-	// plan is the statement's plan; nil for a statement that runs as
-	// written on cl (a shard hint, BEGIN, SET …).
-	plan *planner.Plan
-	cl   *backend.Cluster
-	// text and shape are the client's statement, whose literals the
-	// sub-tables' texts copy.
-	text  []byte
-	shape router.Shape
-	// order is Template.Params when it is not the identity: the client's
-	// parameter each '?' of a sub-table's text stands for.
-	order []int
 
 	// Long data (COM_STMT_SEND_LONG_DATA) is held here until EXECUTE,
 	// when the sub-tables are known, and sent to each.
@@ -75,141 +67,46 @@ func (ps *pstmt) keyspace() *planner.Keyspace {
 	if ps.sh == nil {
 		return nil
 	}
-	return ps.sh.ks
+	return ps.sh.prep.KS
 }
 
 // maxLongData bounds the long data the proxy holds for one execution.
 const maxLongData = 64 << 20
 
-// prepareSharded answers COM_STMT_PREPARE in a sharded schema.
-// Statements about the session and hinted ones are prepared as written
-// where they will run; others are planned, their shape's refusals are
-// the PREPARE's error (as a server refuses a statement at PREPARE), and
-// a Sharded one is prepared as one sub-table's text on that sub-table's
-// shard, so that the client sees a server's parameter count and column
-// definitions (with logical table names).
+// prepareSharded answers COM_STMT_PREPARE in a sharded schema, where
+// planner.Binder.Prepare says: as written where the statement runs, as
+// one sub-table's text on that sub-table's shard (so that the client sees
+// a server's parameter count and column definitions, with logical table
+// names), around the temporary tables of its evaluation, or refused with
+// the error a server gives at PREPARE.
 func (s *Session) prepareSharded(ks *planner.Keyspace, p []byte, st router.Stmt) bool {
-	sql := p[1:]
-	sh := &shardedStmt{ks: ks, outside: s.outsideFrom != nil, db: s.partDB}
-	switch st.Kind {
-	case router.KindCommit, router.KindRollback, router.KindBegin, router.KindSet, router.KindSavepoint:
-		sh.cl = s.cl
-		return s.prepare(p, p, sh, st)
+	sh := &shardedStmt{outside: s.outsideFrom != nil, db: s.partDB}
+	at := s.bind.Prepare(ks, st, p, s, &sh.prep)
+	switch {
+	case at.Err != nil:
+		return s.writeErr(at.Err)
+	case at.Evaluate != nil:
+		// Prepared where it will be evaluated, over the temporary
+		// tables: the definitions are one server's.
+		return at.Evaluate.Prepare(s, func(ev *backend.Conn) (bool, bool, *mysql.ResponseInfo) { return s.prepareOn(ev, p, p, sh, st) })
 	}
-	if st.Flags&router.FlagHintShard != 0 {
-		if name, ok := router.ShardHint(sql); ok {
-			if sh.cl = ks.Shard(name); sh.cl == nil {
-				return s.writeErr(mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax,
-					"shardgate: shard hint names %q, which is not a shard of schema %s", name, ks.Schema.Name))
-			}
-			s.enter(sh.cl)
-			return s.prepare(p, p, sh, st)
-		}
+	q := p
+	if at.Query != nil {
+		q = at.Query
 	}
-	sh.text = bytes.Clone(sql)
-	router.ScanShape(sh.text, &sh.shape)
-	plan := ks.Plan(sh.text, &sh.shape, s.db)
-	if plan.Err != nil {
-		if prim := s.evaluate(ks, plan, st, sh.text, &sh.shape, nil, sh.text); prim != nil {
-			// Prepared where it will be evaluated, over the temporary
-			// tables: the definitions are one server's.
-			sh.plan = plan
-			return s.evaluation.Prepare(s, func(ev *backend.Conn) (bool, bool, *mysql.ResponseInfo) { return s.prepareOn(ev, p, p, sh, st) })
-		}
-		return s.writeErr(s.planRefusal(ks, plan, sh.text))
-	}
-	sh.plan = plan
-	if plan.An.Placement == planner.InfoSchema {
-		return s.writeErr(mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax, "This version of shardgate doesn't yet support '%s'",
-			"prepared statements on information_schema's table listings on a sharded schema (send the query as text)"))
-	}
-	if plan.An.Placement != planner.Sharded {
-		s.enter(ks.Default)
-		return s.prepare(p, p, sh, st)
-	}
-	order := plan.Tmpl.Params()
-	if len(order) != len(sh.shape.Params) {
-		return s.writeErr(mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax,
-			"This version of shardgate doesn't yet support '%s'", "a prepared statement whose parameters the SQL parser does not write back one for one, on sharded tables"))
-	}
-	for k, i := range order {
-		if k != i {
-			sh.order = order
-			break
-		}
-	}
-	i := plan.An.SampleSubTable()
-	s.sub[0] = i
-	q := plan.Tmpl.Append([]byte{mysql.ComStmtPrepare}, sh.text, &sh.shape, s.sub[:])
-	s.enter(ks.Shard(plan.An.Group.Layout.Shard(i)))
+	s.enter(at.Cluster)
 	return s.prepare(p, q, sh, st)
 }
 
-// planExecute plans an execution of ps, prepared in sharded schema ks,
-// as planStatement plans a text statement, the key values coming from
-// the parameters bound.
-func (s *Session) planExecute(ks *planner.Keyspace, ps *pstmt, st router.Stmt, p []byte) engine.Primitive {
-	sh := ps.sh
-	if sh.longErr != nil {
-		s.refusal = engine.Refuse{Err: sh.longErr}
-		return &s.refusal
-	}
-	if sh.plan == nil {
-		return s.routeToShard(sh.cl, st)
-	}
-	if s.stream != nil {
-		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "statements larger than the packet buffer on a sharded schema (send long values with COM_STMT_SEND_LONG_DATA)")
-	}
-	if sh.plan.An == nil { // evaluated (prepareSharded)
-		if err := s.bindParams(ps, p); err != nil {
-			return s.refuseErr(mysql.NewError(mysql.ERWrongArguments, mysql.StateGeneral, "Incorrect arguments to mysqld_stmt_execute"))
-		}
-		return s.evaluateOr(ks, sh.plan, st, sh.text, &sh.shape, &s.xvals, sh.text, sh.plan.Err)
-	}
-	if sh.plan.An.Placement != planner.Sharded {
-		return s.placeWhole(ks, sh.plan.An, st)
-	}
-	if st.Flags&router.FlagUserVar != 0 {
-		return s.refuseUserVars()
-	}
-	return s.executeSharded(ks, ps, st, p)
-}
-
-// executeSharded plans an execution of a statement on sharded tables on
-// the sub-tables its parameters pick.
-func (s *Session) executeSharded(ks *planner.Keyspace, ps *pstmt, st router.Stmt, p []byte) engine.Primitive {
-	sh := ps.sh
-	if err := s.bindParams(ps, p); err != nil {
-		return s.refuseErr(mysql.NewError(mysql.ERWrongArguments, mysql.StateGeneral, "Incorrect arguments to mysqld_stmt_execute"))
-	}
-	an := sh.plan.An
-	if an.Insert != nil {
-		return s.insertParts(ks, sh.plan, st, sh.text, &sh.shape, &s.xvals, true)
-	}
-	target, err := an.Route(&s.xvals)
-	if err != nil {
-		return s.evaluateOr(ks, sh.plan, st, sh.text, &sh.shape, &s.xvals, sh.text, err)
-	}
-	sh.held = nil // a new execution closes the statement's cursor
-	if target.Len() > 1 && s.merges(sh.plan) {
-		// Merged; a cursor's rows are held by the merge and served by
-		// the proxy (a Scatter cannot hold them).
-		return s.planMerge(ks, sh.plan, sh.text, &sh.shape, target, st, &s.xvals, true)
-	}
-	s.renderParts(ks, sh.plan, sh.text, &sh.shape, target, true)
-	s.exec.order = sh.order
-	return s.subTables(ks, sh.plan, st)
-}
-
-// bindParams decodes the parameters of p, the COM_STMT_EXECUTE of ps,
-// into s.xvals, noting where each value lies in the packet (s.spans) for
-// writeReordered. Nothing is allocated once the session's buffers have
-// grown to the statement's parameters.
-func (s *Session) bindParams(ps *pstmt, p []byte) error {
+// ExecuteParams implements planner.Session: it decodes the parameters of
+// the COM_STMT_EXECUTE being planned into dst, noting where each value
+// lies in the packet (s.spans) for writeReordered. Nothing is allocated
+// once the session's buffers have grown to the statement's parameters.
+func (s *Session) ExecuteParams(dst *planner.ExecValues) error {
+	ps, p := s.exec.ps, s.exec.packet
 	sh := ps.sh
 	n := int(ps.params)
-	s.xvals.Reset(sh.text, &sh.shape)
-	s.xvals.ResetParams(n)
+	dst.ResetParams(n)
 	s.spans = s.spans[:0]
 	if n == 0 {
 		return nil
@@ -229,15 +126,15 @@ func (s *Session) bindParams(ps *pstmt, p []byte) error {
 		case sh.hasLong != nil && sh.hasLong[i]:
 			// The server takes long data over the NULL bit and the packet
 			// holds no value for it.
-			s.xvals.SetString(i, sh.long[i], mysql.IsBlob(e.Types[2*i]))
+			dst.SetString(i, sh.long[i], mysql.IsBlob(e.Types[2*i]))
 		case e.Null(i):
-			s.xvals.SetNull(i)
+			dst.SetNull(i)
 		default:
 			v, w, err := mysql.ReadParam(e.Values[off:], e.Types[2*i], e.Types[2*i+1]&0x80 != 0)
 			if err != nil {
 				return err
 			}
-			s.xvals.SetParam(i, v)
+			dst.SetParam(i, v)
 			off += w
 		}
 		s.spans = append(s.spans, [2]int{start, off})
@@ -296,7 +193,7 @@ func (s *Session) writeLongData(c *backend.Conn, sh *shardedStmt, order []int, i
 }
 
 // writeReordered sends COM_STMT_EXECUTE of backend statement id with the
-// client's parameters (decoded by bindParams) in order: NULL bits, types
+// client's parameters (decoded by ExecuteParams) in order: NULL bits, types
 // and values moved to where the backend text has them.
 func (s *Session) writeReordered(c *backend.Conn, p []byte, id uint32, order []int) error {
 	e := &s.xparams

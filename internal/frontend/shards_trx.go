@@ -8,7 +8,6 @@ import (
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
-	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
 	"github.com/shardgate/shardgate/internal/sharding"
 )
@@ -213,15 +212,17 @@ func (s *Session) appendBegin(b []byte) []byte {
 // later gets the savepoints set before, right after its BEGIN. Nothing of
 // the transaction had run there before them, so rolling back to one
 // undoes all of that shard's part after it, as one server would.
-func (s *Session) planSavepoint(st router.Stmt, p []byte) engine.Primitive {
+// A prepared one in a transaction on one shard runs there as any
+// statement about the session (nil: the planner's Binder plans it).
+func (s *Session) planSavepoint(p []byte) engine.Primitive {
 	if p[0] != mysql.ComQuery {
 		if len(s.others) == 0 {
-			return planner.PlanCluster(&s.planned, s.cl, s.user.Policy(), st, s)
+			return nil
 		}
-		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "a prepared savepoint statement in a transaction over several shards")
+		return s.notSupported("a prepared savepoint statement in a transaction over several shards")
 	}
 	if _, _, ok := router.Savepoint(p[1:]); !ok {
-		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "this form of savepoint statement on a sharded schema")
+		return s.notSupported("this form of savepoint statement on a sharded schema")
 	}
 	return engine.Savepoint{}
 }

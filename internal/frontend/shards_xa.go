@@ -278,7 +278,7 @@ func (s *Session) endXA(q []byte) bool {
 		if commit {
 			s.count("one_phase")
 		}
-		return s.Run(coord, false, q)
+		return s.runOn(coord, false, q)
 	case len(writers) == 1 && !coordWrote:
 		return s.commitOnePhase(coord, writers[0], q)
 	}
@@ -295,7 +295,7 @@ func (s *Session) commitOnePhase(coord *backend.Cluster, w heldConn, q []byte) b
 		return s.writeErr(commitError(err, "COMMIT failed on shard "+w.cl.Name+", the only one that wrote; nothing was committed"))
 	}
 	s.count("one_phase")
-	return s.Run(coord, false, q)
+	return s.runOn(coord, false, q)
 }
 
 // commitTwoPhase commits the coordinator's part (s.pinned) and the

@@ -176,7 +176,10 @@ func (s *Session) comStmtExecute(p []byte) bool {
 		}
 	}
 	cursor := p[5]&(mysql.CursorTypeReadOnly|mysql.CursorTypeForUpdate|mysql.CursorTypeScrollable) != 0
-	s.exec = stmtExec{ps: ps, bound: bound, cursor: cursor}
+	if ps.sh != nil {
+		ps.sh.held = nil // a new execution closes the statement's cursor
+	}
+	s.exec = stmtExec{ps: ps, packet: p, bound: bound, cursor: cursor}
 	ok = s.statement(p, ps.stmt)
 	s.exec = stmtExec{}
 	if ps.sh != nil {
@@ -190,8 +193,9 @@ func (s *Session) comStmtExecute(p []byte) bool {
 // first if need be) instead of as is.
 type stmtExec struct {
 	ps     *pstmt
-	bound  bool // the packet carries parameter types
-	cursor bool // the client asked for a cursor
+	packet []byte // the client's COM_STMT_EXECUTE
+	bound  bool   // the packet carries parameter types
+	cursor bool   // the client asked for a cursor
 	// sql is the text of the backend statement a sharded statement runs
 	// as on the connection at hand (ps.sql when nil), and order the
 	// client's parameter each of its '?' stands for (nil: in order).

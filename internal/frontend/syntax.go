@@ -7,21 +7,8 @@ import (
 
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/mysql"
-	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/sharding"
 )
-
-// planRefusal is the client's error for a plan that refuses sql: the
-// server's syntax error when the parser could not read it and the server
-// cannot either, else the plan's refusal.
-func (s *Session) planRefusal(ks *planner.Keyspace, plan *planner.Plan, sql []byte) *mysql.SQLError {
-	if plan.Unparsed {
-		if e := s.serverSyntaxError(ks.Default, sql); e != nil {
-			return e
-		}
-	}
-	return asSQLError(plan.Err)
-}
 
 // serverSyntaxError asks a server of cl whether sql, which the planner's
 // parser could not read, is a syntax error, and returns the server's
@@ -111,6 +98,5 @@ func isCharsetName(v string) bool {
 func (s *Session) noteCharset() {
 	client, _ := s.vars.Get("character_set_client")
 	conn, _ := s.vars.Get("character_set_connection")
-	cs := sharding.SessionCharset(client, conn)
-	s.vals.Charset, s.xvals.Charset = cs, cs
+	s.bind.SetCharset(sharding.SessionCharset(client, conn))
 }

@@ -55,6 +55,26 @@ func (ks Keyspaces) Lookup(db string) *Keyspace {
 	return ks[db]
 }
 
+// Home is where the statements of a user without a cluster of its own
+// go when they are outside sharded schemas: the default cluster of its
+// default database's schema db, else of the first schema by name; nil
+// without schemas.
+func (ks Keyspaces) Home(db string) *backend.Cluster {
+	if k := ks.Lookup(db); k != nil {
+		return k.Default
+	}
+	first := ""
+	for name := range ks {
+		if first == "" || name < first {
+			first = name
+		}
+	}
+	if first == "" {
+		return nil
+	}
+	return ks[first].Default
+}
+
 // ForgetPlans drops the keyspace's cached plans, after DDL changed what
 // they were made from (a table's columns).
 func (k *Keyspace) ForgetPlans() { k.cache.Clear() }

@@ -8,7 +8,9 @@ import (
 
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/engine"
+	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/router"
+	"github.com/shardgate/shardgate/internal/sequence"
 )
 
 // fakeSession is a session view set by the test.
@@ -16,6 +18,20 @@ type fakeSession struct {
 	db                  string
 	pinned, allowed, ro bool
 	asked               int // ReadsOwnWritesOnPrimary calls: they read the clock
+
+	// What binding asks (bind_test.go).
+	pol                 router.Policy
+	cl                  *backend.Cluster
+	inTrx, noAutocommit bool
+	locked              []*backend.Cluster
+	cursor, streaming   bool
+	sqlMode             string
+	refuseWrite         func(cl *backend.Cluster) *mysql.SQLError // nil: every write allowed
+	wrote               []*backend.Cluster                        // clusters CrossShardWrite saw writes on
+	nextID              uint64                                    // DrawKeys' first id
+	drawn               []int                                     // rows DrawKeys drew, per call
+	params              func(dst *ExecValues) error
+	syntaxErr           *mysql.SQLError
 }
 
 func (f *fakeSession) DB() string                { return f.db }
@@ -24,6 +40,48 @@ func (f *fakeSession) ReplicaReadsAllowed() bool { return f.allowed }
 func (f *fakeSession) ReadsOwnWritesOnPrimary() bool {
 	f.asked++
 	return f.ro
+}
+func (f *fakeSession) Policy() *router.Policy                               { return &f.pol }
+func (f *fakeSession) Cluster() *backend.Cluster                            { return f.cl }
+func (f *fakeSession) InTransaction() bool                                  { return f.inTrx }
+func (f *fakeSession) Autocommit() bool                                     { return !f.noAutocommit }
+func (f *fakeSession) LocksTables() bool                                    { return len(f.locked) > 0 }
+func (f *fakeSession) LockedClusters() []*backend.Cluster                   { return f.locked }
+func (f *fakeSession) CursorRequested() bool                                { return f.cursor }
+func (f *fakeSession) Streaming() bool                                      { return f.streaming }
+func (f *fakeSession) SQLMode() string                                      { return f.sqlMode }
+func (f *fakeSession) Logger() *slog.Logger                                 { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func (f *fakeSession) SyntaxError(*backend.Cluster, []byte) *mysql.SQLError { return f.syntaxErr }
+
+func (f *fakeSession) CrossShardWrite(cl *backend.Cluster, st router.Stmt) *mysql.SQLError {
+	if !router.IsWrite(st) {
+		return nil
+	}
+	if f.refuseWrite != nil {
+		if e := f.refuseWrite(cl); e != nil {
+			return e
+		}
+	}
+	f.wrote = append(f.wrote, cl)
+	return nil
+}
+
+func (f *fakeSession) DrawKeys(_ *sequence.Sequence, _ uint64, rows int) (uint64, error) {
+	f.drawn = append(f.drawn, rows)
+	if rows == 0 {
+		return 0, nil
+	}
+	first := f.nextID
+	f.nextID += uint64(rows)
+	return first, nil
+}
+
+func (f *fakeSession) ExecuteParams(dst *ExecValues) error {
+	if f.params == nil {
+		dst.ResetParams(0)
+		return nil
+	}
+	return f.params(dst)
 }
 
 // testCluster is a cluster of n servers at an address nothing listens on;

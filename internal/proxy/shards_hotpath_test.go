@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"encoding/binary"
 	"testing"
 	"time"
 
@@ -35,6 +36,35 @@ func BenchmarkShardedPointSelectText(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		h.roundTrip(b, h.query)
+	}
+}
+
+// BenchmarkShardedPointSelectBinary: a prepared point select by key,
+// routed by its parameter to one sub-table.
+func BenchmarkShardedPointSelectBinary(b *testing.B) {
+	h := shardedHot(b)
+	id, _ := h.mustPrepare(b, "SELECT v FROM t WHERE id=?")
+	exec := []byte{mysql.ComStmtExecute, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, byte(mysql.TypeLong), 0}
+	binary.LittleEndian.PutUint32(exec[1:], id)
+	exec = binary.LittleEndian.AppendUint32(exec, 5000)
+	h.roundTrip(b, exec)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h.roundTrip(b, exec)
+	}
+}
+
+// BenchmarkShardedScatterText: a read of every sub-table (the shards at
+// once, a shard's sub-tables by one UNION ALL, rows passed on undecoded).
+func BenchmarkShardedScatterText(b *testing.B) {
+	h := shardedHot(b)
+	q := append([]byte{mysql.ComQuery}, "SELECT v FROM t WHERE v = 7"...)
+	h.roundTrip(b, q)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h.roundTrip(b, q)
 	}
 }
 

@@ -1,4 +1,4 @@
-package frontend
+package planner
 
 import (
 	"context"
@@ -6,16 +6,16 @@ import (
 
 	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
-	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/router"
 )
+
+// DDL about a sharded schema (Keyspaces.PlanDDL): run on every sub-table
+// or shard, then the plans of the schema forgotten and the shard-key
+// types of the tables it created or altered learnt again.
 
 // learnAfterDDLWait bounds the look-up of a table's shard-key type after
 // DDL through the proxy created or altered it.
 const learnAfterDDLWait = 5 * time.Second
-
-// erKeyColumnDoesNotExist is MySQL's ER_KEY_COLUMN_DOES_NOT_EXITS.
-const erKeyColumnDoesNotExist uint16 = 1072
 
 // ddlKind reports whether statements of kind k may be DDL about a
 // sharded schema's tables or database.
@@ -27,37 +27,37 @@ func ddlKind(k router.Kind) bool {
 	return false
 }
 
-// planSchemaDDL plans, in a session whose database is not a sharded
-// schema, a text DDL statement that is about one (CREATE DATABASE shop,
-// ALTER TABLE shop.t …); nil for any other statement.
-func (s *Session) planSchemaDDL(st router.Stmt, p []byte) engine.Primitive {
-	if len(s.srv.opt.Keyspaces) == 0 || s.exec.ps != nil || s.stream != nil || p[0] != mysql.ComQuery {
+// SchemaDDL binds, in a session whose database is not a sharded schema,
+// a text DDL statement p (classified st) that is about one (CREATE
+// DATABASE shop, ALTER TABLE shop.t …); nil for any other statement,
+// which the caller plans as it would without sharded schemas.
+func (b *Binder) SchemaDDL(st router.Stmt, p []byte, s Session) engine.Primitive {
+	if !ddlKind(st.Kind) || len(b.Keyspaces) == 0 || s.Streaming() || p[0] != mysql.ComQuery {
 		return nil
 	}
-	return s.planDDL(st, p)
+	return b.ddl(st, p, s)
 }
 
-// planDDL plans a DDL statement about a sharded schema
-// (planner.Keyspaces.PlanDDL), or returns nil for a statement that is
-// not one. DDL commits the open transaction on the server that runs it,
-// which on shards would commit it on some only: it is refused inside a
-// transaction.
-func (s *Session) planDDL(st router.Stmt, p []byte) engine.Primitive {
-	plan, err := s.srv.opt.Keyspaces.PlanDDL(p[1:], s.db)
+// ddl binds a DDL statement about a sharded schema, or returns nil for a
+// statement that is not one. DDL commits the open transaction on the
+// server that runs it, which on shards would commit it on some only: it
+// is refused inside a transaction.
+func (b *Binder) ddl(st router.Stmt, p []byte, s Session) engine.Primitive {
+	plan, err := b.Keyspaces.PlanDDL(p[1:], s.DB())
 	switch {
 	case err != nil:
-		return s.refuseErr(err)
+		return b.refuseErr(err)
 	case plan == nil:
 		return nil
 	case plan.Run == nil:
-		return s.routeToShard(plan.Keyspace.Default, st)
-	case s.inTrx():
-		return s.refuse1235("This version of shardgate doesn't yet support '%s'", "DDL on a sharded schema inside a transaction (it would commit the transaction on some shards only); COMMIT or ROLLBACK first")
+		return b.routeTo(plan.Keyspace.Default, st, s)
+	case s.InTransaction():
+		return b.refuse("DDL on a sharded schema inside a transaction (it would commit the transaction on some shards only); COMMIT or ROLLBACK first")
 	}
 	plan.Run.Then = func() *mysql.SQLError {
 		// Plans may hold what the DDL changed (an INSERT's column list).
 		plan.Keyspace.ForgetPlans()
-		return s.learnAfterDDL(plan)
+		return learnAfterDDL(plan, s)
 	}
 	return plan.Run
 }
@@ -66,7 +66,7 @@ func (s *Session) planDDL(st router.Stmt, p []byte) engine.Primitive {
 // created or altered, so that the next statements route by key. A table
 // created LIKE another may lack its key column: the client learns it at
 // once, the table being created.
-func (s *Session) learnAfterDDL(plan *planner.DDLPlan) *mysql.SQLError {
+func learnAfterDDL(plan *DDLPlan, s Session) *mysql.SQLError {
 	ctx, cancel := context.WithTimeout(context.Background(), learnAfterDDLWait)
 	defer cancel()
 	for _, t := range plan.Learn {
@@ -77,7 +77,7 @@ func (s *Session) learnAfterDDL(plan *planner.DDLPlan) *mysql.SQLError {
 		if err == nil {
 			continue
 		}
-		s.logger().Warn("shard-key type not learnt after DDL: statements on the table go to all of its sub-tables, and INSERTs into it are refused, until it is", "err", err)
+		s.Logger().Warn("shard-key type not learnt after DDL: statements on the table go to all of its sub-tables, and INSERTs into it are refused, until it is", "err", err)
 		if plan.Like {
 			return mysql.NewError(erKeyColumnDoesNotExist, mysql.StateSyntax,
 				"shardgate: table %s was created, but its shard key %s could not be read from it (%v): statements on it go to every sub-table and INSERTs into it are refused until ALTER TABLE gives it the column",
