@@ -117,7 +117,7 @@ func TestEvalSemiJoin(t *testing.T) {
 		{"SELECT n.name FROM sf_user u JOIN sf_name n ON n.name = u.name", ""},
 		{"SELECT u.id FROM sf_user u JOIN sf_order o ON o.city_id = u.city_id", ""}, // (numeric columns, not keys)
 		{"SELECT id, name FROM sf_user WHERE id IN (SELECT o.city_id FROM sf_order o WHERE o.name = 'x')", "shop.sf_user: select distinct o.city_id from sf_order as o where o.`name` = 'x' and o.city_id is not null limit 20001"},
-		{"SELECT id FROM sf_user WHERE id IN (SELECT city_id FROM sf_city)", ""},                    // (a local table's columns are not known)
+		{"SELECT id FROM sf_user WHERE id IN (SELECT city_id FROM sf_city)", ""},                          // (a local table's columns are not known)
 		{"SELECT id FROM sf_user u WHERE id IN (SELECT o.city_id FROM sf_order o WHERE o.id = u.id)", ""}, // (correlated)
 		{"SELECT id FROM sf_user WHERE id NOT IN (SELECT city_id FROM sf_order)", ""},
 	}
