@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/shardgate/shardgate/internal/backend"
 )
 
 // TestTemporaryDDL: a sub-table's SHOW CREATE TABLE becomes the creation
@@ -37,5 +40,17 @@ func TestTemporaryDDL(t *testing.T) {
 		if _, err := TemporaryDDL(bad, "`shop`.`t`"); err == nil || !strings.Contains(err.Error(), "SHOW CREATE TABLE") {
 			t.Errorf("TemporaryDDL(%q): %v, want an error naming SHOW CREATE TABLE", bad, err)
 		}
+	}
+}
+
+// TestAcquireOrder: a merge takes its parts' connections in the order of
+// their clusters' names, whatever the parts' order, so that merges never
+// wait for each other's pools in a cycle.
+func TestAcquireOrder(t *testing.T) {
+	cl := func(name string) *backend.Cluster { return &backend.Cluster{Name: name} }
+	parts := []Part{{Cluster: cl("s1")}, {Cluster: cl("s0")}, {Cluster: cl("s2")}, {Cluster: cl("s0")}}
+	got := acquireOrder(nil, parts)
+	if want := []int{1, 3, 0, 2}; !slices.Equal(got, want) {
+		t.Errorf("acquireOrder = %v, want %v", got, want)
 	}
 }

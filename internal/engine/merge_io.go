@@ -124,6 +124,7 @@ func (m *Merge) clientDefs() [][]byte {
 // one's buffers.
 type mergeState struct {
 	open   []mergePart
+	order  []int // the parts in the order their connections are taken
 	inputs []mergeInput
 	w      mysql.ResultWriter
 	// The probe's column definitions (Merge.Probe), copied out of the
@@ -171,11 +172,18 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 	if len(m.Parts) == 0 {
 		return c.Fail(mysql.NewError(mysql.ERUnknownError, mysql.StateGeneral, "shardgate: a multi-shard merge without parts"))
 	}
-	m.open, m.w, m.probeRead = m.open[:0], mysql.ResultWriter{}, false
+	m.w, m.probeRead = mysql.ResultWriter{}, false
+	m.resetParts()
 	var r *mysql.Relay
 	// Every part's command goes out before any answer is read: the
-	// shards work in parallel.
-	for i := range m.Parts {
+	// shards work in parallel. The connections are taken in the order of
+	// their clusters' names, whatever the parts' order (which puts a
+	// shard of one sub-table first): every merge waits for the pools in
+	// one order, so that sessions holding one shard's connection while
+	// waiting for another's never wait for each other (at 16 sessions
+	// over pools of 8, they did, until the pools' wait timed out).
+	m.order = acquireOrder(m.order[:0], m.Parts)
+	for _, i := range m.order {
 		p := &m.Parts[i]
 		conn, ok := c.Acquire(p.Cluster, m.ReplicaOK)
 		if conn == nil {
@@ -329,14 +337,37 @@ func (m *Merge) probeStmt(c Cursor, conn *backend.Conn, q []byte) error {
 // openPart records part i, sent on conn, keeping the buffers of the
 // previous execution's part i.
 func (m *Merge) openPart(i int, conn *backend.Conn, client *mysql.Conn, binary bool) {
-	if len(m.open) < cap(m.open) {
-		m.open = m.open[:i+1]
-	} else {
-		m.open = append(m.open, mergePart{})
-	}
 	mp := &m.open[i]
 	mp.p, mp.conn, mp.i, mp.sent = &m.Parts[i], conn, i, false
 	mp.rows.Reset(conn.Conn, conn.Caps, client, binary)
+}
+
+// resetParts makes m.open one unopened entry per part (conn nil),
+// keeping the entries' buffers from earlier executions.
+func (m *Merge) resetParts() {
+	n := len(m.Parts)
+	m.open = m.open[:min(n, cap(m.open))]
+	for len(m.open) < n {
+		m.open = append(m.open, mergePart{})
+	}
+	for i := range m.open {
+		m.open[i].conn, m.open[i].sent = nil, false
+	}
+}
+
+// acquireOrder appends to dst the indexes of parts ordered by their
+// clusters' names (stable).
+func acquireOrder(dst []int, parts []Part) []int {
+	for i := range parts {
+		dst = append(dst, i)
+		j := len(dst) - 1
+		for j > 0 && parts[dst[j-1]].Cluster.Name > parts[i].Cluster.Name {
+			dst[j] = dst[j-1]
+			j--
+		}
+		dst[j] = i
+	}
+	return dst
 }
 
 // headers reads every part's column definitions (the first part's probe
@@ -555,8 +586,8 @@ func (m *Merge) abandon(c Cursor, failedPart int, err error) bool {
 	goOn := true
 	for i := range m.open {
 		mp := &m.open[i]
-		if i == failedPart && err != nil {
-			continue
+		if mp.conn == nil || i == failedPart && err != nil {
+			continue // (not opened: the parts' connections are taken in another order)
 		}
 		if serr := m.stop(mp); serr != nil {
 			goOn = c.Drop(mp.conn, serr) && goOn
@@ -594,6 +625,9 @@ func brokenPart(err error) (int, error) {
 func (m *Merge) clientGone(c Cursor, err error) bool {
 	for i := range m.open {
 		mp := &m.open[i]
+		if mp.conn == nil {
+			continue
+		}
 		if !mp.rows.Done() {
 			killQuery(mp.conn)
 		}
