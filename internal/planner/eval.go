@@ -143,15 +143,7 @@ func (k *Keyspace) filteredFetch(parsed Parsed, sh *router.Shape, db string, t *
 	if err != nil || an.Placement != Sharded {
 		return nil
 	}
-	all := func(n int) []bool {
-		b := make([]bool, n)
-		for i := range b {
-			b[i] = true
-		}
-		return b
-	}
-	tmpl, err := newTemplateWith(Parsed{Stmt: sel, Exact: parsed.Exact}, sh, k.renamer(db),
-		templateOptions{itemCount: 1, items: map[*sqlparser.AliasedExpr]int{}, dropped: all(len(sh.Lits)), droppedParams: all(len(sh.Params))}, sel)
+	tmpl, err := ownTemplate(parsed, sh, k.renamer(db), sel)
 	if err != nil {
 		return nil
 	}
@@ -315,29 +307,18 @@ func evalTable(schema *sharding.Schema, t *sharding.SchemaTable, temp string) Ev
 			break
 		}
 	}
-	shards := append([]string{layout.Shard(0)}, schema.Shards...)
-	for j, shard := range shards {
-		if j > 0 && shard == shards[0] {
-			continue
-		}
-		// The shard sends each string in its column's character set,
-		// unconverted (character_set_results=binary), which the copy
-		// inserts as a binary string: the bytes the shard holds.
-		q := append([]byte{mysql.ComQuery}, fetchPrefix...)
-		for i := 0; i < layout.SubTables(); i++ {
-			if layout.Shard(i) != shard {
-				continue
-			}
-			if len(q) > 1+len(fetchPrefix) {
-				q = append(q, " UNION ALL "...)
-			}
-			q = append(q, "SELECT * FROM "...)
-			q = append(q, quoteQualified(schema.Name, sharding.SubTableName(t.Name, i))...)
-		}
-		if len(q) > 1+len(fetchPrefix) {
-			et.Fetches = append(et.Fetches, EvalFetch{Shard: shard, Query: q})
+	// The shard holding Describe first, then the others.
+	shards := []string{layout.Shard(0)}
+	for _, shard := range schema.Shards {
+		if shard != shards[0] {
+			shards = append(shards, shard)
 		}
 	}
+	unionPerShard(shards, layout, func(int) bool { return true }, func(q []byte, i int) []byte {
+		return append(q, "SELECT * FROM "+quoteQualified(schema.Name, sharding.SubTableName(t.Name, i))...)
+	}, func(shard string, q []byte, _ int) {
+		et.Fetches = append(et.Fetches, EvalFetch{Shard: shard, Query: q})
+	})
 	return et
 }
 
@@ -409,48 +390,22 @@ func (k *Keyspace) addFiltered(e *engine.Evaluate, t *EvalTable, sql []byte, sh 
 	}
 	layout := t.Table.Group.Layout
 	var sub [1]int
-	for _, shard := range k.Schema.Shards {
-		q := append([]byte{mysql.ComQuery}, fetchPrefix...)
-		n := 0
-		for i := target.Next(0); i >= 0; i = target.Next(i + 1) {
-			if layout.Shard(i) != shard {
-				continue
-			}
-			if n > 0 {
-				q = append(q, " UNION ALL "...)
-			}
-			sub[0] = i
-			q = f.tmpl.Append(q, sql, sh, sub[:])
-			n++
+	describe := -1
+	unionPerShard(k.Schema.Shards, layout, target.Has, func(q []byte, i int) []byte {
+		sub[0] = i
+		return f.tmpl.Append(q, sql, sh, sub[:])
+	}, func(shard string, q []byte, first int) {
+		e.AddFetch(k.Shard(shard), q)
+		if describe < 0 {
+			describe = first
 		}
-		if n > 0 {
-			e.AddFetch(k.Shard(shard), q)
-		}
-	}
+	})
 	if t.Like == "" {
 		// The definition comes from the first fetch's shard: one of its
 		// sub-tables.
-		for i := target.Next(0); i >= 0; i = target.Next(i + 1) {
-			if layout.Shard(i) == k.Schema.Shards[firstShard(k.Schema.Shards, layout, target)] {
-				e.Describe(quoteQualified(k.Schema.Name, sharding.SubTableName(t.Table.Name, i)))
-				break
-			}
-		}
+		e.Describe(quoteQualified(k.Schema.Name, sharding.SubTableName(t.Table.Name, describe)))
 	}
 	return true
-}
-
-// firstShard is the index in shards of the first shard holding a
-// sub-table of target.
-func firstShard(shards []string, layout sharding.Layout, target Target) int {
-	for j, shard := range shards {
-		for i := target.Next(0); i >= 0; i = target.Next(i + 1) {
-			if layout.Shard(i) == shard {
-				return j
-			}
-		}
-	}
-	return 0
 }
 
 // semiJoin returns the fetches of t's rows whose shard key is one of
@@ -484,24 +439,11 @@ func (k *Keyspace) semiJoin(t *sharding.SchemaTable) func(values []string) ([]en
 		}
 		keyCol := sqlparser.String(sqlparser.NewIdentifierCI(t.ShardKey))
 		var parts []engine.Part
-		for _, shard := range k.Schema.Shards {
-			q := append([]byte{mysql.ComQuery}, fetchPrefix...)
-			n := 0
-			for i := 0; i < layout.SubTables(); i++ {
-				vs, ok := bySub[i]
-				if !ok || layout.Shard(i) != shard {
-					continue
-				}
-				if n > 0 {
-					q = append(q, " UNION ALL "...)
-				}
-				q = append(q, "SELECT * FROM "+quoteQualified(k.Schema.Name, sharding.SubTableName(t.Name, i))+" WHERE "+keyCol+" IN ("+strings.Join(vs, ",")+")"...)
-				n++
-			}
-			if n > 0 {
-				parts = append(parts, engine.Part{Cluster: k.Shard(shard), Query: q})
-			}
-		}
+		unionPerShard(k.Schema.Shards, layout, func(i int) bool { return bySub[i] != nil }, func(q []byte, i int) []byte {
+			return append(q, "SELECT * FROM "+quoteQualified(k.Schema.Name, sharding.SubTableName(t.Name, i))+" WHERE "+keyCol+" IN ("+strings.Join(bySub[i], ",")+")"...)
+		}, func(shard string, q []byte, _ int) {
+			parts = append(parts, engine.Part{Cluster: k.Shard(shard), Query: q})
+		})
 		return parts, true
 	}
 }
@@ -545,6 +487,40 @@ func subqueryValues(parsed Parsed, sh *router.Shape, sq *sqlparser.Select) (*Tem
 		Where:       sqlparser.NewWhere(sqlparser.WhereClause, where),
 		Limit:       sqlparser.NewLimitWithoutOffset(engine.MaxReduce + 1),
 	}
+	return ownTemplate(parsed, sh, func(string, string) int { return -1 }, sel)
+}
+
+// unionPerShard calls add, for each of shards in turn that holds a
+// sub-table pick accepts, with its fetch: fetchPrefix, then a UNION ALL
+// of appendSelect's SELECT of each such sub-table (in order), first
+// being the first of them. The shard sends each string in its column's
+// character set, unconverted (character_set_results=binary), which the
+// copy inserts as a binary string: the bytes the shard holds.
+func unionPerShard(shards []string, layout sharding.Layout, pick func(i int) bool, appendSelect func(q []byte, i int) []byte, add func(shard string, q []byte, first int)) {
+	for _, shard := range shards {
+		q := append([]byte{mysql.ComQuery}, fetchPrefix...)
+		first := -1
+		for i := 0; i < layout.SubTables(); i++ {
+			if layout.Shard(i) != shard || !pick(i) {
+				continue
+			}
+			if first >= 0 {
+				q = append(q, " UNION ALL "...)
+			} else {
+				first = i
+			}
+			q = appendSelect(q, i)
+		}
+		if first >= 0 {
+			add(shard, q, first)
+		}
+	}
+}
+
+// ownTemplate compiles sel, a SELECT of the planner's own holding some
+// of the client's literals (none of its parameters), with the names
+// rename picks renamed: its other literals and parameters are dropped.
+func ownTemplate(parsed Parsed, sh *router.Shape, rename Rename, sel *sqlparser.Select) (*Template, error) {
 	all := func(n int) []bool {
 		b := make([]bool, n)
 		for i := range b {
@@ -552,6 +528,6 @@ func subqueryValues(parsed Parsed, sh *router.Shape, sq *sqlparser.Select) (*Tem
 		}
 		return b
 	}
-	return newTemplateWith(Parsed{Stmt: sel, Exact: parsed.Exact}, sh, func(string, string) int { return -1 },
+	return newTemplateWith(Parsed{Stmt: sel, Exact: parsed.Exact}, sh, rename,
 		templateOptions{itemCount: 1, items: map[*sqlparser.AliasedExpr]int{}, dropped: all(len(sh.Lits)), droppedParams: all(len(sh.Params))}, sel)
 }

@@ -258,7 +258,7 @@ func (p *pushdown) inSubquery(cmp *sqlparser.ComparisonExpr, r *fromRef, single 
 		len(sel.SelectExprs.Exprs) != 1 {
 		return reduction{}, false
 	}
-	ae, ok := sel.SelectExprs.Exprs[0].(*sqlparser.AliasedExpr)
+	_, ok = sel.SelectExprs.Exprs[0].(*sqlparser.AliasedExpr)
 	te, ok2 := sel.From[0].(*sqlparser.AliasedTableExpr)
 	if !ok || !ok2 {
 		return reduction{}, false
@@ -295,7 +295,6 @@ func (p *pushdown) inSubquery(cmp *sqlparser.ComparisonExpr, r *fromRef, single 
 		}
 		return own, nil
 	}, sel)
-	_ = ae
 	if !own {
 		return reduction{}, false
 	}
