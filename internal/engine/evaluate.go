@@ -35,12 +35,19 @@ type Evaluate struct {
 	Stmt      []byte
 	ReplicaOK bool
 	Tables    []EvalCopy
+	// OnSession: the statement writes the evaluator's own (unsharded)
+	// tables, and runs on the session's connection there (see
+	// planner.EvalPlan.OnSession; evaluate_write.go).
+	OnSession bool
 
 	rows  mysql.RowStream
 	batch []byte
 	made  []string        // the temporary tables created, to drop
 	conns []*backend.Conn // fetches sent and not read yet
 	cat   mysql.Concat
+	// okInfo and okState hold an OnSession write's OK text and session
+	// state while the temporary tables are dropped.
+	okInfo, okState []byte
 }
 
 // EvalCopy is one temporary table: its name (quoted, qualified), a
@@ -76,6 +83,11 @@ const (
 	MaxReduce   = 20 * reduceBatch
 )
 
+// FetchPrefix begins every fetch: the shard sends each string in its
+// column's character set, unconverted, which the copy inserts as a
+// binary string.
+const FetchPrefix = "SET STATEMENT character_set_results=binary FOR "
+
 // evalBatch bounds an INSERT of copied rows (but for its last row):
 // under the smallest max_allowed_packet a server is usually given (1 MB;
 // the default is 16 MB), large enough that a round trip carries
@@ -84,7 +96,7 @@ const evalBatch = 512 << 10
 
 // Reset empties e for a new execution, keeping its buffers.
 func (e *Evaluate) Reset(evaluator *backend.Cluster, stmt []byte, replicaOK bool) {
-	e.Evaluator, e.Stmt, e.ReplicaOK = evaluator, stmt, replicaOK
+	e.Evaluator, e.Stmt, e.ReplicaOK, e.OnSession = evaluator, stmt, replicaOK, false
 	e.Tables = e.Tables[:0]
 }
 
@@ -114,34 +126,15 @@ func (e *Evaluate) AddFetch(cl *backend.Cluster, q []byte) {
 
 // Execute implements Primitive.
 func (e *Evaluate) Execute(c Cursor, q []byte) bool {
+	if e.OnSession {
+		return e.executeWrite(c, q)
+	}
 	ev, err := c.Aside(e.Evaluator)
 	if err != nil {
 		return c.Fail(evaluatorFailed(e.Evaluator, err))
 	}
-	e.made = e.made[:0]
-	inTrx := c.Status()&mysql.StatusInTrans != 0
-	for i := range e.Tables {
-		t := &e.Tables[i]
-		if t.InTrx && !inTrx {
-			continue
-		}
-		if t.Like != "" {
-			if err := e.create(c, ev, t); err != nil {
-				return e.fail(c, ev, err)
-			}
-		}
-		if t.Reduce != nil {
-			done, err := e.semiJoin(c, ev, t)
-			if err != nil {
-				return e.fail(c, ev, err)
-			}
-			if done {
-				continue
-			}
-		}
-		if err := e.copyParts(c, ev, t, t.Fetches, t.Like == ""); err != nil {
-			return e.fail(c, ev, err)
-		}
+	if err := e.copyAll(c, ev); err != nil {
+		return e.fail(c, ev, err)
 	}
 	final := Part{Cluster: e.Evaluator, Stmt: e.Stmt}
 	if err := c.Send(ev, &final, q); err != nil {
@@ -163,6 +156,36 @@ func (e *Evaluate) Execute(c Cursor, q []byte) bool {
 	c.ReleaseAside(ev, e.drop(ev) != nil)
 	c.Merged(&e.cat.Info)
 	return e.cat.Finish(c.Status()) == nil
+}
+
+// copyAll creates the temporary tables on ev and copies their rows.
+func (e *Evaluate) copyAll(c Cursor, ev *backend.Conn) error {
+	e.made = e.made[:0]
+	inTrx := c.Status()&mysql.StatusInTrans != 0
+	for i := range e.Tables {
+		t := &e.Tables[i]
+		if t.InTrx && !inTrx {
+			continue
+		}
+		if t.Like != "" {
+			if err := e.create(c, ev, t); err != nil {
+				return err
+			}
+		}
+		if t.Reduce != nil {
+			done, err := e.semiJoin(c, ev, t)
+			if err != nil {
+				return err
+			}
+			if done {
+				continue
+			}
+		}
+		if err := e.copyParts(c, ev, t, t.Fetches, t.Like == ""); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // evaluatorFailed is the client's error when the evaluator's connection
@@ -318,6 +341,9 @@ func (e *Evaluate) copyParts(c Cursor, ev *backend.Conn, t *EvalCopy, parts []Pa
 	e.conns = e.conns[:0]
 	for i := range parts {
 		f := &parts[i]
+		if e.local(f) {
+			continue // (copied by ev itself, below)
+		}
 		conn, ok := c.Acquire(f.Cluster, e.ReplicaOK)
 		if conn == nil {
 			return e.stopFetches(c, &answered{goOn: ok})
@@ -336,6 +362,12 @@ func (e *Evaluate) copyParts(c Cursor, ev *backend.Conn, t *EvalCopy, parts []Pa
 		e.conns = append(e.conns, conn)
 	}
 	for i := range parts {
+		if e.local(&parts[i]) {
+			if err := e.copyLocal(ev, t, &parts[i]); err != nil {
+				return e.stopFetches(c, err)
+			}
+			continue
+		}
 		conn := e.conns[0]
 		e.conns = e.conns[1:]
 		e.rows.Reset(conn.Conn, conn.Caps, nil, false)

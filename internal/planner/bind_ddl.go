@@ -44,6 +44,11 @@ func (b *Binder) SchemaDDL(st router.Stmt, p []byte, s Session) engine.Primitive
 // is refused inside a transaction.
 func (b *Binder) ddl(st router.Stmt, p []byte, s Session) engine.Primitive {
 	plan, err := b.Keyspaces.PlanDDL(p[1:], s.DB())
+	if (err != nil || plan != nil && plan.Run == nil) && st.Kind == router.KindCreate {
+		if prim := b.ddlFromShards(st, p[1:], s); prim != nil {
+			return prim
+		}
+	}
 	switch {
 	case err != nil:
 		return b.refuseErr(err)
@@ -60,6 +65,31 @@ func (b *Binder) ddl(st router.Stmt, p []byte, s Session) engine.Primitive {
 		return learnAfterDDL(plan, s)
 	}
 	return plan.Run
+}
+
+// ddlFromShards plans CREATE TABLE … SELECT of a new unsharded table
+// from sharded tables, evaluated on the default cluster (EvalPlan
+// OnSession): nil for other DDL, run as written there.
+func (b *Binder) ddlFromShards(st router.Stmt, sql []byte, s Session) engine.Primitive {
+	ks := b.Keyspaces.Lookup(s.DB())
+	if ks == nil {
+		return nil
+	}
+	sh := &b.shape
+	router.ScanShape(sql, sh)
+	plan := ks.Plan(sql, sh, s.DB())
+	if plan.Eval == nil || !plan.Eval.OnSession {
+		return nil
+	}
+	if s.InTransaction() {
+		return b.refuse("CREATE TABLE … SELECT from sharded tables inside a transaction (it would commit the transaction on the default cluster only); COMMIT or ROLLBACK first")
+	}
+	err := plan.Err
+	if err == nil {
+		err = notSupported("CREATE TABLE … SELECT from sharded tables here")
+	}
+	b.vals.Reset(sql, sh)
+	return b.evaluateOr(ks, plan, st, sql, sh, &b.vals, nil, err, s)
 }
 
 // learnAfterDDL learns the shard-key types of the tables a DDL statement

@@ -17,19 +17,30 @@ import (
 // text statement. Not while tables are locked (the evaluator's
 // connection holds none of them), nor for a cursor, nor with user
 // variables (the shards would read them as NULL).
-func (b *Binder) evaluation(ks *Keyspace, plan *Plan, st router.Stmt, sql []byte, sh *router.Shape, vals Values, stmt []byte, s Session) *engine.Evaluate {
+func (b *Binder) evaluation(ks *Keyspace, plan *Plan, st router.Stmt, sql []byte, sh *router.Shape, vals Values, stmt []byte, s Session) (*engine.Evaluate, error) {
 	if plan.Eval == nil || st.Flags&router.FlagUserVar != 0 || s.LocksTables() || s.CursorRequested() {
-		return nil
+		return nil, nil
+	}
+	if plan.Eval.OnSession && vals != nil {
+		// It writes on the default cluster: a write of the session's
+		// transaction there (not at a prepare, which writes nothing).
+		if e := s.CrossShardWrite(ks.Default, st); e != nil {
+			return nil, e
+		}
 	}
 	// (The evaluator takes the client's parameters as they come: its
 	// statement is a Part without Params.)
 	ks.Evaluate(&b.eval, plan.Eval, sql, sh, vals, stmt, ReplicaOK(ks.Default, s.Policy(), st, s))
-	return &b.eval
+	return &b.eval, nil
 }
 
 // evaluate is evaluation as a primitive, nil when there is none.
 func (b *Binder) evaluate(ks *Keyspace, plan *Plan, st router.Stmt, sql []byte, sh *router.Shape, vals Values, stmt []byte, s Session) engine.Primitive {
-	if e := b.evaluation(ks, plan, st, sql, sh, vals, stmt, s); e != nil {
+	e, err := b.evaluation(ks, plan, st, sql, sh, vals, stmt, s)
+	switch {
+	case err != nil:
+		return b.refuseErr(err)
+	case e != nil:
 		return e
 	}
 	return nil
@@ -63,7 +74,10 @@ type evalFallback struct {
 
 // Execute implements engine.Primitive.
 func (f *evalFallback) Execute(c engine.Cursor, q []byte) bool {
-	e := f.b.evaluation(f.ks, f.plan, f.st, f.sql, f.sh, f.vals, f.stmt, f.s)
+	e, err := f.b.evaluation(f.ks, f.plan, f.st, f.sql, f.sh, f.vals, f.stmt, f.s)
+	if err != nil {
+		return c.Fail(ClientError(err))
+	}
 	if e == nil {
 		return c.Fail(ClientError(f.plan.MergeErr))
 	}

@@ -37,6 +37,13 @@ import (
 // Immutable, shared by every session.
 type EvalPlan struct {
 	Tables []EvalTable
+	// OnSession: the statement writes unsharded tables of the default
+	// cluster (INSERT … SELECT, UPDATE or DELETE reading sharded tables):
+	// it runs on the session's own connection there, inside its
+	// transaction, where the unsharded tables are as the session sees
+	// them (they are not copied) and its answer is the session's as a
+	// routed statement's is.
+	OnSession bool
 }
 
 // EvalTable is one sharded table an evaluated statement names, copied
@@ -171,14 +178,26 @@ func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPl
 		if s.Into != nil {
 			return nil, notSupported("SELECT … INTO across shards")
 		}
+	case *sqlparser.CreateTable:
+		if s.Select == nil || s.Temp || !k.writesLocal(stmt, db) {
+			return nil, nil // (routed as written, or refused as DDL)
+		}
+	case *sqlparser.Insert, *sqlparser.Update, *sqlparser.Delete:
+		if !k.writesLocal(stmt, db) {
+			return nil, nil // a write to a sharded or reference table: its own refusal says why
+		}
 	default:
-		return nil, nil // a write: its own refusal says why
+		return nil, nil
 	}
 	if evalEffects(stmt) {
 		return nil, notSupported("a function with effects (SLEEP, GET_LOCK, NEXTVAL, LAST_INSERT_ID(x)…) in a statement the proxy evaluates across shards")
 	}
 	ctes := cteNames(stmt)
 	p := &EvalPlan{}
+	switch stmt.(type) {
+	case *sqlparser.Insert, *sqlparser.Update, *sqlparser.Delete, *sqlparser.CreateTable:
+		p.OnSession = true
+	}
 	err := sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
 		var err error
 		switch n := n.(type) {
@@ -322,13 +341,11 @@ func evalTable(schema *sharding.Schema, t *sharding.SchemaTable, temp string) Ev
 	return et
 }
 
-const fetchPrefix = "SET STATEMENT character_set_results=binary FOR "
-
 // localTable plans the copy of an unsharded or reference table (t, nil
 // when unlisted) inside a transaction: its rows as the transaction's
 // connection to the default cluster sees them.
 func localTable(schema *sharding.Schema, t *sharding.SchemaTable, temp string) EvalTable {
-	q := append([]byte{mysql.ComQuery}, fetchPrefix+"SELECT * FROM "+temp...)
+	q := append([]byte{mysql.ComQuery}, engine.FetchPrefix+"SELECT * FROM "+temp...)
 	return EvalTable{Table: t, Local: true, Temp: temp, Describe: temp,
 		Fetches: []EvalFetch{{Shard: schema.DefaultCluster, Query: q}}}
 }
@@ -359,8 +376,12 @@ func quoteQualified(db, name string) string {
 // statement (the evaluator prepares it), nil for a text statement (sent
 // as the client sent it).
 func (k *Keyspace) Evaluate(e *engine.Evaluate, p *EvalPlan, sql []byte, sh *router.Shape, vals Values, stmt []byte, replicaOK bool) {
-	e.Reset(k.Default, stmt, replicaOK)
+	e.Reset(k.Default, stmt, replicaOK && !p.OnSession)
+	e.OnSession = p.OnSession
 	for _, t := range p.Tables {
+		if t.Local && p.OnSession {
+			continue // (the session's connection reads it as it is)
+		}
 		e.AddTable(t.Temp, t.Like, t.Describe, t.Local)
 		if t.Reduce != nil {
 			e.Reduce(t.Reduce.valuesSQL(sql, sh), k.semiJoin(t.Table))
@@ -491,14 +512,14 @@ func subqueryValues(parsed Parsed, sh *router.Shape, sq *sqlparser.Select) (*Tem
 }
 
 // unionPerShard calls add, for each of shards in turn that holds a
-// sub-table pick accepts, with its fetch: fetchPrefix, then a UNION ALL
+// sub-table pick accepts, with its fetch: engine.FetchPrefix, then a UNION ALL
 // of appendSelect's SELECT of each such sub-table (in order), first
 // being the first of them. The shard sends each string in its column's
 // character set, unconverted (character_set_results=binary), which the
 // copy inserts as a binary string: the bytes the shard holds.
 func unionPerShard(shards []string, layout sharding.Layout, pick func(i int) bool, appendSelect func(q []byte, i int) []byte, add func(shard string, q []byte, first int)) {
 	for _, shard := range shards {
-		q := append([]byte{mysql.ComQuery}, fetchPrefix...)
+		q := append([]byte{mysql.ComQuery}, engine.FetchPrefix...)
 		first := -1
 		for i := 0; i < layout.SubTables(); i++ {
 			if layout.Shard(i) != shard || !pick(i) {
