@@ -486,7 +486,14 @@ func (e *Evaluate) insertPrefix(temp string) string {
 // reads a quoted string without NO_BACKSLASH_ESCAPES (the copies' own
 // sql_mode).
 func appendBinaryLiteral(b, v []byte) []byte {
-	b = append(b, "_binary'"...)
+	return appendQuoted(append(b, "_binary"...), v)
+}
+
+// appendQuoted appends v quoted, escaped as the server reads a quoted
+// string without NO_BACKSLASH_ESCAPES (a mode refused on sharded
+// schemas).
+func appendQuoted(b, v []byte) []byte {
+	b = append(b, '\'')
 	for _, c := range v {
 		switch c {
 		case 0:

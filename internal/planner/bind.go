@@ -58,7 +58,11 @@ type Binder struct {
 	// it (bind_eval.go).
 	eval     engine.Evaluate
 	fallback evalFallback
-	ins      insertRows // an INSERT's rows and keys (bind_insert.go)
+	// An INSERT … SELECT into a sharded table (eval_insert.go), and the
+	// shape of the INSERT … VALUES of its rows.
+	insel      engine.InsertSelect
+	inselShape router.Shape
+	ins        insertRows // an INSERT's rows and keys (bind_insert.go)
 }
 
 // SetCharset gives the values of the session's statements the character

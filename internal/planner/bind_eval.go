@@ -21,6 +21,9 @@ func (b *Binder) evaluation(ks *Keyspace, plan *Plan, st router.Stmt, sql []byte
 	if plan.Eval == nil || st.Flags&router.FlagUserVar != 0 || s.LocksTables() || s.CursorRequested() {
 		return nil, nil
 	}
+	if into := plan.Eval.Into; into != nil && stmt != nil {
+		return nil, notSupported("a prepared INSERT … SELECT into sharded table " + into.Table.Name + " (send it as text)")
+	}
 	if plan.Eval.OnSession && vals != nil {
 		// It writes on the default cluster: a write of the session's
 		// transaction there (not at a prepare, which writes nothing).
@@ -40,6 +43,8 @@ func (b *Binder) evaluate(ks *Keyspace, plan *Plan, st router.Stmt, sql []byte, 
 	switch {
 	case err != nil:
 		return b.refuseErr(err)
+	case e != nil && plan.Eval.Into != nil:
+		return b.insertSelect(ks, plan.Eval.Into, st, s)
 	case e != nil:
 		return e
 	}

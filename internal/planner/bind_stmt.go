@@ -78,7 +78,11 @@ func (b *Binder) Prepare(ks *Keyspace, st router.Stmt, p []byte, s Session, prep
 	router.ScanShape(prep.Text, &prep.Shape)
 	plan := ks.Plan(prep.Text, &prep.Shape, s.DB())
 	if plan.Err != nil {
-		if e, _ := b.evaluation(ks, plan, st, prep.Text, &prep.Shape, nil, prep.Text, s); e != nil {
+		e, err := b.evaluation(ks, plan, st, prep.Text, &prep.Shape, nil, prep.Text, s)
+		if err != nil {
+			return PrepareAt{Err: ClientError(err)}
+		}
+		if e != nil {
 			prep.Plan = plan
 			return PrepareAt{Evaluate: e}
 		}

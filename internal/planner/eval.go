@@ -37,6 +37,9 @@ import (
 // Immutable, shared by every session.
 type EvalPlan struct {
 	Tables []EvalTable
+	// Into: an INSERT … SELECT into a sharded table (eval_insert.go);
+	// Tables are those its SELECT reads.
+	Into *EvalInto
 	// OnSession: the statement writes unsharded tables of the default
 	// cluster (INSERT … SELECT, UPDATE or DELETE reading sharded tables):
 	// it runs on the session's own connection there, inside its
@@ -182,22 +185,49 @@ func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPl
 		if s.Select == nil || s.Temp || !k.writesLocal(stmt, db) {
 			return nil, nil // (routed as written, or refused as DDL)
 		}
-	case *sqlparser.Insert, *sqlparser.Update, *sqlparser.Delete:
+	case *sqlparser.Insert:
+		if k.writesLocal(stmt, db) {
+			break
+		}
+		into, err := k.insertInto(s, db)
+		if into == nil || err != nil {
+			return nil, err
+		}
+		sel, ok := s.Rows.(sqlparser.Statement)
+		if !ok {
+			return nil, nil
+		}
+		p, err := k.evalPlanOf(parsed, sh, db, sel)
+		if p == nil || err != nil {
+			return p, err
+		}
+		p.Into = into
+		return p, nil
+	case *sqlparser.Update, *sqlparser.Delete:
 		if !k.writesLocal(stmt, db) {
 			return nil, nil // a write to a sharded or reference table: its own refusal says why
 		}
 	default:
 		return nil, nil
 	}
+	p, err := k.evalPlanOf(parsed, sh, db, stmt)
+	if p != nil {
+		switch stmt.(type) {
+		case *sqlparser.Insert, *sqlparser.Update, *sqlparser.Delete, *sqlparser.CreateTable:
+			p.OnSession = true
+		}
+	}
+	return p, err
+}
+
+// evalPlanOf plans the evaluation of stmt, the client's statement parsed
+// or a part of it (an INSERT's SELECT): the tables it names.
+func (k *Keyspace) evalPlanOf(parsed Parsed, sh *router.Shape, db string, stmt sqlparser.Statement) (*EvalPlan, error) {
 	if evalEffects(stmt) {
 		return nil, notSupported("a function with effects (SLEEP, GET_LOCK, NEXTVAL, LAST_INSERT_ID(x)…) in a statement the proxy evaluates across shards")
 	}
 	ctes := cteNames(stmt)
 	p := &EvalPlan{}
-	switch stmt.(type) {
-	case *sqlparser.Insert, *sqlparser.Update, *sqlparser.Delete, *sqlparser.CreateTable:
-		p.OnSession = true
-	}
 	err := sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
 		var err error
 		switch n := n.(type) {
@@ -259,7 +289,7 @@ var errNotHere = errors.New("a table of another database")
 // on a connection of the proxy's own in step with the session's
 // LAST_INSERT_ID(): reading it is no effect, setting it (an argument)
 // would set the evaluator's.
-func evalEffects(stmt sqlparser.Statement) bool {
+func evalEffects(stmt sqlparser.SQLNode) bool {
 	found := false
 	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
 		switch f := n.(type) {
@@ -352,7 +382,7 @@ func localTable(schema *sharding.Schema, t *sharding.SchemaTable, temp string) E
 
 // cteNames are the lower-cased names of the common table expressions
 // stmt defines, at any depth: a table reference of such a name is one.
-func cteNames(stmt sqlparser.Statement) map[string]bool {
+func cteNames(stmt sqlparser.SQLNode) map[string]bool {
 	names := map[string]bool{}
 	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
 		if w, ok := n.(*sqlparser.With); ok {
