@@ -27,6 +27,8 @@ type Generator struct {
 
 	freshUser, freshOrder, freshCity, freshTag, freshLog int
 	freshEvent                                           [4]int
+	// evalWrites counts the evaluated writes, whose rows carry it.
+	evalWrites int
 
 	// singleRowLoad makes Data load one row per INSERT (SingleRowLoad).
 	singleRowLoad bool
@@ -398,6 +400,7 @@ var kinds = []kind{
 	{"eval_window", 8, (*Generator).evalWindow},
 	{"eval_group", 7, (*Generator).evalGroup},
 	{"eval_union", 6, (*Generator).evalUnion},
+	{"eval_write", 6, (*Generator).evalWrite},
 }
 
 var totalWeight = func() int {

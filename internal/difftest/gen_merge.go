@@ -62,7 +62,7 @@ const (
 )
 
 // allConstructs are the construct names, for the report's checks.
-var allConstructs = append([]string{cOrderBy, cOrderDesc, cOrderMulti, cOrderAlias, cOrderExpr, cOrderPos, cOrderQual, cLimit, cLimitOffset, cLimitAny, cGroupBy, cGroupCI, cCountStar, cCountCol, cSum, cMinMax, cAvg, cCountDist, cSumDist, cGroupConcat, cBitAgg, cAggExpr, cHaving, cAggNoGroup, cZeroRows, cTopN, cDistinct, cUnion, cUnionAll, cJoinKey, cJoinRef, cSubIn, cSubExists, cSubScalar, cDerived, cCross}, append(compareConstructs, evalConstructs...)...)
+var allConstructs = append([]string{cOrderBy, cOrderDesc, cOrderMulti, cOrderAlias, cOrderExpr, cOrderPos, cOrderQual, cLimit, cLimitOffset, cLimitAny, cGroupBy, cGroupCI, cCountStar, cCountCol, cSum, cMinMax, cAvg, cCountDist, cSumDist, cGroupConcat, cBitAgg, cAggExpr, cHaving, cAggNoGroup, cZeroRows, cTopN, cDistinct, cUnion, cUnionAll, cJoinKey, cJoinRef, cSubIn, cSubExists, cSubScalar, cDerived, cCross}, append(append(compareConstructs, evalConstructs...), writeConstructs...)...)
 
 // colType is what the generator needs to know of a column's type.
 type colType int

@@ -90,8 +90,11 @@ func TestGeneratorStatements(t *testing.T) {
 		switch {
 		case c == cCross:
 			want = 30 // a handful: the evaluated statements have their own kinds
-		case slices.Contains(evalConstructs, c):
-			want = 40
+		case slices.Contains(evalConstructs, c), slices.Contains(writeConstructs, c):
+			// Their expected counts are 25 to 60 in a run of this size:
+			// half of that, so that a seed's chance does not decide
+			// (seeds 1 to 6 range from 26 to 54 for sub_not_exists).
+			want = 12
 		}
 		if constructs[c] < want {
 			t.Errorf("construct %s: %d statements in %d, want %d or more", c, constructs[c], n, want)

@@ -60,6 +60,9 @@ func (g *Generator) transaction() []Statement {
 			k = g.kindNamed(pick(g.r, trxWriteKinds))
 		} else {
 			k = g.pickKind()
+			for k.name == "eval_write" { // (refused inside a transaction)
+				k = g.pickKind()
+			}
 		}
 		st := k.gen(g)
 		st.Kind = k.name

@@ -24,10 +24,14 @@ func (b *Binder) evaluation(ks *Keyspace, plan *Plan, st router.Stmt, sql []byte
 	if into := plan.Eval.Into; into != nil && stmt != nil {
 		return nil, notSupported("a prepared INSERT … SELECT into sharded table " + into.Table.Name + " (send it as text)")
 	}
-	if plan.Eval.OnSession && vals != nil {
-		// It writes on the default cluster: a write of the session's
-		// transaction there (not at a prepare, which writes nothing).
-		if e := s.CrossShardWrite(ks.Default, st); e != nil {
+	if plan.Eval.OnSession {
+		if s.InTransaction() || !s.Autocommit() {
+			// Temporary tables created inside a transaction mark it as
+			// having changed non-transactional tables: every later
+			// ROLLBACK would warn (1196), as one server would not.
+			return nil, notSupported("a write to an unsharded table that reads sharded tables, inside a transaction")
+		}
+		if e := s.CrossShardWrite(ks.Default, st); vals != nil && e != nil {
 			return nil, e
 		}
 	}
