@@ -71,6 +71,8 @@ type EvalTable struct {
 type EvalReduce struct {
 	Source, Column string
 	Subquery       *Template
+	// Batch describes the fetch of a batch of values, for Explain.
+	Batch string
 }
 
 // valuesSQL is the statement giving r's values on the evaluator.
@@ -222,7 +224,9 @@ func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPl
 		}
 		t.Filtered = k.filteredFetch(parsed, sh, db, t.Table, push.condition(t.Table))
 		if red, ok := push.reduced(t.Table); ok {
-			t.Reduce = p.reduceFrom(red, k.Schema, parsed, sh)
+			if t.Reduce = p.reduceFrom(red, k.Schema, parsed, sh); t.Reduce != nil {
+				t.Reduce.Batch = k.semiJoinBatch(t.Table)
+			}
 		}
 	}
 	// A reduced table is copied once its source's values are there.
@@ -322,13 +326,11 @@ func evalTable(schema *sharding.Schema, t *sharding.SchemaTable, temp string) Ev
 	return et
 }
 
-const fetchPrefix = "SET STATEMENT character_set_results=binary FOR "
-
 // localTable plans the copy of an unsharded or reference table (t, nil
 // when unlisted) inside a transaction: its rows as the transaction's
 // connection to the default cluster sees them.
 func localTable(schema *sharding.Schema, t *sharding.SchemaTable, temp string) EvalTable {
-	q := append([]byte{mysql.ComQuery}, fetchPrefix+"SELECT * FROM "+temp...)
+	q := append([]byte{mysql.ComQuery}, engine.FetchPrefix+"SELECT * FROM "+temp...)
 	return EvalTable{Table: t, Local: true, Temp: temp, Describe: temp,
 		Fetches: []EvalFetch{{Shard: schema.DefaultCluster, Query: q}}}
 }
@@ -363,9 +365,10 @@ func (k *Keyspace) Evaluate(e *engine.Evaluate, p *EvalPlan, sql []byte, sh *rou
 	for _, t := range p.Tables {
 		e.AddTable(t.Temp, t.Like, t.Describe, t.Local)
 		if t.Reduce != nil {
-			e.Reduce(t.Reduce.valuesSQL(sql, sh), k.semiJoin(t.Table))
+			e.Reduce(t.Reduce.valuesSQL(sql, sh), t.Reduce.Batch, k.semiJoin(t.Table))
 		}
 		if t.Filtered != nil && vals != nil && k.addFiltered(e, &t, sql, sh, vals) {
+			e.Filtered()
 			continue
 		}
 		for _, f := range t.Fetches {
@@ -448,6 +451,13 @@ func (k *Keyspace) semiJoin(t *sharding.SchemaTable) func(values []string) ([]en
 	}
 }
 
+// semiJoinBatch describes a semi-join's fetch of t's rows (semiJoin),
+// for Explain: the values are known only as it runs.
+func (k *Keyspace) semiJoinBatch(t *sharding.SchemaTable) string {
+	keyCol := sqlparser.String(sqlparser.NewIdentifierCI(t.ShardKey))
+	return "SELECT * FROM " + quoteQualified(k.Schema.Name, t.Name+"_NNNN") + " WHERE " + keyCol + " IN (…)"
+}
+
 // isNumber reports whether v is a plain decimal number: what a key IN
 // (…) list may take as written.
 func isNumber(v string) bool {
@@ -491,14 +501,14 @@ func subqueryValues(parsed Parsed, sh *router.Shape, sq *sqlparser.Select) (*Tem
 }
 
 // unionPerShard calls add, for each of shards in turn that holds a
-// sub-table pick accepts, with its fetch: fetchPrefix, then a UNION ALL
+// sub-table pick accepts, with its fetch: engine.FetchPrefix, then a UNION ALL
 // of appendSelect's SELECT of each such sub-table (in order), first
 // being the first of them. The shard sends each string in its column's
 // character set, unconverted (character_set_results=binary), which the
 // copy inserts as a binary string: the bytes the shard holds.
 func unionPerShard(shards []string, layout sharding.Layout, pick func(i int) bool, appendSelect func(q []byte, i int) []byte, add func(shard string, q []byte, first int)) {
 	for _, shard := range shards {
-		q := append([]byte{mysql.ComQuery}, fetchPrefix...)
+		q := append([]byte{mysql.ComQuery}, engine.FetchPrefix...)
 		first := -1
 		for i := 0; i < layout.SubTables(); i++ {
 			if layout.Shard(i) != shard || !pick(i) {
