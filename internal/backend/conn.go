@@ -749,6 +749,26 @@ func (c *Conn) TakeLastInsertID() (uint64, error) {
 	return v, nil
 }
 
+// QueryResultSet runs a statement of the proxy's own that answers with
+// one small result set (EXPLAIN, SHOW CREATE TABLE) and reads it into
+// memory, its column definitions as the server sent them: the proxy
+// rewrites it into its own answer. A server's error is returned as an
+// *mysql.SQLError (the connection is fine); any other error leaves the
+// connection unusable.
+func (c *Conn) QueryResultSet(sql string) (*mysql.ResultSet, error) {
+	if err := c.sendCommand(mysql.ComQuery, sql, true); err != nil {
+		return nil, err
+	}
+	rs, serr, err := mysql.ReadResultSet(c.Conn, c.Caps)
+	switch {
+	case err != nil:
+		return nil, err
+	case serr != nil:
+		return nil, serr
+	}
+	return rs, nil
+}
+
 // QueryRows runs a statement and returns its text rows (NULL as "").
 func (c *Conn) QueryRows(sql string) ([][]string, error) {
 	_, rows, err := c.QueryColumns(sql)

@@ -80,6 +80,15 @@ type Cursor interface {
 	// there. false: the session lost state with it (beyond a transaction,
 	// which becomes aborted) and must end.
 	Drop(c *backend.Conn, err error) bool
+	// Held returns the connection the session holds on cl for its
+	// transaction, its table locks or its session state, nil when it
+	// holds none there: a statement of the proxy's own that must see
+	// what the session sees (EXPLAIN) runs on it, else on an Aside
+	// connection, which opens no transaction on a shard the session's
+	// has not reached. A statement run on it is not the client's: its
+	// answer is not relayed, its warnings are taken (TakeWarnings), and
+	// a failure of it is Drop's to handle.
+	Held(cl *backend.Cluster) *backend.Conn
 	// Aside returns a connection to cl's primary for a statement of the
 	// proxy's own on the client's behalf, outside the session's
 	// transaction and pins, in step with the session's database and

@@ -41,6 +41,7 @@ func (f *fakeCursor) Send(*backend.Conn, *Part, []byte) error              { ret
 func (f *fakeCursor) Relay(*backend.Conn) *mysql.Relay                     { return nil }
 func (f *fakeCursor) SkipWarnings()                                        {}
 func (f *fakeCursor) TakeWarnings(*backend.Conn, *mysql.ResponseInfo)      {}
+func (f *fakeCursor) Held(*backend.Cluster) *backend.Conn                  { return nil }
 func (f *fakeCursor) Aside(*backend.Cluster) (*backend.Conn, error) {
 	return nil, errors.New("no aside")
 }
@@ -112,6 +113,11 @@ func TestRefuseAnswersWithItsErrorAndRunsNothing(t *testing.T) {
 	}
 }
 
+// step is a Step of a statement sent to cl, sql what an EXPLAIN reads.
+func step(prim string, cl *backend.Cluster, query, sql string) Step {
+	return Step{Primitive: prim, Shard: cl.Name, Query: query, SQL: sql, Cluster: cl}
+}
+
 func TestExplainDescribesEachStatementSent(t *testing.T) {
 	s0, s1 := &backend.Cluster{Name: "s0"}, &backend.Cluster{Name: "s1"}
 	q := []byte("\x03SELECT * FROM t")
@@ -119,11 +125,16 @@ func TestExplainDescribesEachStatementSent(t *testing.T) {
 		p    Primitive
 		want []Step
 	}{
-		{&Route{Cluster: s1, Query: []byte("\x03SELECT * FROM t_0005")}, []Step{{"Route", "s1", "SELECT * FROM t_0005"}}},
-		{&Route{Cluster: s0}, []Step{{"Route", "s0", "SELECT * FROM t"}}},
-		{&Scatter{Parts: []Part{{Cluster: s0, Query: []byte("\x03A")}, {Cluster: s1, Query: []byte("\x03B")}}}, []Step{{"Scatter", "s0", "A"}, {"Scatter", "s1", "B"}}},
-		{&Fanout{OneServer: true, Parts: []Part{{Cluster: s0}}}, []Step{{"Fanout (every shard, one server's answer)", "s0", "SELECT * FROM t"}}},
-		{&Refuse{Err: mysql.NewError(1235, "42000", "no")}, []Step{{"Refuse", "", "1235 (42000): no"}}},
+		{&Route{Cluster: s1, Query: []byte("\x03SELECT * FROM t_0005")}, []Step{step("Route", s1, "SELECT * FROM t_0005", "SELECT * FROM t_0005")}},
+		{&Route{Cluster: s0}, []Step{step("Route", s0, "SELECT * FROM t", "SELECT * FROM t")}},
+		// (A prepared statement's text: no EXPLAIN reads it.)
+		{&Route{Cluster: s0, Stmt: []byte("SELECT * FROM t_0000 WHERE id = ?")}, []Step{step("Route", s0, "SELECT * FROM t", "")}},
+		{&Scatter{Parts: []Part{{Cluster: s0, Query: []byte("\x03A")}, {Cluster: s1, Query: []byte("\x03B")}}}, []Step{step("Scatter", s0, "A", "A"), step("Scatter", s1, "B", "B")}},
+		{&Fanout{OneServer: true, Parts: []Part{{Cluster: s0}}}, []Step{step("Fanout (every shard, one server's answer)", s0, "SELECT * FROM t", "SELECT * FROM t")}},
+		{&Metadata{Parts: []Part{{Cluster: s0, Query: []byte("\x03SHOW TABLES")}}}, []Step{step("Metadata", s0, "SHOW TABLES", "")}},
+		{&Refuse{Err: mysql.NewError(1235, "42000", "no")}, []Step{{Primitive: "Refuse", Query: "1235 (42000): no"}}},
+		// EXPLAIN's plan: the statement's.
+		{&ExplainPlan{Plan: &Route{Cluster: s1}, Query: []byte("\x03SELECT 2")}, []Step{step("Route", s1, "SELECT 2", "SELECT 2")}},
 	} {
 		got := Explain(tc.p, q)
 		if len(got) != len(tc.want) {

@@ -59,7 +59,10 @@ type Evaluate struct {
 type EvalCopy struct {
 	Temp, Like, Describe string
 	InTrx                bool
-	Fetches              []Part
+	// Filtered: Fetches read only the rows the statement's conditions
+	// allow (for Explain).
+	Filtered bool
+	Fetches  []Part
 	// Reduce, when set, replaces Fetches: the rows whose key is among
 	// the values of a column the evaluator has (see Evaluate.Reduce).
 	Reduce *evalReduce
@@ -70,8 +73,8 @@ type EvalCopy struct {
 // MaxReduce + 1 distinct values), and the fetches of the rows whose key
 // is among a batch of them (false: they cannot be routed).
 type evalReduce struct {
-	values  string
-	fetches func(values []string) ([]Part, bool)
+	values, batch string
+	fetches       func(values []string) ([]Part, bool)
 }
 
 // Semi-join batches: at most reduceBatch values per fetch (one round trip
@@ -83,9 +86,10 @@ const (
 	MaxReduce   = 20 * reduceBatch
 )
 
-// FetchPrefix begins every fetch: the shard sends each string in its
-// column's character set, unconverted, which the copy inserts as a
-// binary string.
+// FetchPrefix starts every fetch of a table's rows (planner): the shard
+// sends each string in its column's character set, unconverted, which
+// the copy inserts as a binary string, the bytes the shard holds. An
+// EXPLAIN of a fetch reads the SELECT after it.
 const FetchPrefix = "SET STATEMENT character_set_results=binary FOR "
 
 // evalBatch bounds an INSERT of copied rows (but for its last row):
@@ -112,11 +116,16 @@ func (e *Evaluate) Describe(d string) { e.Tables[len(e.Tables)-1].Describe = d }
 // Reduce makes the last table a semi-join: its rows whose key is among
 // the values of the first column of statement values on the evaluator
 // (distinct, not NULL, at most MaxReduce + 1 of them), fetched as
-// fetches gives them for each batch of values. Its own fetches
-// (AddFetch) read it when the values are too many.
-func (e *Evaluate) Reduce(values string, fetches func(values []string) ([]Part, bool)) {
-	e.Tables[len(e.Tables)-1].Reduce = &evalReduce{values: values, fetches: fetches}
+// fetches gives them for each batch of values, batch describing such a
+// fetch (for Explain). Its own fetches (AddFetch) read it when the
+// values are too many.
+func (e *Evaluate) Reduce(values, batch string, fetches func(values []string) ([]Part, bool)) {
+	e.Tables[len(e.Tables)-1].Reduce = &evalReduce{values: values, batch: batch, fetches: fetches}
 }
+
+// Filtered notes that the last table's fetches read only the rows the
+// statement's conditions allow.
+func (e *Evaluate) Filtered() { e.Tables[len(e.Tables)-1].Filtered = true }
 
 // AddFetch adds a fetch of the last table's rows on cl.
 func (e *Evaluate) AddFetch(cl *backend.Cluster, q []byte) {
@@ -196,29 +205,75 @@ func evaluatorFailed(cl *backend.Cluster, err error) *mysql.SQLError {
 }
 
 // Prepare prepares the client's statement where its executions will be
-// evaluated, for the server's parameter and column definitions: the
-// temporary tables are created empty around prepare, which prepares it
-// on ev and answers the client (gone: ev was given up, and goOn says
-// whether the session goes on; info: the server's answer).
+// evaluated, for the server's parameter and column definitions: prepare
+// prepares it on ev, over the temporary tables created empty
+// (withEmptyCopies), and answers the client (gone: ev was given up, and
+// goOn says whether the session goes on; info: the server's answer).
 func (e *Evaluate) Prepare(c Cursor, prepare func(ev *backend.Conn) (goOn, gone bool, info *mysql.ResponseInfo)) bool {
+	goOn := true
+	err := e.withEmptyCopies(c, func(ev *backend.Conn) bool {
+		var gone bool
+		var info *mysql.ResponseInfo
+		if goOn, gone, info = prepare(ev); !gone {
+			c.TakeWarnings(ev, info) // (the prepare's error or warnings, for SHOW WARNINGS)
+		}
+		return gone
+	})
+	if err != nil {
+		return answerFailure(c, err)
+	}
+	return goOn
+}
+
+// withEmptyCopies runs f on a connection to the evaluator of the proxy's
+// own (Cursor.Aside) that holds the statement's temporary tables created
+// empty: what needs the statement's tables and none of their rows, the
+// server's definitions of a prepared statement's parameters and columns
+// (Prepare), the server's plan of the statement (ExplainPlan). The
+// tables copied only inside a transaction are not created: the evaluator
+// has them. A table without a model there is created from the definition
+// its first fetch's shard shows where the session reads (inspect), which
+// opens no transaction on that shard. Afterwards the tables are dropped
+// and the connection goes back, unless f gave it up (gone). The error is
+// the client's, or answered: the evaluator or a shard failed before f
+// ran.
+func (e *Evaluate) withEmptyCopies(c Cursor, f func(ev *backend.Conn) (gone bool)) error {
 	ev, err := c.Aside(e.Evaluator)
 	if err != nil {
-		return c.Fail(evaluatorFailed(e.Evaluator, err))
+		return evaluatorFailed(e.Evaluator, err)
 	}
 	e.made = e.made[:0]
 	for i := range e.Tables {
 		if t := &e.Tables[i]; !t.InTrx {
-			if err := e.create(c, ev, t); err != nil {
-				return e.fail(c, ev, err)
+			if err := e.createEmpty(c, ev, t); err != nil {
+				c.ReleaseAside(ev, e.drop(ev) != nil)
+				return err
 			}
 		}
 	}
-	goOn, gone, info := prepare(ev)
-	if !gone {
-		c.TakeWarnings(ev, info) // (the prepare's error or warnings, for SHOW WARNINGS)
+	if !f(ev) {
 		c.ReleaseAside(ev, e.drop(ev) != nil)
 	}
-	return goOn
+	return nil
+}
+
+// createEmpty creates t's temporary table, empty, on ev: like its model
+// there, else from the definition its first fetch's shard shows.
+func (e *Evaluate) createEmpty(c Cursor, ev *backend.Conn, t *EvalCopy) error {
+	if t.Like != "" {
+		return e.create(c, ev, t)
+	}
+	if len(t.Fetches) == 0 {
+		return fmt.Errorf("no shard to read the definition of %s from", t.Describe)
+	}
+	rs, err := inspect(c, t.Fetches[0].Cluster, "SHOW CREATE TABLE "+t.Describe)
+	if err != nil {
+		return err
+	}
+	if len(rs.Rows) != 1 || len(rs.Rows[0]) < 2 {
+		return fmt.Errorf("SHOW CREATE TABLE %s: no definition", t.Describe)
+	}
+	return e.createFromDDL(ev, t, string(rs.Rows[0][1]))
 }
 
 // create creates t's temporary table, empty, on ev: like its model
@@ -243,18 +298,25 @@ func (e *Evaluate) create(c Cursor, ev *backend.Conn, t *EvalCopy) error {
 	return nil
 }
 
-// explain describes the evaluation: each table's creation, its copy
-// from each shard, the statement, the drop.
-func (e *Evaluate) explain(q []byte, text func([]byte) string) []Step {
+// explain describes the evaluation step by step: each table's
+// creation on the evaluator and its copy from each shard (the semi-join
+// of a table read by another's values: the statement giving those values
+// on the evaluator, then its batches to the shards, else its own
+// fetches), the statement, the drop.
+func (e *Evaluate) explain(q []byte) []Step {
 	var steps []Step
-	at := e.Evaluator.Name
+	ev := e.Evaluator
 	for i := range e.Tables {
 		t := &e.Tables[i]
+		into := "Evaluate: copy into " + t.Temp
 		if t.InTrx {
 			at := "(inside a transaction) "
-			steps = append(steps, Step{Primitive: "Evaluate: create", Shard: e.Evaluator.Name, Query: at + "CREATE TEMPORARY TABLE " + t.Temp + " (as " + t.Describe + ")"})
+			steps = append(steps, Step{Primitive: "Evaluate: create", Shard: ev.Name, InTrx: true,
+				Query: at + "CREATE TEMPORARY TABLE " + t.Temp + " (as " + t.Describe + ")"})
 			for _, f := range t.Fetches {
-				steps = append(steps, Step{Primitive: "Evaluate: copy into " + t.Temp, Shard: f.Cluster.Name, Query: at + text(f.Query)})
+				st := fetchStep(into, f)
+				st.Query, st.InTrx = at+st.Query, true
+				steps = append(steps, st)
 			}
 			continue
 		}
@@ -262,28 +324,47 @@ func (e *Evaluate) explain(q []byte, text func([]byte) string) []Step {
 		if t.Like == "" {
 			create = "CREATE TEMPORARY TABLE " + t.Temp + " (the columns and keys of " + t.Describe + ", shown by SHOW CREATE TABLE on shard " + t.Fetches[0].Cluster.Name + ")"
 		}
-		steps = append(steps, Step{Primitive: "Evaluate: create", Shard: at, Query: create})
+		steps = append(steps, Step{Primitive: "Evaluate: create", Shard: ev.Name, Query: create})
+		own := into
 		if r := t.Reduce; r != nil {
-			steps = append(steps, Step{Primitive: "Evaluate: copy into " + t.Temp, Shard: at,
-				Query: "the rows whose shard key is among the values of " + r.values + ", in batches of " + strconv.Itoa(reduceBatch) + " sent as IN (…) to the sub-tables that hold them; else:"})
+			steps = append(steps,
+				Step{Primitive: "Evaluate: semi-join values for " + t.Temp, Shard: ev.Name, Query: r.values,
+					SQL: r.values, Cluster: ev, Evaluator: true},
+				Step{Primitive: into + " (semi-join)",
+					Query: r.batch + " for each sub-table the values hash to (a shard's by one UNION ALL), " + strconv.Itoa(reduceBatch) + " values a batch"})
+			own += " (instead, when the values are more than " + strconv.Itoa(MaxReduce) + " or not plain numbers)"
+		}
+		if t.Filtered {
+			own += " (the rows the statement's conditions allow)"
 		}
 		for _, f := range t.Fetches {
-			steps = append(steps, Step{Primitive: "Evaluate: copy into " + t.Temp, Shard: f.Cluster.Name, Query: text(f.Query)})
+			steps = append(steps, fetchStep(own, f))
 		}
 	}
-	final := text(q)
-	if e.Stmt != nil {
-		final = string(e.Stmt)
+	final := Step{Primitive: "Evaluate: the statement", Shard: ev.Name, Query: text(q), Cluster: ev, Evaluator: true}
+	if e.OnSession {
+		final.Primitive = "Evaluate: the statement, on the session's connection (the copies of the shard's own sub-tables made there by INSERT … SELECT)"
 	}
-	steps = append(steps, Step{Primitive: "Evaluate: the statement", Shard: at, Query: final})
+	if e.Stmt != nil {
+		final.Query = string(e.Stmt)
+	} else {
+		final.SQL = final.Query
+	}
+	steps = append(steps, final)
 	if len(e.Tables) > 0 {
 		var names []string
 		for _, t := range e.Tables {
 			names = append(names, t.Temp)
 		}
-		steps = append(steps, Step{Primitive: "Evaluate: drop", Shard: at, Query: dropSQL(names)})
+		steps = append(steps, Step{Primitive: "Evaluate: drop", Shard: ev.Name, Query: dropSQL(names)})
 	}
 	return steps
+}
+
+// fetchStep describes fetch f of a table's rows, a step of primitive
+// name.
+func fetchStep(name string, f Part) Step {
+	return Step{Primitive: name, Shard: f.Cluster.Name, Query: text(f.Query), SQL: explainable(f.Query, nil), Cluster: f.Cluster}
 }
 
 // semiJoin copies t's rows whose key is among its source's values, in
@@ -523,7 +604,13 @@ func (e *Evaluate) createFrom(conn, ev *backend.Conn, t *EvalCopy) error {
 	if len(rows) != 1 || len(rows[0]) < 2 {
 		return fmt.Errorf("SHOW CREATE TABLE %s: no definition", t.Describe)
 	}
-	ddl, err := TemporaryDDL(rows[0][1], t.Temp)
+	return e.createFromDDL(ev, t, rows[0][1])
+}
+
+// createFromDDL creates t's temporary table on ev from create, the
+// definition SHOW CREATE TABLE shows of its sub-table.
+func (e *Evaluate) createFromDDL(ev *backend.Conn, t *EvalCopy, create string) error {
+	ddl, err := TemporaryDDL(create, t.Temp)
 	if err != nil {
 		return err
 	}
@@ -608,6 +695,12 @@ func (e *Evaluate) partFailed(c Cursor, conn *backend.Conn, shard string, err er
 // err, unless the cursor answered it already.
 func (e *Evaluate) fail(c Cursor, ev *backend.Conn, err error) bool {
 	c.ReleaseAside(ev, e.drop(ev) != nil)
+	return answerFailure(c, err)
+}
+
+// answerFailure answers the client with err, unless the cursor answered
+// it already (answered), and reports whether the session goes on.
+func answerFailure(c Cursor, err error) bool {
 	var a *answered
 	if errors.As(err, &a) {
 		return a.goOn

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"vitess.io/vitess/go/sqltypes"
@@ -275,4 +276,24 @@ func containsFold(names []string, name string) bool {
 // quoteIdent is `name`.
 func quoteIdent(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+// explain describes the two steps: the evaluation into Twin (its
+// statement not EXPLAINed: Twin is not among the empty copies), then the
+// write of its rows.
+func (s *InsertSelect) explain(q []byte) []Step {
+	var steps []Step
+	for _, st := range s.Eval.explain(q) {
+		if st.Primitive != "Evaluate: the statement" {
+			steps = append(steps, st)
+			continue
+		}
+		ev := s.Eval.Evaluator.Name
+		steps = append(steps,
+			Step{Primitive: "InsertSelect: create", Shard: ev, Query: "CREATE TEMPORARY TABLE " + s.Twin.Temp + " (the target's twin, like its sub-tables)"},
+			Step{Primitive: "InsertSelect: the statement, into the twin", Shard: ev, Query: st.Query},
+			Step{Primitive: "InsertSelect: read back", Shard: ev, Query: "SELECT the statement's columns FROM " + s.Twin.Temp + " (at most " + strconv.FormatUint(s.MaxRows, 10) + " rows)"},
+			Step{Primitive: "InsertSelect: write", Query: "INSERT INTO " + s.Twin.Temp + " (…) VALUES (the twin's rows), bound as a multi-row INSERT: one part per sub-table"})
+	}
+	return steps
 }

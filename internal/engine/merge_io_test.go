@@ -89,6 +89,7 @@ func (f *mergeCursor) Send(c *backend.Conn, p *Part, q []byte) error {
 func (f *mergeCursor) Relay(c *backend.Conn) *mysql.Relay              { return c.Relay(f.client, f.caps) }
 func (f *mergeCursor) SkipWarnings()                                   {}
 func (f *mergeCursor) TakeWarnings(*backend.Conn, *mysql.ResponseInfo) {}
+func (f *mergeCursor) Held(*backend.Cluster) *backend.Conn             { return nil }
 func (f *mergeCursor) Aside(*backend.Cluster) (*backend.Conn, error) {
 	return nil, errors.New("no aside")
 }

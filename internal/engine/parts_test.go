@@ -62,6 +62,7 @@ func (f *partsCursor) Send(c *backend.Conn, p *Part, q []byte) error {
 func (f *partsCursor) Relay(c *backend.Conn) *mysql.Relay              { return c.Relay(f.client, clientCaps) }
 func (f *partsCursor) SkipWarnings()                                   {}
 func (f *partsCursor) TakeWarnings(*backend.Conn, *mysql.ResponseInfo) {}
+func (f *partsCursor) Held(*backend.Cluster) *backend.Conn             { return nil }
 func (f *partsCursor) Aside(*backend.Cluster) (*backend.Conn, error) {
 	return nil, errors.New("no aside")
 }

@@ -63,8 +63,16 @@ func (s *Session) SyntaxError(cl *backend.Cluster, sql []byte) *mysql.SQLError {
 }
 
 // DrawKeys implements planner.Session: the round trips to the sequence's
-// store, with the session's auto_increment_increment.
+// store, with the session's auto_increment_increment. A statement shown
+// rather than run (planDry) reserves nothing: its rows get the ids the
+// sequence would hand out next (Sequence.Peek).
 func (s *Session) DrawKeys(seq *sequence.Sequence, maxExplicit uint64, rows int) (uint64, error) {
+	if s.dryRun {
+		if rows == 0 {
+			return 0, nil
+		}
+		return seq.Peek(), nil
+	}
 	ctx := context.Background() // each round trip is bounded by the store's timeout
 	if maxExplicit > 0 {
 		if err := seq.Observe(ctx, maxExplicit); err != nil {

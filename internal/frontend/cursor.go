@@ -105,6 +105,23 @@ func (s *Session) Done(c *backend.Conn, info *mysql.ResponseInfo) {
 	s.release(c)
 }
 
+// Held implements engine.Cursor: the connection the session holds on cl
+// for more than the previous statement's diagnostics.
+func (s *Session) Held(cl *backend.Cluster) *backend.Conn {
+	if cl == s.cl {
+		if s.pinned != nil && s.pins&^pinHeld != 0 {
+			return s.pinned
+		}
+		return nil
+	}
+	for _, h := range s.others {
+		if h.cl == cl && h.pins&^pinHeld != 0 {
+			return h.conn
+		}
+	}
+	return nil
+}
+
 // Aside implements engine.Cursor.
 func (s *Session) Aside(cl *backend.Cluster) (*backend.Conn, error) {
 	w := cl.Writer()

@@ -113,7 +113,7 @@ func (s *Session) statement(p []byte, st router.Stmt) bool {
 		return s.explain(st, p)
 	}
 	s.tele.trace.st.StartPlan()
-	prim := s.plan(st, p)
+	prim := s.planFor(st, p)
 	s.tele.trace.st.EndPlan()
 	ok := prim.Execute(s, p)
 	if s.outsideFrom != nil {

@@ -123,6 +123,9 @@ type Session struct {
 	trxWriter    *backend.Cluster   // the shard the open transaction wrote to last
 	trxWrote     []*backend.Cluster // the others it wrote to (cross_shard_writes: allow, atomic)
 	xa           xaState            // its XA branches (cross_shard_writes: atomic, shards_xa.go)
+	// dryRun: the statement being planned is shown, not run (EXPLAIN,
+	// the explain hint): planning it draws no key (planDry).
+	dryRun bool
 
 	// A statement on a sharded schema that is not the session's database
 	// (shards_outside.go): the database its connections use instead of

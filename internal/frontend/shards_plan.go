@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/shardgate/shardgate/internal/backend"
@@ -74,13 +75,40 @@ func (s *Session) notSupported(what string) engine.Primitive {
 // wraps, else a 1235 that says what it is.
 func asSQLError(err error) *mysql.SQLError { return planner.ClientError(err) }
 
+// planFor plans statement p: an EXPLAIN (of a table, or of a statement,
+// which does not run) without effects (planDry), the diagnostics of its
+// plan's answer being the notes of the servers' EXPLAINs (ownWarnings);
+// any other statement as it runs (plan).
+func (s *Session) planFor(st router.Stmt, p []byte) engine.Primitive {
+	if st.Kind != router.KindAnalyze || st.Flags&router.FlagAnalyzeExec != 0 {
+		return s.plan(st, p)
+	}
+	prim := s.planDry(st, p)
+	if _, ok := prim.(*engine.ExplainPlan); ok {
+		s.ownWarnings()
+	}
+	return prim
+}
+
+// planDry plans statement p as plan does, for a statement that is shown
+// rather than run (EXPLAIN, the explain hint): binding it draws no key
+// from a sequence (DrawKeys) and leaves the transaction's record of the
+// shards it wrote as it was (a write's CrossShardWrite is checked, its
+// refusal the answer, but not recorded).
+func (s *Session) planDry(st router.Stmt, p []byte) engine.Primitive {
+	w, wrote := s.trxWriter, slices.Clone(s.trxWrote)
+	s.dryRun = true
+	prim := s.plan(st, p)
+	s.dryRun = false
+	s.trxWriter, s.trxWrote = w, wrote
+	return prim
+}
+
 // explain answers a statement hinted /* shardgate:explain */ on a sharded
 // schema with its plan, one row per statement it would send, instead of
 // running it. Planning it changes nothing of the session's.
 func (s *Session) explain(st router.Stmt, p []byte) bool {
-	w := s.trxWriter
-	steps := engine.Explain(s.plan(st, p), p)
-	s.trxWriter = w
+	steps := engine.Explain(s.planDry(st, p), p)
 	s.partDB, s.outsideFrom = "", nil // nothing ran on another schema
 	text := func(name string, length uint32) mysql.Column {
 		return mysql.Column{Name: name, Type: mysql.TypeVarString, Charset: uint16(mysql.CollationUTF8MB4GeneralCI), Length: length, Flags: mysql.FlagNotNull}

@@ -62,6 +62,15 @@ func (s *Session) collectWarnings(c *backend.Conn, raised int, rename func(strin
 	s.skipAffinity = true // SHOW WARNINGS replaced c's diagnostics
 }
 
+// ownWarnings makes the diagnostics of the statement about to run those
+// the proxy collects for it (collectWarnings), none until it does: a
+// statement the proxy answers from statements of its own (EXPLAIN's
+// plan), which leaves the diagnostics of the session's connections, the
+// previous statement's, as they were.
+func (s *Session) ownWarnings() {
+	s.warns.rows, s.warns.count, s.warns.valid = s.warns.rows[:0], 0, true
+}
+
 // readsPartWarnings reports whether st reads the diagnostics a statement
 // in parts left as a SHOW, which the session answers itself
 // (answerDiagnostics). A SELECT of @@warning_count or @@error_count gets

@@ -63,6 +63,10 @@ type Binder struct {
 	insel      engine.InsertSelect
 	inselShape router.Shape
 	ins        insertRows // an INSERT's rows and keys (bind_insert.go)
+	// explaining: the statement being bound is an EXPLAIN's, which does
+	// not run: no column probe goes ahead of a merge's first part
+	// (bind_explain.go).
+	explaining bool
 }
 
 // SetCharset gives the values of the session's statements the character
@@ -116,9 +120,10 @@ func (b *Binder) SessionStatement(ks *Keyspace, st router.Stmt, p []byte, s Sess
 
 // Statement plans text statement p (COM_QUERY, classified st) on sharded
 // schema ks, once SessionStatement has not: a shard hint sends it to the
-// named shard as written; SHOW and DESCRIBE are rewritten to show the
-// logical tables; DDL runs on every sub-table; any other statement is
-// planned by its cached plan and bound to its literals.
+// named shard as written; EXPLAIN of a statement answers with its plan
+// (bind_explain.go); SHOW and DESCRIBE are rewritten to show the logical
+// tables; DDL runs on every sub-table; any other statement is planned by
+// its cached plan and bound to its literals.
 func (b *Binder) Statement(ks *Keyspace, st router.Stmt, p []byte, s Session) engine.Primitive {
 	if st.Flags&router.FlagHintShard != 0 {
 		if name, ok := router.ShardHint(p[1:]); ok {
@@ -137,6 +142,11 @@ func (b *Binder) Statement(ks *Keyspace, st router.Stmt, p []byte, s Session) en
 	}
 	if s.Streaming() {
 		return b.refuse("statements larger than the packet buffer on a sharded schema")
+	}
+	if st.Kind == router.KindAnalyze {
+		if head, ok := router.ReadExplain(p[1:]); ok {
+			return b.explain(ks, head, st, p, s)
+		}
 	}
 	if st.Kind == router.KindShow || st.Kind == router.KindAnalyze && st.Flags&router.FlagAnalyzeExec == 0 {
 		return b.metadata(ks, st, p[1:], s)

@@ -55,7 +55,7 @@ func (b *Binder) mergeOf(ks *Keyspace, plan *Plan, sql []byte, sh *router.Shape,
 		return b.refuseErr(e)
 	}
 	cached := mp.Columns.Load()
-	probe := cached == nil && mp.Probe != nil
+	probe := cached == nil && mp.Probe != nil && !b.explaining
 	buf := b.partSQL[:0]
 	b.partEnds = b.partEnds[:0]
 	b.parts = b.parts[:0]

@@ -74,6 +74,11 @@ func (b *Binder) Prepare(ks *Keyspace, st router.Stmt, p []byte, s Session, prep
 			return PrepareAt{Cluster: prep.Cluster}
 		}
 	}
+	if st.Kind == router.KindAnalyze {
+		if _, ok := router.ReadExplain(sql); ok {
+			return refuseExplainPrepared(ks)
+		}
+	}
 	prep.Text = bytes.Clone(sql)
 	router.ScanShape(prep.Text, &prep.Shape)
 	plan := ks.Plan(prep.Text, &prep.Shape, s.DB())

@@ -81,6 +81,8 @@ type EvalTable struct {
 type EvalReduce struct {
 	Source, Column string
 	Subquery       *Template
+	// Batch describes the fetch of a batch of values, for Explain.
+	Batch string
 }
 
 // valuesSQL is the statement giving r's values on the evaluator.
@@ -271,7 +273,9 @@ func (k *Keyspace) evalPlanOf(parsed Parsed, sh *router.Shape, db string, stmt s
 		}
 		t.Filtered = k.filteredFetch(parsed, sh, db, t.Table, push.condition(t.Table))
 		if red, ok := push.reduced(t.Table); ok {
-			t.Reduce = p.reduceFrom(red, k.Schema, parsed, sh)
+			if t.Reduce = p.reduceFrom(red, k.Schema, parsed, sh); t.Reduce != nil {
+				t.Reduce.Batch = k.semiJoinBatch(t.Table)
+			}
 		}
 	}
 	// A reduced table is copied once its source's values are there.
@@ -414,9 +418,10 @@ func (k *Keyspace) Evaluate(e *engine.Evaluate, p *EvalPlan, sql []byte, sh *rou
 		}
 		e.AddTable(t.Temp, t.Like, t.Describe, t.Local)
 		if t.Reduce != nil {
-			e.Reduce(t.Reduce.valuesSQL(sql, sh), k.semiJoin(t.Table))
+			e.Reduce(t.Reduce.valuesSQL(sql, sh), t.Reduce.Batch, k.semiJoin(t.Table))
 		}
 		if t.Filtered != nil && vals != nil && k.addFiltered(e, &t, sql, sh, vals) {
+			e.Filtered()
 			continue
 		}
 		for _, f := range t.Fetches {
@@ -497,6 +502,13 @@ func (k *Keyspace) semiJoin(t *sharding.SchemaTable) func(values []string) ([]en
 		})
 		return parts, true
 	}
+}
+
+// semiJoinBatch describes a semi-join's fetch of t's rows (semiJoin),
+// for Explain: the values are known only as it runs.
+func (k *Keyspace) semiJoinBatch(t *sharding.SchemaTable) string {
+	keyCol := sqlparser.String(sqlparser.NewIdentifierCI(t.ShardKey))
+	return "SELECT * FROM " + quoteQualified(k.Schema.Name, t.Name+"_NNNN") + " WHERE " + keyCol + " IN (…)"
 }
 
 // isNumber reports whether v is a plain decimal number: what a key IN

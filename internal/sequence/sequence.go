@@ -170,6 +170,18 @@ func (q *Sequence) Next(ctx context.Context, n int) (first uint64, err error) {
 	}
 }
 
+// Peek returns the first id Next would hand out now, without reserving
+// it: the next of this process's block, or, when the block is used up,
+// the floor of its next reservation (1 before the first), which another
+// proxy may take first. It makes no round trip. For a statement that is
+// shown, not run (EXPLAIN of an INSERT): where its rows would go if it
+// ran now, as nearly as this process knows.
+func (q *Sequence) Peek() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return max(q.next, 1)
+}
+
 // Observe reports an id a client gave explicitly, so that it is never
 // handed out later. Call it before the statement inserting id runs: from
 // then on this process hands out only larger ids (as MySQL's counter moves
