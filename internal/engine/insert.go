@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/mysql"
@@ -49,21 +50,26 @@ type InsertSplit struct {
 	LastKeyKnown bool
 	Savepoint    bool
 	merge        mysql.OKMerge
+	saved        []*backend.Cluster // the clusters whose connection has the savepoint
 }
 
 // Execute implements Primitive.
 func (s *InsertSplit) Execute(c Cursor, q []byte) bool {
 	s.merge.Reset()
+	s.saved = s.saved[:0]
 	for i := range s.Parts {
 		p := &s.Parts[i]
 		conn, ok := c.Acquire(p.Cluster, false)
 		if conn == nil {
-			return ok
+			return s.undoAnswered(c, ok)
 		}
-		if i == 0 && s.Savepoint {
+		if s.Savepoint && !slices.Contains(s.saved, p.Cluster) {
+			// On each shard the statement writes (several, under
+			// cross_shard_writes: allow or atomic), before its first part.
 			if err := conn.Exec(savepointSQL); err != nil {
 				return savepointFailed(c, conn, err)
 			}
+			s.saved = append(s.saved, p.Cluster)
 		}
 		okp, r, err := writePart(c, conn, p, q)
 		if err != nil {
@@ -78,6 +84,9 @@ func (s *InsertSplit) Execute(c Cursor, q []byte) bool {
 					return c.Failed(conn, mysql.BackendError(err), false)
 				}
 				c.Done(conn, &r.Info)
+				if !s.undoOthers(c, p.Cluster) {
+					return false
+				}
 				return c.Fail(e)
 			}
 			c.Done(conn, &r.Info)
@@ -105,6 +114,36 @@ func (s *InsertSplit) Execute(c Cursor, q []byte) bool {
 	}
 	ok.Status = c.Status() | ok.Status&mysql.StatusSessionStateChange
 	return c.AnswerInsert(&ok, generated)
+}
+
+// undoOthers rolls back to the savepoint on the shards the statement
+// wrote before the one whose part failed (failed), so that it is undone
+// whole. false: a connection failed, and the session must end.
+func (s *InsertSplit) undoOthers(c Cursor, failed *backend.Cluster) bool {
+	for _, cl := range s.saved {
+		if cl == failed {
+			continue
+		}
+		conn, ok := c.Acquire(cl, false)
+		if conn == nil {
+			return ok
+		}
+		if err := conn.Exec(rollbackToSQL); err != nil && !mysql.IsSQLError(err) {
+			return c.Failed(conn, mysql.BackendError(err), false)
+		}
+		c.SkipWarnings()
+		c.Done(conn, &mysql.ResponseInfo{Status: c.Status()})
+	}
+	return true
+}
+
+// undoAnswered undoes what the statement wrote after the client was
+// answered with an error (Acquire failed), and returns goOn.
+func (s *InsertSplit) undoAnswered(c Cursor, goOn bool) bool {
+	if goOn && s.Savepoint {
+		return s.undoOthers(c, nil) && goOn
+	}
+	return goOn
 }
 
 // savepointFailed answers a SAVEPOINT that failed before any part ran:

@@ -264,6 +264,41 @@ func TestShardedInsertPartialFailure(t *testing.T) {
 	if an, err := a.sharp.Query("ROLLBACK"); err != nil || an.Err != nil {
 		t.Fatalf("ROLLBACK: %v %v", err, an.Err)
 	}
+	checkSplitUndoneOnEveryShard(t, a, on0, on2)
+}
+
+// checkSplitUndoneOnEveryShard: with cross_shard_writes: allow, a split
+// INSERT inside a transaction may reach both shards; its part failing on
+// the second shard undoes the part the first shard applied too (a
+// savepoint on each shard it writes), and the transaction goes on.
+func checkSplitUndoneOnEveryShard(t *testing.T, a *autoShards, on0, on2 []int64) {
+	t.Helper()
+	a.yaml = strings.Replace(a.yaml, "    default_cluster: s0\n", "    default_cluster: s0\n    cross_shard_writes: allow\n", 1)
+	p := a.startProxy(t)
+	c := dialDiff(t, difftest.Target{Name: "allow", Addr: p.Addrs()[0], User: appUser, Password: appPass, Database: a.db})
+	must := func(sql string) {
+		if an, err := c.Query(sql); err != nil || an.Err != nil {
+			t.Fatalf("%s: %v %v", sql, err, an.Err)
+		}
+	}
+	must("BEGIN")
+	must(fmt.Sprintf("INSERT INTO t (id, v) VALUES (%d, 10)", on2[2]))
+	// on2[0] is taken (the test's first INSERT): the s1 part fails.
+	an, err := c.Query(fmt.Sprintf("INSERT INTO t (id, v) VALUES (%d, 11), (%d, 12)", on0[1], on2[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if an.Err == nil || an.Err.Code != 1062 {
+		t.Fatalf("a split INSERT whose s1 part meets a duplicate: %s, want 1062", describe(an))
+	}
+	must("COMMIT")
+	rows := a.rows(t, false)
+	if slices.ContainsFunc(rows, func(r string) bool { return strings.HasPrefix(r, fmt.Sprintf("%d:11:", on0[1])) }) {
+		t.Errorf("the failed statement's row on s0 was committed: %v", rows)
+	}
+	if !slices.ContainsFunc(rows, func(r string) bool { return strings.HasPrefix(r, fmt.Sprintf("%d:10:", on2[2])) }) {
+		t.Errorf("the transaction's earlier INSERT was lost: %v", rows)
+	}
 }
 
 // TestShardedInsertConcurrentSequence: 64 clients over two proxies on the
