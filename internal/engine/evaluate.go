@@ -39,7 +39,8 @@ type Evaluate struct {
 	rows  mysql.RowStream
 	batch []byte
 	made  []string        // the temporary tables created, to drop
-	conns []*backend.Conn // fetches sent and not read yet
+	conns []*backend.Conn // by fetch: sent and not read yet (else nil)
+	order []int           // the fetches in the order their connections are taken
 	cat   mysql.Concat
 }
 
@@ -311,12 +312,21 @@ func (e *Evaluate) semiJoin(c Cursor, ev *backend.Conn, t *EvalCopy) (bool, erro
 // time. A failure stops the fetches not read yet (KILL QUERY, their
 // rows drained), so that their connections, a transaction's included,
 // stay usable.
+//
+// The fetches' connections are taken in the order of their clusters'
+// names, as a merge takes its parts' (acquireOrder): a session holding
+// one shard's connection while it waits for another's then never waits
+// for a session that holds that one and waits for the first.
 func (e *Evaluate) copyParts(c Cursor, ev *backend.Conn, t *EvalCopy, parts []Part, create bool) error {
 	if c.Killed() {
 		return errInterrupted
 	}
 	e.conns = e.conns[:0]
-	for i := range parts {
+	for range parts {
+		e.conns = append(e.conns, nil)
+	}
+	e.order = acquireOrder(e.order[:0], parts)
+	for _, i := range e.order {
 		f := &parts[i]
 		conn, ok := c.Acquire(f.Cluster, e.ReplicaOK)
 		if conn == nil {
@@ -333,11 +343,11 @@ func (e *Evaluate) copyParts(c Cursor, ev *backend.Conn, t *EvalCopy, parts []Pa
 		if err := conn.Flush(); err != nil {
 			return e.stopFetches(c, e.partFailed(c, conn, f.Cluster.Name, mysql.BackendError(err), true))
 		}
-		e.conns = append(e.conns, conn)
+		e.conns[i] = conn
 	}
 	for i := range parts {
-		conn := e.conns[0]
-		e.conns = e.conns[1:]
+		conn := e.conns[i]
+		e.conns[i] = nil
 		e.rows.Reset(conn.Conn, conn.Caps, nil, false)
 		err := e.rows.Start()
 		if err == nil && e.rows.Info.Err != nil {
@@ -363,6 +373,9 @@ func (e *Evaluate) copyParts(c Cursor, ev *backend.Conn, t *EvalCopy, parts []Pa
 func (e *Evaluate) stopFetches(c Cursor, err error) error {
 	var rs mysql.RowStream
 	for _, conn := range e.conns {
+		if conn == nil {
+			continue // (not sent, or read already)
+		}
 		killQuery(conn)
 		rs.Reset(conn.Conn, conn.Caps, nil, false)
 		serr := rs.Start()
