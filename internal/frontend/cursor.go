@@ -105,13 +105,17 @@ func (s *Session) Done(c *backend.Conn, info *mysql.ResponseInfo) {
 	s.release(c)
 }
 
-// Aside implements engine.Cursor.
+// Aside implements engine.Cursor. The connection comes from the primary's
+// evaluator pool, not from the pool the statement's parts take theirs
+// from (see backend.Pool.Evaluator): an evaluation holding it may then
+// wait for a part's connection to the same server without holding one of
+// that pool.
 func (s *Session) Aside(cl *backend.Cluster) (*backend.Conn, error) {
 	w := cl.Writer()
 	if w == nil {
 		return nil, fmt.Errorf("cluster %s has no primary", cl.Name)
 	}
-	c, err := w.Pool.Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
+	c, err := w.Pool.Evaluator().Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
 	if err != nil {
 		return nil, err
 	}
