@@ -113,8 +113,12 @@ func (e *Evaluate) AddFetch(cl *backend.Cluster, q []byte) {
 	t.Fetches = append(t.Fetches, Part{Cluster: cl, Query: q})
 }
 
-// Execute implements Primitive.
+// Execute implements Primitive. A client that goes away meanwhile
+// interrupts it (WatchClient): the copies of tables of millions of rows
+// would otherwise go on for minutes, then the statement, until its first
+// row was written to nobody.
 func (e *Evaluate) Execute(c Cursor, q []byte) bool {
+	defer c.WatchClient()()
 	ev, err := c.Aside(e.Evaluator)
 	if err != nil {
 		return c.Fail(evaluatorFailed(e.Evaluator, err))
@@ -143,6 +147,9 @@ func (e *Evaluate) Execute(c Cursor, q []byte) bool {
 		if err := e.copyParts(c, ev, t, t.Fetches, t.Like == ""); err != nil {
 			return e.fail(c, ev, err)
 		}
+	}
+	if err := e.interrupted(c); err != nil {
+		return e.fail(c, ev, err)
 	}
 	final := Part{Cluster: e.Evaluator, Stmt: e.Stmt}
 	if err := c.Send(ev, &final, q); err != nil {
@@ -318,8 +325,8 @@ func (e *Evaluate) semiJoin(c Cursor, ev *backend.Conn, t *EvalCopy) (bool, erro
 // one shard's connection while it waits for another's then never waits
 // for a session that holds that one and waits for the first.
 func (e *Evaluate) copyParts(c Cursor, ev *backend.Conn, t *EvalCopy, parts []Part, create bool) error {
-	if c.Killed() {
-		return errInterrupted
+	if err := e.interrupted(c); err != nil {
+		return err
 	}
 	e.conns = e.conns[:0]
 	for range parts {
@@ -345,23 +352,46 @@ func (e *Evaluate) copyParts(c Cursor, ev *backend.Conn, t *EvalCopy, parts []Pa
 		}
 		e.conns[i] = conn
 	}
+	flush := func(batch []byte) error {
+		if err := e.interrupted(c); err != nil {
+			return err
+		}
+		return ev.Exec(string(batch))
+	}
 	for i := range parts {
 		conn := e.conns[i]
-		e.conns[i] = nil
 		e.rows.Reset(conn.Conn, conn.Caps, nil, false)
 		err := e.rows.Start()
 		if err == nil && e.rows.Info.Err != nil {
 			err = e.rows.Info.Err
 		}
 		if err == nil {
-			err = e.insertRows(t.Temp, func(batch []byte) error { return ev.Exec(string(batch)) })
+			err = e.insertRows(t.Temp, flush)
 		}
+		if err == errInterrupted {
+			// Interrupted between two batches (interrupted): this
+			// fetch, unread, is stopped with the others.
+			return e.stopFetches(c, err)
+		}
+		e.conns[i] = nil
 		if err != nil {
 			return e.stopFetches(c, e.partFailed(c, conn, parts[i].Cluster.Name, err, !e.rows.Done()))
 		}
 		c.SkipWarnings()
 		e.rows.Info.SessionState = e.rows.Info.SessionState[:0] // (SET STATEMENT's, not the session's)
 		c.Done(conn, &e.rows.Info)
+	}
+	return nil
+}
+
+// interrupted is the error an evaluation stops with, checked between
+// batches of its copies and before its statement: a KILL QUERY came, or
+// the client went away (WatchClient), and the statements running then on
+// the shards and the evaluator were interrupted on their servers, but a
+// statement the evaluation sends next would run on (1317). Nil: go on.
+func (e *Evaluate) interrupted(c Cursor) error {
+	if c.Killed() {
+		return errInterrupted
 	}
 	return nil
 }

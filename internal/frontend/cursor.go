@@ -82,6 +82,19 @@ func (s *Session) Send(c *backend.Conn, p *engine.Part, q []byte) error {
 // Killed implements engine.Cursor.
 func (s *Session) Killed() bool { return s.queryKilled.Load() }
 
+// WatchClient implements engine.Cursor.
+func (s *Session) WatchClient() (stop func()) {
+	return s.client.WatchClose(s.clientClosed)
+}
+
+// clientClosed interrupts the session's statement as KILL QUERY does
+// (killQuery): its client closed the connection while the statement ran,
+// and no one will read its answer. Called on the watch's goroutine.
+func (s *Session) clientClosed() {
+	s.logger().Info("client closed its connection while its statement ran; interrupting the statement")
+	s.killQuery()
+}
+
 // Relay implements engine.Cursor.
 func (s *Session) Relay(c *backend.Conn) *mysql.Relay {
 	r := c.Relay(s.client, s.caps)

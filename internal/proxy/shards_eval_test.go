@@ -159,32 +159,113 @@ func checkEvaluated(t *testing.T, rep *difftest.Report) {
 	}
 }
 
-// KILL QUERY of a session whose statement is being evaluated stops the
-// shards' fetches and the evaluator's statements; the client gets 1317,
-// its session goes on, and nothing else notices (issue 22).
+// An evaluated statement stopped midway, by KILL QUERY from another
+// session or by its client going away, while the shards' rows are copied
+// or while the evaluator's answer streams to a client that stopped
+// reading: every shard's fetch and the evaluator's statements stop; the
+// killed client gets 1317 and its session goes on; nothing else notices
+// (issue 22), and every connection comes back to its pool.
 func TestEvaluateKillQuery(t *testing.T) {
 	p, s0, s1, proxyDB := mergeStopPair(t, "evkill", 200000)
 	roots := []*sql.DB{s0.RootDB(t), s1.RootDB(t)}
 	db := proxyDB("")
-	a, b := oneConn(t, db), oneConn(t, db)
-	aID := queryString(t, a, "SELECT CONNECTION_ID()")
 	by := startBystander(t, db, 800000)
 	// A derived table whose LIMIT needs every shard's rows: evaluated,
 	// each shard's 400,000 rows copied.
-	done := runAsync(a, "SELECT COUNT(*), SUM(d.v) FROM (SELECT v FROM t ORDER BY v, id LIMIT 700000) d")
-	const fetch = "character_set_results=binary"
-	waitShards(t, true, fetch, roots...)
-	mustExec(t, b, "KILL QUERY "+aID)
-	if err := waitErr(t, done, "KILL QUERY"); mysqlErrCode(err) != 1317 {
-		t.Fatalf("the killed evaluation ended with %v, want error 1317", err)
-	}
-	waitShards(t, false, fetch, roots...)
-	waitShards(t, false, "INSERT INTO", roots[0])
-	if got := queryString(t, a, "SELECT COUNT(*) FROM (SELECT v FROM t ORDER BY v, id LIMIT 10) d"); got != "10" {
-		t.Fatalf("the killed session's next evaluated statement: %q, want 10", got)
-	}
+	const copying = "SELECT COUNT(*), SUM(d.v) FROM (SELECT v FROM t ORDER BY v, id LIMIT 700000) d"
+	// The same, whose answer is 700,000 rows of 200 bytes: more than the
+	// sockets hold, so the evaluator's statement (its text has
+	// evfinal, the fetches' do not) still runs while the client does not
+	// read.
+	const streaming = "SELECT d.id, REPEAT('x', 200) AS evfinal FROM (SELECT id, v FROM t ORDER BY v, id LIMIT 700000) d"
+	const fetch, final = "character_set_results=binary", "evfinal"
+
+	t.Run("KILL QUERY while the rows are copied", func(t *testing.T) {
+		a, b := oneConn(t, db), oneConn(t, db)
+		aID := queryString(t, a, "SELECT CONNECTION_ID()")
+		done := runAsync(a, copying)
+		waitShards(t, true, fetch, roots...)
+		mustExec(t, b, "KILL QUERY "+aID)
+		if err := waitErr(t, done, "KILL QUERY"); mysqlErrCode(err) != 1317 {
+			t.Fatalf("the killed evaluation ended with %v, want error 1317", err)
+		}
+		waitShards(t, false, fetch, roots...)
+		waitShards(t, false, "INSERT INTO", roots[0])
+		checkNextEvaluation(t, a)
+	})
+	t.Run("client gone while the rows are copied", func(t *testing.T) {
+		// s1's fetch waits for t_0002, locked: the evaluation waits for
+		// its rows, and would wait as long as the lock lasts, with
+		// nothing to write to the client, were the client's close not
+		// watched.
+		lock := oneConn(t, roots[1])
+		mustExec(t, lock, "LOCK TABLES evkill.t_0002 WRITE")
+		defer mustExec(t, lock, "UNLOCK TABLES")
+		a, raw := rawConn(t, p, "evkill")
+		done := runAsync(a, copying)
+		waitShards(t, true, fetch, roots[1])
+		raw.Close()
+		waitShards(t, false, fetch, roots...)
+		waitShards(t, false, "INSERT INTO", roots[0])
+		<-done
+	})
+	t.Run("KILL QUERY while the answer streams", func(t *testing.T) {
+		a, b := oneConn(t, db), oneConn(t, db)
+		aID := queryString(t, a, "SELECT CONNECTION_ID()")
+		rows := startReading(t, a, streaming, 5)
+		waitShards(t, true, final, roots[0])
+		mustExec(t, b, "KILL QUERY "+aID)
+		waitShards(t, false, final, roots[0])
+		if err := readRest(rows); mysqlErrCode(err) != 1317 {
+			t.Fatalf("the killed evaluation's rows ended with %v, want error 1317", err)
+		}
+		checkNextEvaluation(t, a)
+	})
+	t.Run("client gone while the answer streams", func(t *testing.T) {
+		a, raw := rawConn(t, p, "evkill")
+		rows := startReading(t, a, streaming, 5)
+		waitShards(t, true, final, roots[0])
+		raw.Close()
+		waitShards(t, false, final, roots[0])
+		_ = readRest(rows)
+	})
 	by.check(t)
 	waitPoolsIdle(t, p, 4)
+	waitEvaluatorsIdle(t, p)
+}
+
+// startReading runs query on c and reads its first n rows, leaving the
+// rest unread.
+func startReading(t *testing.T, c *sql.Conn, query string, n int) *sql.Rows {
+	t.Helper()
+	rows, err := c.QueryContext(context.Background(), query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	for i := range n {
+		if !rows.Next() {
+			t.Fatalf("%s: row %d: none (%v)", query, i, rows.Err())
+		}
+	}
+	return rows
+}
+
+// readRest reads rows to their end and returns how they ended.
+func readRest(rows *sql.Rows) error {
+	for rows.Next() {
+	}
+	err := rows.Err()
+	rows.Close()
+	return err
+}
+
+// checkNextEvaluation: the session whose evaluation was killed evaluates
+// its next statement.
+func checkNextEvaluation(t *testing.T, c *sql.Conn) {
+	t.Helper()
+	if got := queryString(t, c, "SELECT COUNT(*) FROM (SELECT v FROM t ORDER BY v, id LIMIT 10) d"); got != "10" {
+		t.Fatalf("the killed session's next evaluated statement: %q, want 10", got)
+	}
 }
 
 // An evaluated prepared statement reading LAST_INSERT_ID() reads the
