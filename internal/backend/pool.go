@@ -105,8 +105,9 @@ type Pool struct {
 	server atomic.Pointer[Server]
 
 	// evaluator is the pool's evaluator pool (Evaluator); nil in an
-	// evaluator pool.
-	evaluator *Pool
+	// evaluator pool, which isEvaluator marks.
+	evaluator   *Pool
+	isEvaluator bool
 }
 
 // Server returns the server the pool connects to.
@@ -146,19 +147,27 @@ func NewPool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger) *Poo
 // tick does then run it themselves (Pool.tick) rather than race its timer.
 func startPool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger, ticking bool) *Pool {
 	cfg = cfg.withDefaults(dc)
-	p := startOnePool(name, dc, cfg, log, ticking)
-	p.evaluator = startOnePool(name+"/evaluator", dc, cfg.evaluatorConfig(), log, ticking)
+	p := startOnePool(name, dc, cfg, log, ticking, false)
+	p.evaluator = startOnePool(name+"/evaluator", dc, cfg.evaluatorConfig(), log, ticking, true)
 	return p
 }
 
 // startOnePool creates a pool without an evaluator pool and starts its
 // maintenance.
-func startOnePool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger, ticking bool) *Pool {
-	p := &Pool{Name: name, dial: dc, cfg: cfg.withDefaults(dc), log: log.With("pool", name, "addr", dc.Addr),
+func startOnePool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger, ticking, isEvaluator bool) *Pool {
+	p := &Pool{Name: name, dial: dc, cfg: cfg.withDefaults(dc), log: log.With("pool", name, "addr", dc.Addr), isEvaluator: isEvaluator,
 		stop: make(chan struct{}), done: make(chan struct{}), back: make(chan struct{}, 1),
 		waitSeconds: newWaitHistogram(name, dc.Addr)}
 	go p.maintain(ticking)
 	return p
+}
+
+// limitKey is the configuration key of the pool's MaxOpen, for errors.
+func (p *Pool) limitKey() string {
+	if p.isEvaluator {
+		return "evaluator_max_open"
+	}
+	return "max_open"
 }
 
 // Evaluator is the pool of the connections that evaluate statements
@@ -267,8 +276,8 @@ func (p *Pool) awaitTurn(ctx context.Context, w *waiter) (*Conn, error) {
 		p.Stats.Timeouts.Add(1)
 		cfg := p.config()
 		return nil, mysql.NewError(ErrCodeBackendUnavailable, mysql.StateGeneral,
-			"shardgate: timed out after %s waiting for a connection to backend %s (%s); pool max_open=%d",
-			cfg.WaitTimeout, p.Name, p.dial.Addr, cfg.MaxOpen)
+			"shardgate: timed out after %s waiting for a connection to backend %s (%s); pool %s=%d",
+			cfg.WaitTimeout, p.Name, p.dial.Addr, p.limitKey(), cfg.MaxOpen)
 	}
 	return p.granted(ctx, foundRows, c)
 }

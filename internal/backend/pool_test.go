@@ -817,7 +817,7 @@ func BenchmarkPoolContended(b *testing.B) {
 func TestPoolEvaluator(t *testing.T) {
 	t.Parallel()
 	srv := testenv.Shared(t)
-	p := newPool(t, "test/evaluator", dialConfig(srv), PoolConfig{MaxOpen: 1, MinIdle: 1, EvaluatorMaxOpen: 1, WaitTimeout: 200 * time.Millisecond})
+	p := newPool(t, "test/evaluator", dialConfig(srv), PoolConfig{MaxOpen: 1, MinIdle: 1, EvaluatorMaxOpen: 1, WaitTimeout: 200 * time.Millisecond, MaxWaiters: 10})
 	ev := p.Evaluator()
 	if ev == nil || ev.Evaluator() != nil {
 		t.Fatalf("Evaluator() = %v, want a pool without an evaluator pool of its own", ev)
@@ -830,8 +830,8 @@ func TestPoolEvaluator(t *testing.T) {
 		t.Errorf("the evaluator's connection belongs to %v, want the evaluator pool", e.Pool().Name)
 	}
 	ctx := context.Background()
-	if _, err := ev.Acquire(ctx, false); err == nil {
-		t.Error("a second evaluator connection beyond EvaluatorMaxOpen 1")
+	if _, err := ev.Acquire(ctx, false); err == nil || !strings.Contains(err.Error(), "evaluator_max_open=1") {
+		t.Errorf("a second evaluator connection beyond EvaluatorMaxOpen 1: %v, want a timeout naming evaluator_max_open", err)
 	}
 	p.Release(c)
 	ev.Release(e)
