@@ -39,7 +39,7 @@ RACE_PACKAGES=(
 	./internal/telemetry
 	./internal/xa
 )
-RACE_PROXY_TESTS='^(TestManySessionsFewBackendConns|TestReloadUnderLoad|TestKill|TestIdleSessionsPark|TestParkedSessionEnds|TestMergeKillQuery|TestMergeShardsStartTogether|TestMergeKillConnection|TestMergeClientDisconnects|TestMergeLimitStopsShards|TestMergeShardDies|TestKillQueryWhileAPartWaits|TestXARecoveryFencesAStoppedCoordinator|TestXAShardKilledBetweenPrepareAndCommit|TestAtomicTransactionEndsWithItsSession)$'
+RACE_PROXY_TESTS='^(TestManySessionsFewBackendConns|TestReloadUnderLoad|TestKill|TestIdleSessionsPark|TestParkedSessionEnds|TestMergeKillQuery|TestMergeShardsStartTogether|TestMergeKillConnection|TestMergeClientDisconnects|TestMergeLimitStopsShards|TestMergeShardDies|TestKillQueryWhileAPartWaits|TestEvaluateKillQuery|TestEvaluatePoolsHoldAndWait|TestXARecoveryFencesAStoppedCoordinator|TestXAShardKilledBetweenPrepareAndCommit|TestAtomicTransactionEndsWithItsSession)$'
 
 if [[ "${SHARDGATE_SKIP_DEPS:-0}" != 1 ]]; then
 	./scripts/install-deps.sh

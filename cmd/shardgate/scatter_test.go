@@ -116,7 +116,7 @@ func TestScatterStream(t *testing.T) {
 	})
 
 	t.Run("slow client", func(t *testing.T) {
-		db := openSlowClient(t, e.listen)
+		db := openSlowClient(t, e.listen, scatterDB)
 		m := startRSSWatch(t, pid)
 		paused := false
 		n, err := readScatter(db, "SELECT id, v FROM t", func(n int) {
@@ -309,13 +309,19 @@ func (e *scatterEnv) checkGrowth(t *testing.T, growthKB int, who string) {
 	if growthKB < scatterRSSLimit {
 		return
 	}
-	profile := "(no heap profile)"
-	if resp, err := http.Get("http://" + e.admin + "/debug/pprof/heap?debug=1"); err == nil {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4000))
-		resp.Body.Close()
-		profile = string(b)
+	t.Fatalf("%s: the proxy's peak RSS grew by %d KB (limit %d KB)\nheap profile:\n%s", who, growthKB, scatterRSSLimit, heapProfile(e.admin))
+}
+
+// heapProfile is the start of the heap profile of the proxy whose admin
+// HTTP port is admin, to say where its memory went.
+func heapProfile(admin string) string {
+	resp, err := http.Get("http://" + admin + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		return "(no heap profile: " + err.Error() + ")"
 	}
-	t.Fatalf("%s: the proxy's peak RSS grew by %d KB (limit %d KB)\nheap profile:\n%s", who, growthKB, scatterRSSLimit, profile)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4000))
+	return string(b)
 }
 
 // rssWatch measures a process's peak RSS growth over a span: VmHWM, reset
@@ -340,12 +346,12 @@ func (w *rssWatch) stop(t *testing.T) int {
 
 var registerSlowDial sync.Once
 
-// openSlowClient opens a go-sql-driver pool to the proxy whose sockets
-// have a fixed 256 KB receive buffer, so what the client has not read
-// backs up into the proxy instead of into the kernel (autotuning lets it
-// grow to tcp_rmem's maximum, 32 MB here). Not smaller: a window below the
+// openSlowClient opens a go-sql-driver pool to the proxy (database db)
+// whose sockets have a fixed 256 KB receive buffer, so what the client
+// has not read backs up into the proxy instead of into the kernel
+// (autotuning lets it grow to tcp_rmem's maximum, 32 MB here). Not smaller: a window below the
 // loopback MSS (64 KB) makes the sender trickle one probe per timeout.
-func openSlowClient(t *testing.T, listen string) *sql.DB {
+func openSlowClient(t *testing.T, listen, db string) *sql.DB {
 	t.Helper()
 	registerSlowDial.Do(func() {
 		mysql.RegisterDialContext("slowtcp", func(ctx context.Context, addr string) (net.Conn, error) {
@@ -360,10 +366,10 @@ func openSlowClient(t *testing.T, listen string) *sql.DB {
 			return c, nil
 		})
 	})
-	db, err := sql.Open("mysql", fmt.Sprintf("%s:%s@slowtcp(%s)/%s", testenv.User, testenv.Password, listen, scatterDB))
+	d, err := sql.Open("mysql", fmt.Sprintf("%s:%s@slowtcp(%s)/%s", testenv.User, testenv.Password, listen, db))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	t.Cleanup(func() { d.Close() })
+	return d
 }

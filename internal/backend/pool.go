@@ -25,7 +25,15 @@ type PoolConfig struct {
 	HealthCheckInterval       time.Duration
 	// ConnectTimeout bounds a dial for the pool; 0: the DialConfig's.
 	ConnectTimeout time.Duration
+	// EvaluatorMaxOpen bounds the pool's evaluator pool (Pool.Evaluator);
+	// 0: DefaultEvaluatorMaxOpen.
+	EvaluatorMaxOpen int
 }
+
+// DefaultEvaluatorMaxOpen is how many connections an evaluator pool may
+// have open when its configuration says nothing: evaluations across
+// shards that may run on one server at once.
+const DefaultEvaluatorMaxOpen = 4
 
 // withDefaults resolves the zero values NewPool and SetConfig accept.
 func (cfg PoolConfig) withDefaults(dc *DialConfig) PoolConfig {
@@ -41,7 +49,19 @@ func (cfg PoolConfig) withDefaults(dc *DialConfig) PoolConfig {
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = dc.ConnectTimeout
 	}
+	if cfg.EvaluatorMaxOpen <= 0 {
+		cfg.EvaluatorMaxOpen = DefaultEvaluatorMaxOpen
+	}
 	return cfg
+}
+
+// evaluatorConfig is the limits of the evaluator pool of a pool whose
+// limits are cfg: EvaluatorMaxOpen connections, kept idle for reuse but
+// none opened ahead of use (most servers never evaluate), timed as cfg.
+func (cfg PoolConfig) evaluatorConfig() PoolConfig {
+	e := cfg
+	e.MaxOpen, e.MaxIdle, e.MinIdle = cfg.EvaluatorMaxOpen, cfg.EvaluatorMaxOpen, 0
+	return e
 }
 
 // Error codes of the proxy's own backend errors. 9001 is what ProxySQL uses
@@ -83,6 +103,11 @@ type Pool struct {
 	// server is the Server this pool connects to, set by NewServer after
 	// maintain has started (so atomic).
 	server atomic.Pointer[Server]
+
+	// evaluator is the pool's evaluator pool (Evaluator); nil in an
+	// evaluator pool, which isEvaluator marks.
+	evaluator   *Pool
+	isEvaluator bool
 }
 
 // Server returns the server the pool connects to.
@@ -112,7 +137,7 @@ var waitExpired = new(Conn)
 var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan *Conn, 1)} }}
 
 // NewPool creates a pool and starts its maintenance goroutine, which warms
-// up MinIdle connections in the background.
+// up MinIdle connections in the background, and its evaluator pool's.
 func NewPool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger) *Pool {
 	return startPool(name, dc, cfg, log, true)
 }
@@ -121,12 +146,42 @@ func NewPool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger) *Poo
 // only warms up, at start and when the server is back): tests of what a
 // tick does then run it themselves (Pool.tick) rather than race its timer.
 func startPool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger, ticking bool) *Pool {
-	p := &Pool{Name: name, dial: dc, cfg: cfg.withDefaults(dc), log: log.With("pool", name, "addr", dc.Addr),
+	cfg = cfg.withDefaults(dc)
+	p := startOnePool(name, dc, cfg, log, ticking, false)
+	p.evaluator = startOnePool(name+"/evaluator", dc, cfg.evaluatorConfig(), log, ticking, true)
+	return p
+}
+
+// startOnePool creates a pool without an evaluator pool and starts its
+// maintenance.
+func startOnePool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger, ticking, isEvaluator bool) *Pool {
+	p := &Pool{Name: name, dial: dc, cfg: cfg.withDefaults(dc), log: log.With("pool", name, "addr", dc.Addr), isEvaluator: isEvaluator,
 		stop: make(chan struct{}), done: make(chan struct{}), back: make(chan struct{}, 1),
 		waitSeconds: newWaitHistogram(name, dc.Addr)}
 	go p.maintain(ticking)
 	return p
 }
+
+// limitKey is the configuration key of the pool's MaxOpen, for errors.
+func (p *Pool) limitKey() string {
+	if p.isEvaluator {
+		return "evaluator_max_open"
+	}
+	return "max_open"
+}
+
+// Evaluator is the pool of the connections that evaluate statements
+// across shards on this pool's server (engine.Evaluate's own connection,
+// which holds the temporary tables): a pool of its own, with its own
+// limit (EvaluatorMaxOpen), so that an evaluation never holds a
+// connection of this pool while it waits for another of it. An
+// evaluation takes its evaluator connection first, then the shards'
+// connections for the copies, the evaluator's server's included: with
+// both from one pool, sessions holding an evaluator connection each
+// could take the whole pool and wait for a copy's connection until the
+// pool's wait_timeout (error 9001), a session alone when max_open is 1.
+// Nil for an evaluator pool.
+func (p *Pool) Evaluator() *Pool { return p.evaluator }
 
 // Addr returns the server address.
 func (p *Pool) Addr() string { return p.dial.Addr }
@@ -221,8 +276,8 @@ func (p *Pool) awaitTurn(ctx context.Context, w *waiter) (*Conn, error) {
 		p.Stats.Timeouts.Add(1)
 		cfg := p.config()
 		return nil, mysql.NewError(ErrCodeBackendUnavailable, mysql.StateGeneral,
-			"shardgate: timed out after %s waiting for a connection to backend %s (%s); pool max_open=%d",
-			cfg.WaitTimeout, p.Name, p.dial.Addr, cfg.MaxOpen)
+			"shardgate: timed out after %s waiting for a connection to backend %s (%s); pool %s=%d",
+			cfg.WaitTimeout, p.Name, p.dial.Addr, p.limitKey(), cfg.MaxOpen)
 	}
 	return p.granted(ctx, foundRows, c)
 }
@@ -488,6 +543,9 @@ func (p *Pool) SetConfig(cfg PoolConfig) {
 	for _, w := range grants {
 		w.ch <- nil // permission to dial: the slot is counted
 	}
+	if p.evaluator != nil {
+		p.evaluator.SetConfig(cfg.evaluatorConfig())
+	}
 }
 
 // Open reports the number of open connections and idle ones.
@@ -530,6 +588,9 @@ func (p *Pool) Close() {
 	p.mu.Unlock()
 	for _, w := range queued {
 		w.ch <- nil
+	}
+	if p.evaluator != nil {
+		p.evaluator.Close()
 	}
 }
 

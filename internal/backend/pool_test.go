@@ -808,3 +808,44 @@ func BenchmarkPoolContended(b *testing.B) {
 		}
 	})
 }
+
+// TestPoolEvaluator: a pool's evaluator pool has connections of its own,
+// within its own limit: one is had while the pool's every connection is
+// in use, and the pool's connections while the evaluator's are. It is
+// not warmed, keeps its connections for reuse, follows SetConfig, and
+// closes with the pool.
+func TestPoolEvaluator(t *testing.T) {
+	t.Parallel()
+	srv := testenv.Shared(t)
+	p := newPool(t, "test/evaluator", dialConfig(srv), PoolConfig{MaxOpen: 1, MinIdle: 1, EvaluatorMaxOpen: 1, WaitTimeout: 200 * time.Millisecond, MaxWaiters: 10})
+	ev := p.Evaluator()
+	if ev == nil || ev.Evaluator() != nil {
+		t.Fatalf("Evaluator() = %v, want a pool without an evaluator pool of its own", ev)
+	}
+	waitOpen(t, p, 1, 1, 0)
+	wantOpen(t, ev, 0, 0, 0) // nothing opened ahead of use
+	c := acquire(t, p, false)
+	e := acquire(t, ev, false)
+	if e.Pool() != ev {
+		t.Errorf("the evaluator's connection belongs to %v, want the evaluator pool", e.Pool().Name)
+	}
+	ctx := context.Background()
+	if _, err := ev.Acquire(ctx, false); err == nil || !strings.Contains(err.Error(), "evaluator_max_open=1") {
+		t.Errorf("a second evaluator connection beyond EvaluatorMaxOpen 1: %v, want a timeout naming evaluator_max_open", err)
+	}
+	p.Release(c)
+	ev.Release(e)
+	if got := acquire(t, ev, false); got != e {
+		t.Error("the evaluator's idle connection was not reused")
+	} else {
+		ev.Release(got)
+	}
+	p.SetConfig(PoolConfig{MaxOpen: 1, EvaluatorMaxOpen: 2, WaitTimeout: time.Second})
+	if got := ev.config().MaxOpen; got != 2 {
+		t.Errorf("after SetConfig, the evaluator pool's MaxOpen is %d, want 2", got)
+	}
+	p.Close()
+	if _, err := ev.Acquire(ctx, false); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Acquire on the evaluator pool after Close: %v, want pool is closed", err)
+	}
+}

@@ -47,6 +47,9 @@ func NewServer(p *Pool, weight int, bc BreakerConfig) *Server {
 	s.SetBreakerConfig(bc)
 	s.health.Store(&Health{Lag: -1})
 	p.server.Store(s) // last: the pool's goroutine uses s from here on
+	if p.evaluator != nil {
+		p.evaluator.server.Store(s) // (its failed dials trip s's breaker too)
+	}
 	return s
 }
 

@@ -273,6 +273,10 @@ type Pool struct {
 	MaxWaiters                int           `yaml:"max_waiters"`
 	PreparedStatementsPerConn int           `yaml:"prepared_statements_per_conn" reload:"restart"`
 	HealthCheckInterval       time.Duration `yaml:"health_check_interval"`
+	// EvaluatorMaxOpen bounds the connections of each server's evaluator
+	// pool (backend.Pool.Evaluator): statements across shards evaluated
+	// on the server at once.
+	EvaluatorMaxOpen int `yaml:"evaluator_max_open"`
 }
 
 // Backend is one MySQL server. Weight is meaningful for replicas only; the

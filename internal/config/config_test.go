@@ -133,6 +133,7 @@ clusters:
       max_waiters: 50
       prepared_statements_per_conn: 64
       health_check_interval: 3s
+      evaluator_max_open: 2
     primary:
       address: db1.internal:3306
     replicas:
@@ -154,7 +155,7 @@ clusters:
 		MaxOpen: 16, MaxIdle: 16, MinIdle: 16,
 		ConnectTimeout: 5 * time.Second, IdleTimeout: 10 * time.Minute, MaxLifetime: time.Hour,
 		WaitTimeout: 5 * time.Second, MaxWaiters: 10000, PreparedStatementsPerConn: 256,
-		HealthCheckInterval: 10 * time.Second,
+		HealthCheckInterval: 10 * time.Second, EvaluatorMaxOpen: 4,
 	}
 	want := &Config{
 		File: filepath.Join(dir, "shardgate.yaml"),
@@ -188,7 +189,7 @@ clusters:
 				Pool: Pool{MaxOpen: 32, MaxIdle: 8, MinIdle: 0,
 					ConnectTimeout: 250 * time.Millisecond, IdleTimeout: time.Minute, MaxLifetime: 30 * time.Minute,
 					WaitTimeout: 2 * time.Second, MaxWaiters: 50, PreparedStatementsPerConn: 64,
-					HealthCheckInterval: 3 * time.Second},
+					HealthCheckInterval: 3 * time.Second, EvaluatorMaxOpen: 2},
 				Primary:  Backend{Address: "db1.internal:3306", Weight: 1, State: "online"},
 				Replicas: []Backend{{Address: "db2.internal:3306", Weight: 3, State: "online"}, {Address: "db3.internal:3306", Weight: 1, State: "online"}},
 				Routing:  defaultRouting(), Health: defaultHealth(),
@@ -258,7 +259,7 @@ func TestDefaults(t *testing.T) {
 				MaxOpen: 16, MaxIdle: 16, MinIdle: 16,
 				ConnectTimeout: 5 * time.Second, IdleTimeout: 10 * time.Minute, MaxLifetime: time.Hour,
 				WaitTimeout: 5 * time.Second, MaxWaiters: 10000, PreparedStatementsPerConn: 256,
-				HealthCheckInterval: 10 * time.Second,
+				HealthCheckInterval: 10 * time.Second, EvaluatorMaxOpen: 4,
 			},
 			Primary: Backend{Address: "127.0.0.1:3306", Weight: 1, State: "online"},
 			Routing: defaultRouting(), Health: defaultHealth(),
@@ -404,14 +405,15 @@ func TestProblems(t *testing.T) {
 			f + ":7: clusters[0].pool.max_idle: must be <= max_open (16)"}},
 		{"min_idle above max_idle", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary: {address: \"h:1\"}\n    pool:\n      max_idle: 4\n      min_idle: 5\n", []string{
 			f + ":8: clusters[0].pool.min_idle: must be <= max_idle (4)"}},
-		{"pool zero and negative values", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary: {address: \"h:1\"}\n    pool:\n      max_open: 0\n      max_idle: -1\n      min_idle: -1\n      wait_timeout: 0s\n      max_lifetime: -1m\n      max_waiters: 0\n      prepared_statements_per_conn: -3\n", []string{
+		{"pool zero and negative values", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary: {address: \"h:1\"}\n    pool:\n      max_open: 0\n      max_idle: -1\n      min_idle: -1\n      wait_timeout: 0s\n      max_lifetime: -1m\n      max_waiters: 0\n      prepared_statements_per_conn: -3\n      evaluator_max_open: 0\n", []string{
 			f + ":7: clusters[0].pool.max_open: must be > 0 (got 0)",
 			f + ":8: clusters[0].pool.max_idle: must be >= 0 (got -1)",
 			f + ":9: clusters[0].pool.min_idle: must be >= 0 (got -1)",
 			f + ":10: clusters[0].pool.wait_timeout: must be > 0 (got 0s)",
 			f + ":11: clusters[0].pool.max_lifetime: must be > 0 (got -1m0s)",
 			f + ":12: clusters[0].pool.max_waiters: must be > 0 (got 0)",
-			f + ":13: clusters[0].pool.prepared_statements_per_conn: must be > 0 (got -3)"}},
+			f + ":13: clusters[0].pool.prepared_statements_per_conn: must be > 0 (got -3)",
+			f + ":14: clusters[0].pool.evaluator_max_open: must be > 0 (got 0)"}},
 		{"enums", "listeners:\n  - address: h:1\n    tls: {mode: on}\nserver:\n  default_auth_plugin: sha256_password\n  caching_sha2_full_auth: sometimes\nlog:\n  level: verbose\n  format: xml\n" + validTail, []string{
 			f + `:3: listeners[0].tls.mode: must be one of off, optional, required (got "on")`,
 			f + `:5: server.default_auth_plugin: must be one of caching_sha2_password, mysql_native_password (got "sha256_password")`,

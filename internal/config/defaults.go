@@ -15,7 +15,9 @@ const (
 	defaultPoolMaxOpen     = 16
 	defaultPoolMaxWaiters  = 10000
 	defaultPoolPreparedMax = 256
-	defaultMaxPrepared     = 16382
+	// defaultPoolEvaluators is backend.DefaultEvaluatorMaxOpen.
+	defaultPoolEvaluators = 4
+	defaultMaxPrepared    = 16382
 )
 
 // DefaultHandshakeTimeout is server.handshake_timeout's default: ample for
@@ -113,6 +115,7 @@ func (c *Cluster) setDefaults() {
 			MaxWaiters:                defaultPoolMaxWaiters,
 			PreparedStatementsPerConn: defaultPoolPreparedMax,
 			HealthCheckInterval:       10 * time.Second,
+			EvaluatorMaxOpen:          defaultPoolEvaluators,
 		},
 		Primary: Backend{Weight: 1, State: "online"},
 		Routing: Routing{

@@ -387,6 +387,7 @@ func (v *validator) pool(p string, pl *Pool) {
 	v.positive(p+".max_waiters", pl.MaxWaiters)
 	v.positive(p+".prepared_statements_per_conn", pl.PreparedStatementsPerConn)
 	v.positiveDuration(p+".health_check_interval", pl.HealthCheckInterval)
+	v.positive(p+".evaluator_max_open", pl.EvaluatorMaxOpen)
 }
 
 func (v *validator) users(us []User, cs []Cluster, schemas []Schema) {

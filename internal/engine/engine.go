@@ -121,6 +121,13 @@ type Cursor interface {
 	// while it ran: the parts running then were sent KILL QUERY, and the
 	// parts not sent yet are refused (Send).
 	Killed() bool
+	// WatchClient makes the client closing its connection interrupt the
+	// statement as a KILL QUERY does, until stop is called: for a
+	// primitive that works a long time before it writes to the client
+	// (Evaluate's copies), which would otherwise learn it only at its
+	// first write. Called and stopped on the session's goroutine, which
+	// does not read the client in between.
+	WatchClient() (stop func())
 	// UnlockTables lets go of every table lock the session holds, after a
 	// LOCK TABLES that failed on the current connection (which the server
 	// left holding none) and whose error the client has: UNLOCK TABLES on

@@ -57,6 +57,7 @@ func (f *fakeCursor) AnswerInsert(*mysql.OKPacket, uint64) bool            { ret
 func (f *fakeCursor) AnnotateErrors(func(*mysql.SQLError) *mysql.SQLError) {}
 func (f *fakeCursor) UnlockTables() bool                                   { return true }
 func (f *fakeCursor) Killed() bool                                         { return false }
+func (f *fakeCursor) WatchClient() func()                                  { return func() {} }
 
 func (f *fakeCursor) Run(r *Route, q []byte) bool {
 	f.runs = append(f.runs, run{r.Cluster, r.ReplicaOK, append([]byte(nil), q...)})

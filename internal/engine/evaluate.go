@@ -43,7 +43,8 @@ type Evaluate struct {
 	rows  mysql.RowStream
 	batch []byte
 	made  []string        // the temporary tables created, to drop
-	conns []*backend.Conn // fetches sent and not read yet
+	conns []*backend.Conn // by fetch: sent and not read yet (else nil)
+	order []int           // the fetches in the order their connections are taken
 	cat   mysql.Concat
 	// okInfo and okState hold an OnSession write's OK text and session
 	// state while the temporary tables are dropped.
@@ -133,8 +134,12 @@ func (e *Evaluate) AddFetch(cl *backend.Cluster, q []byte) {
 	t.Fetches = append(t.Fetches, Part{Cluster: cl, Query: q})
 }
 
-// Execute implements Primitive.
+// Execute implements Primitive. A client that goes away meanwhile
+// interrupts it (WatchClient): the copies of tables of millions of rows
+// would otherwise go on for minutes, then the statement, until its first
+// row was written to nobody.
 func (e *Evaluate) Execute(c Cursor, q []byte) bool {
+	defer c.WatchClient()()
 	if e.OnSession {
 		return e.executeWrite(c, q)
 	}
@@ -143,6 +148,9 @@ func (e *Evaluate) Execute(c Cursor, q []byte) bool {
 		return c.Fail(evaluatorFailed(e.Evaluator, err))
 	}
 	if err := e.copyAll(c, ev); err != nil {
+		return e.fail(c, ev, err)
+	}
+	if err := e.interrupted(c); err != nil {
 		return e.fail(c, ev, err)
 	}
 	final := Part{Cluster: e.Evaluator, Stmt: e.Stmt}
@@ -415,12 +423,21 @@ func (e *Evaluate) semiJoin(c Cursor, ev *backend.Conn, t *EvalCopy) (bool, erro
 // time. A failure stops the fetches not read yet (KILL QUERY, their
 // rows drained), so that their connections, a transaction's included,
 // stay usable.
+//
+// The fetches' connections are taken in the order of their clusters'
+// names, as a merge takes its parts' (acquireOrder): a session holding
+// one shard's connection while it waits for another's then never waits
+// for a session that holds that one and waits for the first.
 func (e *Evaluate) copyParts(c Cursor, ev *backend.Conn, t *EvalCopy, parts []Part, create bool) error {
-	if c.Killed() {
-		return errInterrupted
+	if err := e.interrupted(c); err != nil {
+		return err
 	}
 	e.conns = e.conns[:0]
-	for i := range parts {
+	for range parts {
+		e.conns = append(e.conns, nil)
+	}
+	e.order = acquireOrder(e.order[:0], parts)
+	for _, i := range e.order {
 		f := &parts[i]
 		if e.local(f) {
 			continue // (copied by ev itself, below)
@@ -440,7 +457,13 @@ func (e *Evaluate) copyParts(c Cursor, ev *backend.Conn, t *EvalCopy, parts []Pa
 		if err := conn.Flush(); err != nil {
 			return e.stopFetches(c, e.partFailed(c, conn, f.Cluster.Name, mysql.BackendError(err), true))
 		}
-		e.conns = append(e.conns, conn)
+		e.conns[i] = conn
+	}
+	flush := func(batch []byte) error {
+		if err := e.interrupted(c); err != nil {
+			return err
+		}
+		return ev.Exec(string(batch))
 	}
 	for i := range parts {
 		if e.local(&parts[i]) {
@@ -449,22 +472,39 @@ func (e *Evaluate) copyParts(c Cursor, ev *backend.Conn, t *EvalCopy, parts []Pa
 			}
 			continue
 		}
-		conn := e.conns[0]
-		e.conns = e.conns[1:]
+		conn := e.conns[i]
 		e.rows.Reset(conn.Conn, conn.Caps, nil, false)
 		err := e.rows.Start()
 		if err == nil && e.rows.Info.Err != nil {
 			err = e.rows.Info.Err
 		}
 		if err == nil {
-			err = e.insertRows(t.Temp, func(batch []byte) error { return ev.Exec(string(batch)) })
+			err = e.insertRows(t.Temp, flush)
 		}
+		if err == errInterrupted {
+			// Interrupted between two batches (interrupted): this
+			// fetch, unread, is stopped with the others.
+			return e.stopFetches(c, err)
+		}
+		e.conns[i] = nil
 		if err != nil {
 			return e.stopFetches(c, e.partFailed(c, conn, parts[i].Cluster.Name, err, !e.rows.Done()))
 		}
 		c.SkipWarnings()
 		e.rows.Info.SessionState = e.rows.Info.SessionState[:0] // (SET STATEMENT's, not the session's)
 		c.Done(conn, &e.rows.Info)
+	}
+	return nil
+}
+
+// interrupted is the error an evaluation stops with, checked between
+// batches of its copies and before its statement: a KILL QUERY came, or
+// the client went away (WatchClient), and the statements running then on
+// the shards and the evaluator were interrupted on their servers, but a
+// statement the evaluation sends next would run on (1317). Nil: go on.
+func (e *Evaluate) interrupted(c Cursor) error {
+	if c.Killed() {
+		return errInterrupted
 	}
 	return nil
 }
@@ -476,6 +516,9 @@ func (e *Evaluate) copyParts(c Cursor, ev *backend.Conn, t *EvalCopy, parts []Pa
 func (e *Evaluate) stopFetches(c Cursor, err error) error {
 	var rs mysql.RowStream
 	for _, conn := range e.conns {
+		if conn == nil {
+			continue // (not sent, or read already)
+		}
 		killQuery(conn)
 		rs.Reset(conn.Conn, conn.Caps, nil, false)
 		serr := rs.Start()

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -52,5 +53,34 @@ func TestAcquireOrder(t *testing.T) {
 	got := acquireOrder(nil, parts)
 	if want := []int{1, 3, 0, 2}; !slices.Equal(got, want) {
 		t.Errorf("acquireOrder = %v, want %v", got, want)
+	}
+}
+
+// acquireRecorder is a cursor that records the clusters whose
+// connections a primitive asks for, and gives none.
+type acquireRecorder struct {
+	fakeCursor
+	asked []string
+}
+
+func (a *acquireRecorder) Acquire(cl *backend.Cluster, _ bool) (*backend.Conn, bool) {
+	a.asked = append(a.asked, cl.Name)
+	return nil, true
+}
+
+// TestEvaluateFetchOrder: an evaluation takes its fetches' connections
+// in the order of their clusters' names too, whatever the fetches'
+// order, so that it never waits in a cycle with a merge or another
+// evaluation.
+func TestEvaluateFetchOrder(t *testing.T) {
+	var e Evaluate
+	parts := []Part{{Cluster: &backend.Cluster{Name: "s1"}}, {Cluster: &backend.Cluster{Name: "s0"}}}
+	c := &acquireRecorder{}
+	var a *answered
+	if err := e.copyParts(c, nil, &EvalCopy{Temp: "`db`.`t`"}, parts, false); !errors.As(err, &a) {
+		t.Fatalf("copyParts without connections: %v, want the cursor's answer", err)
+	}
+	if !slices.Equal(c.asked, []string{"s0"}) {
+		t.Errorf("copyParts asked first for %v, want s0's connection", c.asked)
 	}
 }

@@ -49,6 +49,7 @@ type InsertSelect struct {
 
 // Execute implements Primitive.
 func (s *InsertSelect) Execute(c Cursor, q []byte) bool {
+	defer c.WatchClient()()
 	e := s.Eval
 	ev, err := c.Aside(e.Evaluator)
 	if err != nil {

@@ -108,6 +108,7 @@ func (f *mergeCursor) AnswerInsert(*mysql.OKPacket, uint64) bool {
 func (f *mergeCursor) AnnotateErrors(a func(*mysql.SQLError) *mysql.SQLError) { f.annotate = a }
 func (f *mergeCursor) UnlockTables() bool                                     { return true }
 func (f *mergeCursor) Killed() bool                                           { return f.killed.Load() }
+func (f *mergeCursor) WatchClient() func()                                    { return func() {} }
 func (f *mergeCursor) Fail(e *mysql.SQLError) bool {
 	f.refused = append(f.refused, e)
 	_ = f.client.WriteErr(e)

@@ -91,6 +91,7 @@ func (f *partsCursor) AnswerInsert(*mysql.OKPacket, uint64) bool {
 func (f *partsCursor) AnnotateErrors(func(*mysql.SQLError) *mysql.SQLError) {}
 func (f *partsCursor) UnlockTables() bool                                   { f.unlocks++; return true }
 func (f *partsCursor) Killed() bool                                         { return false }
+func (f *partsCursor) WatchClient() func()                                  { return func() {} }
 func (f *partsCursor) Fail(e *mysql.SQLError) bool                          { f.refused = append(f.refused, e); return true }
 func (f *partsCursor) Run(*Route, []byte) bool                              { f.t.Fatal("Run"); return false }
 func (f *partsCursor) Savepoint([]byte) bool                                { f.t.Fatal("Savepoint"); return false }

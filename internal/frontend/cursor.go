@@ -82,6 +82,19 @@ func (s *Session) Send(c *backend.Conn, p *engine.Part, q []byte) error {
 // Killed implements engine.Cursor.
 func (s *Session) Killed() bool { return s.queryKilled.Load() }
 
+// WatchClient implements engine.Cursor.
+func (s *Session) WatchClient() (stop func()) {
+	return s.client.WatchClose(s.clientClosed)
+}
+
+// clientClosed interrupts the session's statement as KILL QUERY does
+// (killQuery): its client closed the connection while the statement ran,
+// and no one will read its answer. Called on the watch's goroutine.
+func (s *Session) clientClosed() {
+	s.logger().Info("client closed its connection while its statement ran; interrupting the statement")
+	s.killQuery()
+}
+
 // Relay implements engine.Cursor.
 func (s *Session) Relay(c *backend.Conn) *mysql.Relay {
 	r := c.Relay(s.client, s.caps)
@@ -122,13 +135,17 @@ func (s *Session) Held(cl *backend.Cluster) *backend.Conn {
 	return nil
 }
 
-// Aside implements engine.Cursor.
+// Aside implements engine.Cursor. The connection comes from the primary's
+// evaluator pool, not from the pool the statement's parts take theirs
+// from (see backend.Pool.Evaluator): an evaluation holding it may then
+// wait for a part's connection to the same server without holding one of
+// that pool.
 func (s *Session) Aside(cl *backend.Cluster) (*backend.Conn, error) {
 	w := cl.Writer()
 	if w == nil {
 		return nil, fmt.Errorf("cluster %s has no primary", cl.Name)
 	}
-	c, err := w.Pool.Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
+	c, err := w.Pool.Evaluator().Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -208,6 +209,53 @@ func (c *Conn) Unreceived(mark uint64) bool {
 	}
 	return acked < c.sock.written
 }
+
+// WatchClose watches, on a goroutine of its own, for the peer closing
+// the connection (its FIN or a reset, with nothing it sent before left
+// unread) while the caller does not read from it: closed runs once if it
+// does. For a statement that works a long time before it writes to its
+// client (an evaluation copying tables, waiting for a shard), so that a
+// client that went away stops it at once rather than at its first write.
+// The watch ends at the first input too (a client sending its next
+// command early), which it leaves unread. stop ends the watch and returns
+// once it has ended: the caller may read again then, and must call it
+// before it does. Nothing is watched where the socket cannot be (TLS,
+// whose close_notify comes before the FIN; no raw socket).
+func (c *Conn) WatchClose(closed func()) (stop func()) {
+	if c.Buffered() > 0 || !c.rawSocket() {
+		return func() {}
+	}
+	var stopping atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.sock.raw.Read(func(fd uintptr) bool {
+			if stopping.Load() {
+				return true
+			}
+			switch peekInput(fd) {
+			case inputNone:
+				return false // wait until the socket is readable
+			case inputClosed:
+				closed()
+			}
+			return true
+		})
+	}()
+	return func() {
+		stopping.Store(true)
+		_ = c.netConn.SetReadDeadline(time.Now()) // wakes the watch's wait
+		<-done
+		_ = c.netConn.SetReadDeadline(time.Time{})
+	}
+}
+
+// What a peek at a socket's input found.
+const (
+	inputNone   = iota // nothing yet
+	inputData          // bytes to read
+	inputClosed        // the end: the peer closed or reset the connection
+)
 
 // FlushForReply is Flush for a command whose reply the caller reads next.
 // On a raw socket the write is made by that read, from inside the poller's

@@ -288,3 +288,46 @@ func TestFlushAfterFlushForReply(t *testing.T) {
 		t.Fatalf("got %q, %v", p, err)
 	}
 }
+
+// WatchClose calls back when the peer closes while nobody reads; its
+// stop leaves the connection readable as before; input ends the watch
+// unread, and a close after it is not reported.
+func TestSocketWatchClose(t *testing.T) {
+	t.Run("peer closes", func(t *testing.T) {
+		a, b := tcpPair(t)
+		closed := make(chan struct{})
+		stop := NewConn(a).WatchClose(func() { close(closed) })
+		defer stop()
+		b.Close()
+		select {
+		case <-closed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no callback 5s after the peer closed")
+		}
+	})
+	t.Run("stopped, then read", func(t *testing.T) {
+		a, b := tcpPair(t)
+		c := NewConn(a)
+		stop := c.WatchClose(func() { t.Error("closed called for an open connection") })
+		stop()
+		if _, err := b.Write([]byte{1, 0, 0, 0, 'x'}); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := c.ReadPacket(); err != nil || string(p) != "x" {
+			t.Fatalf("the packet after the watch stopped: %q, %v", p, err)
+		}
+	})
+	t.Run("input first", func(t *testing.T) {
+		a, b := tcpPair(t)
+		c := NewConn(a)
+		stop := c.WatchClose(func() { t.Error("closed called after input the watch left unread") })
+		if _, err := b.Write([]byte{1, 0, 0, 0, 'y'}); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		stop()
+		if p, err := c.ReadPacket(); err != nil || string(p) != "y" {
+			t.Fatalf("the packet the watch saw: %q, %v", p, err)
+		}
+	})
+}

@@ -22,6 +22,24 @@ func rawRead(fd uintptr, b []byte) (int, syscall.Errno) {
 	return int(n), 0
 }
 
+// peekInput tells what the non-blocking socket fd has to read, without
+// consuming it: a one-byte MSG_PEEK read, which reads 0 bytes at the end
+// of the input (the peer's FIN).
+func peekInput(fd uintptr) int {
+	var b [1]byte
+	n, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+	switch {
+	case errno == 0 && n == 0:
+		return inputClosed
+	case errno == 0:
+		return inputData
+	case errno == syscall.EAGAIN || errno == syscall.EINTR:
+		return inputNone
+	}
+	return inputClosed // reset, or another error: nothing will come
+}
+
 // rawWrite is write(2) without the runtime's syscall hooks.
 func rawWrite(fd uintptr, b []byte) (int, syscall.Errno) {
 	if len(b) == 0 {

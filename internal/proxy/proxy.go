@@ -199,18 +199,25 @@ func (p *Proxy) newCluster(cc *config.Cluster, dcs []*backend.DialConfig) *backe
 	return cl
 }
 
-// newServer starts a server's pool and exports its metrics.
+// newServer starts a server's pool and exports its metrics and its
+// evaluator pool's.
 func (p *Proxy) newServer(cc *config.Cluster, name string, dc *backend.DialConfig, b config.Backend) *backend.Server {
 	pool := backend.NewPool(name, dc, poolConfig(cc), p.log)
+	p.registerPool(pool)
+	p.registerPool(pool.Evaluator())
+	s := backend.NewServer(pool, b.Weight, breakerConfig(cc))
+	s.SetOffline(b.State == "offline")
+	return s
+}
+
+// registerPool exports a pool's metrics.
+func (p *Proxy) registerPool(pool *backend.Pool) {
 	pc := backend.NewPoolCollector(pool)
 	if p.register(pc) {
 		p.mu.Lock()
 		p.poolCollectors[pool] = pc
 		p.mu.Unlock()
 	}
-	s := backend.NewServer(pool, b.Weight, breakerConfig(cc))
-	s.SetOffline(b.State == "offline")
-	return s
 }
 
 // register exports a collector; a clash (a bug) costs the metrics, not the
@@ -229,6 +236,7 @@ func poolConfig(cc *config.Cluster) backend.PoolConfig {
 		IdleTimeout: cc.Pool.IdleTimeout, MaxLifetime: cc.Pool.MaxLifetime,
 		WaitTimeout: cc.Pool.WaitTimeout, MaxWaiters: cc.Pool.MaxWaiters,
 		HealthCheckInterval: cc.Pool.HealthCheckInterval, ConnectTimeout: cc.Pool.ConnectTimeout,
+		EvaluatorMaxOpen: cc.Pool.EvaluatorMaxOpen,
 	}
 }
 

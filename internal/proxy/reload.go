@@ -164,6 +164,7 @@ func (p *Proxy) applyCluster(oc, cc *config.Cluster, plan *reloadPlan) {
 	for _, removed := range byAddr {
 		for _, s := range removed {
 			p.unregisterPool(s.Pool)
+			p.unregisterPool(s.Pool.Evaluator())
 		}
 	}
 }

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/difftest"
+	"github.com/shardgate/shardgate/internal/proxy"
 )
 
 // evalStatements are reads no route or merge answers, which the proxy
@@ -156,32 +159,113 @@ func checkEvaluated(t *testing.T, rep *difftest.Report) {
 	}
 }
 
-// KILL QUERY of a session whose statement is being evaluated stops the
-// shards' fetches and the evaluator's statements; the client gets 1317,
-// its session goes on, and nothing else notices (issue 22).
+// An evaluated statement stopped midway, by KILL QUERY from another
+// session or by its client going away, while the shards' rows are copied
+// or while the evaluator's answer streams to a client that stopped
+// reading: every shard's fetch and the evaluator's statements stop; the
+// killed client gets 1317 and its session goes on; nothing else notices
+// (issue 22), and every connection comes back to its pool.
 func TestEvaluateKillQuery(t *testing.T) {
 	p, s0, s1, proxyDB := mergeStopPair(t, "evkill", 200000)
 	roots := []*sql.DB{s0.RootDB(t), s1.RootDB(t)}
 	db := proxyDB("")
-	a, b := oneConn(t, db), oneConn(t, db)
-	aID := queryString(t, a, "SELECT CONNECTION_ID()")
 	by := startBystander(t, db, 800000)
 	// A derived table whose LIMIT needs every shard's rows: evaluated,
 	// each shard's 400,000 rows copied.
-	done := runAsync(a, "SELECT COUNT(*), SUM(d.v) FROM (SELECT v FROM t ORDER BY v, id LIMIT 700000) d")
-	const fetch = "character_set_results=binary"
-	waitShards(t, true, fetch, roots...)
-	mustExec(t, b, "KILL QUERY "+aID)
-	if err := waitErr(t, done, "KILL QUERY"); mysqlErrCode(err) != 1317 {
-		t.Fatalf("the killed evaluation ended with %v, want error 1317", err)
-	}
-	waitShards(t, false, fetch, roots...)
-	waitShards(t, false, "INSERT INTO", roots[0])
-	if got := queryString(t, a, "SELECT COUNT(*) FROM (SELECT v FROM t ORDER BY v, id LIMIT 10) d"); got != "10" {
-		t.Fatalf("the killed session's next evaluated statement: %q, want 10", got)
-	}
+	const copying = "SELECT COUNT(*), SUM(d.v) FROM (SELECT v FROM t ORDER BY v, id LIMIT 700000) d"
+	// The same, whose answer is 700,000 rows of 200 bytes: more than the
+	// sockets hold, so the evaluator's statement (its text has
+	// evfinal, the fetches' do not) still runs while the client does not
+	// read.
+	const streaming = "SELECT d.id, REPEAT('x', 200) AS evfinal FROM (SELECT id, v FROM t ORDER BY v, id LIMIT 700000) d"
+	const fetch, final = "character_set_results=binary", "evfinal"
+
+	t.Run("KILL QUERY while the rows are copied", func(t *testing.T) {
+		a, b := oneConn(t, db), oneConn(t, db)
+		aID := queryString(t, a, "SELECT CONNECTION_ID()")
+		done := runAsync(a, copying)
+		waitShards(t, true, fetch, roots...)
+		mustExec(t, b, "KILL QUERY "+aID)
+		if err := waitErr(t, done, "KILL QUERY"); mysqlErrCode(err) != 1317 {
+			t.Fatalf("the killed evaluation ended with %v, want error 1317", err)
+		}
+		waitShards(t, false, fetch, roots...)
+		waitShards(t, false, "INSERT INTO", roots[0])
+		checkNextEvaluation(t, a)
+	})
+	t.Run("client gone while the rows are copied", func(t *testing.T) {
+		// s1's fetch waits for t_0002, locked: the evaluation waits for
+		// its rows, and would wait as long as the lock lasts, with
+		// nothing to write to the client, were the client's close not
+		// watched.
+		lock := oneConn(t, roots[1])
+		mustExec(t, lock, "LOCK TABLES evkill.t_0002 WRITE")
+		defer mustExec(t, lock, "UNLOCK TABLES")
+		a, raw := rawConn(t, p, "evkill")
+		done := runAsync(a, copying)
+		waitShards(t, true, fetch, roots[1])
+		raw.Close()
+		waitShards(t, false, fetch, roots...)
+		waitShards(t, false, "INSERT INTO", roots[0])
+		<-done
+	})
+	t.Run("KILL QUERY while the answer streams", func(t *testing.T) {
+		a, b := oneConn(t, db), oneConn(t, db)
+		aID := queryString(t, a, "SELECT CONNECTION_ID()")
+		rows := startReading(t, a, streaming, 5)
+		waitShards(t, true, final, roots[0])
+		mustExec(t, b, "KILL QUERY "+aID)
+		waitShards(t, false, final, roots[0])
+		if err := readRest(rows); mysqlErrCode(err) != 1317 {
+			t.Fatalf("the killed evaluation's rows ended with %v, want error 1317", err)
+		}
+		checkNextEvaluation(t, a)
+	})
+	t.Run("client gone while the answer streams", func(t *testing.T) {
+		a, raw := rawConn(t, p, "evkill")
+		rows := startReading(t, a, streaming, 5)
+		waitShards(t, true, final, roots[0])
+		raw.Close()
+		waitShards(t, false, final, roots[0])
+		_ = readRest(rows)
+	})
 	by.check(t)
 	waitPoolsIdle(t, p, 4)
+	waitEvaluatorsIdle(t, p)
+}
+
+// startReading runs query on c and reads its first n rows, leaving the
+// rest unread.
+func startReading(t *testing.T, c *sql.Conn, query string, n int) *sql.Rows {
+	t.Helper()
+	rows, err := c.QueryContext(context.Background(), query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	for i := range n {
+		if !rows.Next() {
+			t.Fatalf("%s: row %d: none (%v)", query, i, rows.Err())
+		}
+	}
+	return rows
+}
+
+// readRest reads rows to their end and returns how they ended.
+func readRest(rows *sql.Rows) error {
+	for rows.Next() {
+	}
+	err := rows.Err()
+	rows.Close()
+	return err
+}
+
+// checkNextEvaluation: the session whose evaluation was killed evaluates
+// its next statement.
+func checkNextEvaluation(t *testing.T, c *sql.Conn) {
+	t.Helper()
+	if got := queryString(t, c, "SELECT COUNT(*) FROM (SELECT v FROM t ORDER BY v, id LIMIT 10) d"); got != "10" {
+		t.Fatalf("the killed session's next evaluated statement: %q, want 10", got)
+	}
 }
 
 // An evaluated prepared statement reading LAST_INSERT_ID() reads the
@@ -210,5 +294,150 @@ func TestEvaluateSessionValues(t *testing.T) {
 	_, err = conn.QueryContext(ctx, "SELECT t.name, u.id FROM sf_tag t JOIN sf_user u ON u.id = t.uses")
 	if mysqlErrCode(err) != 1235 || !contains(err.Error(), "INVISIBLE") {
 		t.Errorf("an evaluated statement on a table with an INVISIBLE column: %v, want 1235 naming it", err)
+	}
+}
+
+// evalSmall is an evaluated statement over mergeStopPair's t: a derived
+// table whose LIMIT needs every shard's rows. Its evaluation takes a
+// connection to the evaluator (s0, the default cluster, where t_0000
+// lives: its copy is created LIKE t_0000) and a fetch connection to each
+// shard, s0's included.
+const evalSmall = "SELECT COUNT(*), SUM(d.v) FROM (SELECT v FROM t ORDER BY v, id LIMIT 50) d"
+
+// TestEvaluatePoolsHoldAndWait: sessions evaluating at once over pools
+// of 2 never wait for each other's connections. Each evaluation needs
+// the evaluator's connection and then a fetch connection of the same
+// cluster; were both from one pool, two sessions each holding the
+// evaluator's connection would take the whole pool and wait for a
+// fetch connection until the pool's wait_timeout (error 9001). The
+// test makes that state certain rather than likely: t_0000 is locked on
+// s0 (LOCK TABLES … WRITE), so every evaluation stops in its CREATE
+// TEMPORARY TABLE … LIKE t_0000, holding the evaluator's connection,
+// until at least two do; then the lock goes.
+func TestEvaluatePoolsHoldAndWait(t *testing.T) {
+	const maxOpen, sessions = 2, 4
+	p, d0, d1, s0, _, proxyDB := shardedPairPools(t, "evpool", maxOpen)
+	for i, d := range []*sql.DB{d0, d0, d1, d1} {
+		mustExec(t, d, fmt.Sprintf("INSERT INTO t_%04d (id, v) SELECT seq*4+%d, seq FROM seq_0_to_99", i, i))
+	}
+	db := proxyDB("")
+	var conns []*sql.Conn
+	for range sessions {
+		c := oneConn(t, db)
+		// Each session's first evaluation, alone: the plan and the key
+		// types are learnt before the lock.
+		if err := evalSmallOK(c); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	root := s0.RootDB(t)
+	lock := oneConn(t, root)
+	mustExec(t, lock, "LOCK TABLES evpool.t_0000 WRITE")
+	var done []<-chan error
+	for _, c := range conns {
+		done = append(done, runAsync(c, evalSmall))
+	}
+	waitRunning(t, root, "CREATE TEMPORARY TABLE", maxOpen)
+	mustExec(t, lock, "UNLOCK TABLES")
+	for i, d := range done {
+		if err := waitLong(t, d, "an evaluation after the lock"); err != nil {
+			t.Errorf("session %d: %v", i, err)
+		}
+	}
+	// And many sessions at once, many times, without a lock.
+	evaluateConcurrently(t, db, 3*sessions, 5)
+	waitPoolsIdle(t, p, maxOpen)
+	waitEvaluatorsIdle(t, p)
+}
+
+// waitRunning polls root's server until at least n statements whose text
+// contains marker run there, for 10 seconds.
+func waitRunning(t *testing.T, root *sql.DB, marker string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for shardRuns(t, root, marker) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than %d statements %q run 10s later", n, marker)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitLong waits up to a minute for the end of a statement: long enough
+// for a busy machine, and past the pools' wait_timeout (5s), so that a
+// statement that waited that long ends with its error (9001) first.
+func waitLong(t *testing.T, done <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: the statement still runs a minute later", what)
+		return nil
+	}
+}
+
+// evaluateConcurrently runs evalSmall rounds times on each of n sessions
+// of db at once, failing on any error or wrong answer.
+func evaluateConcurrently(t *testing.T, db *sql.DB, n, rounds int) {
+	t.Helper()
+	errs := make(chan error, n)
+	for range n {
+		c := oneConn(t, db)
+		go func() {
+			for range rounds {
+				if err := evalSmallOK(c); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range n {
+		if err := waitLong(t, errs, "concurrent evaluations"); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// evalSmallOK runs evalSmall on c and checks its count.
+func evalSmallOK(c *sql.Conn) error {
+	var count int
+	var sum sql.NullInt64
+	if err := c.QueryRowContext(context.Background(), evalSmall).Scan(&count, &sum); err != nil {
+		return fmt.Errorf("%s: %w", evalSmall, err)
+	}
+	if count != 50 {
+		return fmt.Errorf("%s: COUNT(*) %d, want 50", evalSmall, count)
+	}
+	return nil
+}
+
+// waitEvaluatorsIdle polls the evaluator pool of s0 (the default
+// cluster) until every open connection is idle again, for 5 seconds, and
+// checks that its connections were reused: never more open than its
+// limit, never more dialed (none failed).
+func waitEvaluatorsIdle(t *testing.T, p *proxy.Proxy) {
+	t.Helper()
+	pool := p.Cluster("s0").Primary.Evaluator()
+	const limit = backend.DefaultEvaluatorMaxOpen
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		open, idle, waiting := pool.Open()
+		if open > limit {
+			t.Fatalf("evaluator pool of s0: %d connections open, its limit is %d", open, limit)
+		}
+		if open == idle && waiting == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("evaluator pool of s0: %d open, %d idle, %d waiting 5s after the sessions were done: connections leaked", open, idle, waiting)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if dials := pool.Stats.Dials.Load(); dials > limit {
+		t.Errorf("evaluator pool of s0: %d connections dialed, more than its limit %d: connections not reused", dials, limit)
 	}
 }

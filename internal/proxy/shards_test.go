@@ -26,6 +26,13 @@ func shardedPair(t testing.TB, db string) (p0, p1 *sql.DB, s0, s1 *testenv.Serve
 // protocol clients.
 func shardedPairProxy(t testing.TB, db string, schemaKeys ...string) (p *proxy.Proxy, p0, p1 *sql.DB, s0, s1 *testenv.Server, proxyDB func(params string) *sql.DB) {
 	t.Helper()
+	return shardedPairPools(t, db, 4, schemaKeys...)
+}
+
+// shardedPairPools is shardedPairProxy whose clusters' pools hold at most
+// maxOpen connections each.
+func shardedPairPools(t testing.TB, db string, maxOpen int, schemaKeys ...string) (p *proxy.Proxy, p0, p1 *sql.DB, s0, s1 *testenv.Server, proxyDB func(params string) *sql.DB) {
+	t.Helper()
 	s0, s1 = testenv.Shared(t), testenv.Start(t, testenv.Options{})
 	for _, s := range []*testenv.Server{s0, s1} {
 		s.Exec(t, "DROP DATABASE IF EXISTS "+db, "CREATE DATABASE "+db)
@@ -34,7 +41,7 @@ func shardedPairProxy(t testing.TB, db string, schemaKeys ...string) (p *proxy.P
 		"CREATE TABLE "+db+".city (id INT PRIMARY KEY, name VARCHAR(20))", "CREATE TABLE "+db+".plain (id INT PRIMARY KEY)")
 	s1.Exec(t, "CREATE TABLE "+db+".t_0002 (id INT PRIMARY KEY, v INT)", "CREATE TABLE "+db+".t_0003 (id INT PRIMARY KEY, v INT)",
 		"CREATE TABLE "+db+".city (id INT PRIMARY KEY, name VARCHAR(20))")
-	cfg := parseConfig(t, twoShardYAML(db, s0.Addr, s1.Addr, 4, strings.Join(schemaKeys, "")+`    tables:
+	cfg := parseConfig(t, twoShardYAML(db, s0.Addr, s1.Addr, maxOpen, strings.Join(schemaKeys, "")+`    tables:
       - {name: t, shard_key: id, rule: hash, shards: [s0, s1], sub_tables: 2}
       - {name: city, type: reference}
 `, ""), "sharded.yaml")

@@ -280,8 +280,8 @@ func TestXABranchLostBeforePrepare(t *testing.T) {
 			count[labels][m] = n
 		}
 	}
-	if len(count) != 3 {
-		t.Fatalf("pools in the metrics: %v, want 3", count)
+	if len(count) != 6 {
+		t.Fatalf("pools in the metrics: %v, want 6 (3 servers', each with its evaluator pool)", count)
 	}
 	for pool, c := range count {
 		if c["idle"] > c["open"] {
