@@ -62,6 +62,7 @@ type Binder struct {
 	// shape of the INSERT … VALUES of its rows.
 	insel      engine.InsertSelect
 	inselShape router.Shape
+	bulkInsert bool       // the INSERT bound is an INSERT … SELECT's rows
 	ins        insertRows // an INSERT's rows and keys (bind_insert.go)
 	// explaining: the statement being bound is an EXPLAIN's, which does
 	// not run: no column probe goes ahead of a merge's first part

@@ -6,6 +6,7 @@ import (
 	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
 	"github.com/shardgate/shardgate/internal/router"
+	"github.com/shardgate/shardgate/internal/sequence"
 	"github.com/shardgate/shardgate/internal/sharding"
 )
 
@@ -42,7 +43,7 @@ func (b *Binder) insert(ks *Keyspace, plan *Plan, st router.Stmt, sql []byte, sh
 	if err := an.Keys(v, noAutoValueOnZero(s.SQLMode()), k); err != nil {
 		return b.refuseErr(err)
 	}
-	first, err := drawKeys(ks, an.Insert.Table, an.Insert.Rows, k, s)
+	first, err := drawKeys(ks, an.Insert.Table, an.Insert.Rows, b.bulkInsert, k, s)
 	if err != nil {
 		return b.refuseErr(err)
 	}
@@ -85,7 +86,7 @@ func (b *Binder) insert(ks *Keyspace, plan *Plan, st router.Stmt, sql []byte, sh
 // drawKeys reserves the ids of the rows whose AUTO_INCREMENT key the
 // sequence generates, returning the first, and makes sure the sequence
 // never hands out a key a row gives itself (Session.DrawKeys).
-func drawKeys(ks *Keyspace, t *sharding.SchemaTable, rows int, k *RowKeys, s Session) (uint64, error) {
+func drawKeys(ks *Keyspace, t *sharding.SchemaTable, rows int, bulk bool, k *RowKeys, s Session) (uint64, error) {
 	if !k.AutoIncrement || len(k.Generate) == 0 && k.MaxExplicit == 0 {
 		return 0, nil
 	}
@@ -97,9 +98,89 @@ func drawKeys(ks *Keyspace, t *sharding.SchemaTable, rows int, k *RowKeys, s Ses
 		return 0, notSupported("generated keys on sharded table " + t.Name + " without a sequence store")
 	}
 	if len(k.Generate) == 0 {
-		rows = 0 // only the keys given are observed
+		return s.DrawKeys(seq, k.MaxExplicit, 0) // only the keys given are observed
 	}
-	return s.DrawKeys(seq, k.MaxExplicit, rows)
+	return drawInOrder(seq, rows, bulk, k, s)
+}
+
+// drawInOrder draws the generated keys as MySQL's counter gives them, row
+// by row: the statement reserves an id for each of its rows, and a row
+// giving a key at or above the next id moves the counter past it, the
+// rows after it taking ids above it ([NULL, 8000, NULL] from 6005 gives
+// 6005, 8000, 8001). The keys are consecutive (k.ids left empty) unless
+// such a row comes between generated ones. Every key a row gives at or
+// above the next id is observed, so that the sequence never hands it out.
+// A bulk insert's rows (INSERT … SELECT: one server does not know their
+// number ahead) reserve ids as MySQL's handler does for it, in intervals
+// of 1, 2, 4, … (bulkSpan).
+func drawInOrder(seq *sequence.Sequence, rows int, bulk bool, k *RowKeys, s Session) (uint64, error) {
+	// reserve is the number of ids the rows from row on reserve, g of
+	// the generated ones being before it.
+	reserve := func(row, g int) int {
+		if bulk {
+			return bulkSpan(len(k.Generate) - g)
+		}
+		return rows - row
+	}
+	first, err := s.DrawKeys(seq, 0, reserve(0, 0))
+	if err != nil {
+		return 0, err
+	}
+	next, g, tail := first, 0, uint64(0)
+	for i, val := range k.vals {
+		if g < len(k.Generate) && k.Generate[g] == i {
+			k.ids = append(k.ids, next)
+			next++
+			g++
+			continue
+		}
+		v, ok := positiveKey(val)
+		switch {
+		case !ok || v < next:
+			// (below the counter: taken already, or never handed out)
+		case g == len(k.Generate):
+			tail = max(tail, v) // after the last generated row: observed once
+		default:
+			if next, err = s.DrawKeys(seq, v, reserve(i+1, g)); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if tail > 0 {
+		if _, err := s.DrawKeys(seq, tail, 0); err != nil {
+			return 0, err
+		}
+	}
+	first = k.ids[0] // (the statement's first generated key: its insert id)
+	if k.ids[len(k.ids)-1] == first+uint64(len(k.ids)-1) {
+		k.ids = k.ids[:0] // consecutive: first, first+1, …
+	}
+	return first, nil
+}
+
+// bulkSpan is the number of ids one server reserves for n generated
+// rows of an insert whose row count it does not know: intervals of 1, 2,
+// 4, … up to 65,536 ids each (handler::update_auto_increment), until
+// they hold n.
+func bulkSpan(n int) int {
+	total, interval := 0, 1
+	for total < n {
+		total += interval
+		interval = min(2*interval, 1<<16)
+	}
+	return total
+}
+
+// positiveKey is an explicit key as the counter compares it: a positive
+// integer.
+func positiveKey(val sharding.Value) (uint64, bool) {
+	switch val.Kind() {
+	case sharding.KindInt:
+		return uint64(val.Int()), val.Int() > 0
+	case sharding.KindUint:
+		return val.Uint(), true
+	}
+	return 0, false
 }
 
 // groupRows groups the rows placed in ins.keys.Sub into parts: one per
@@ -169,7 +250,7 @@ func (ins *insertRows) rowIDs(first uint64) []uint64 {
 		ins.ids = append(ins.ids, 0)
 	}
 	for g, r := range gen {
-		ins.ids[r] = first + uint64(g)
+		ins.ids[r] = ins.keys.generated(g, first)
 	}
 	return ins.ids
 }

@@ -199,7 +199,7 @@ func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPl
 		if !ok {
 			return nil, nil
 		}
-		p, err := k.evalPlanOf(parsed, sh, db, sel)
+		p, err := k.evalPlanOf(parsed, sh, db, sel, true)
 		if p == nil || err != nil {
 			return p, err
 		}
@@ -212,7 +212,7 @@ func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPl
 	default:
 		return nil, nil
 	}
-	p, err := k.evalPlanOf(parsed, sh, db, stmt)
+	p, err := k.evalPlanOf(parsed, sh, db, stmt, false)
 	if p != nil {
 		switch stmt.(type) {
 		case *sqlparser.Insert, *sqlparser.Update, *sqlparser.Delete, *sqlparser.CreateTable:
@@ -224,7 +224,11 @@ func (k *Keyspace) evalPlan(parsed Parsed, sh *router.Shape, db string) (*EvalPl
 
 // evalPlanOf plans the evaluation of stmt, the client's statement parsed
 // or a part of it (an INSERT's SELECT): the tables it names.
-func (k *Keyspace) evalPlanOf(parsed Parsed, sh *router.Shape, db string, stmt sqlparser.Statement) (*EvalPlan, error) {
+//
+// A statement that reads no sharded table is not evaluated (nil), but
+// with anyRows (an INSERT … SELECT into a sharded table, whatever its
+// SELECT reads).
+func (k *Keyspace) evalPlanOf(parsed Parsed, sh *router.Shape, db string, stmt sqlparser.Statement, anyRows bool) (*EvalPlan, error) {
 	if evalEffects(stmt) {
 		return nil, notSupported("a function with effects (SLEEP, GET_LOCK, NEXTVAL, LAST_INSERT_ID(x)…) in a statement the proxy evaluates across shards")
 	}
@@ -262,7 +266,7 @@ func (k *Keyspace) evalPlanOf(parsed Parsed, sh *router.Shape, db string, stmt s
 	for _, t := range p.Tables {
 		sharded = sharded || !t.Local
 	}
-	if !sharded {
+	if !sharded && !anyRows {
 		return nil, nil
 	}
 	push := k.pushdowns(stmt, db, ctes, sh, parsed.Exact)

@@ -114,7 +114,9 @@ func (b *Binder) insertValues(ks *Keyspace, st router.Stmt, stmt []byte, s Sessi
 		return b.refuse("this INSERT … SELECT into a sharded table")
 	}
 	b.vals.Reset(stmt, sh)
+	b.bulkInsert = true // (its ids are reserved as for the client's INSERT … SELECT)
 	prim := b.insert(ks, plan, st, stmt, sh, &b.vals, false, s)
+	b.bulkInsert = false
 	if prim == engine.Primitive(&b.route) {
 		b.ins.split = engine.InsertSplit{Parts: b.parts[:1], Rows: []int{plan.An.Insert.Rows}, Kind: plan.An.Insert.Kind}
 		return &b.ins.split

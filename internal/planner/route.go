@@ -175,6 +175,18 @@ type RowKeys struct {
 	LastKey      uint64
 	LastKeyKnown bool
 	vals         []sharding.Value // each row's key; generated rows' unset
+	// ids are the generated keys, by generated row, when they are not
+	// first, first+1, … (a row giving a key above the counter between
+	// them: drawInOrder); empty otherwise.
+	ids []uint64
+}
+
+// generated is the key of the g-th generated row, the first being first.
+func (k *RowKeys) generated(g int, first uint64) uint64 {
+	if len(k.ids) == len(k.Generate) {
+		return k.ids[g]
+	}
+	return first + uint64(g)
 }
 
 // Keys reads the shard key of each row of an INSERT or REPLACE into a
@@ -187,7 +199,7 @@ func (a *Analysis) Keys(v Values, noAutoValueOnZero bool, k *RowKeys) error {
 	if ir == nil {
 		return fmt.Errorf("planner: Keys on a statement that is not an INSERT into a sharded table")
 	}
-	*k = RowKeys{Sub: k.Sub[:0], Generate: k.Generate[:0], vals: k.vals[:0]}
+	*k = RowKeys{Sub: k.Sub[:0], Generate: k.Generate[:0], vals: k.vals[:0], ids: k.ids[:0]}
 	ct, ok := ir.Table.KeyType()
 	if !ok {
 		return notSupported(fmt.Sprintf("an INSERT into sharded table %s before the type of its shard key %s is known", ir.Table.Name, ir.Table.ShardKey))
@@ -250,7 +262,7 @@ func (a *Analysis) Place(k *RowKeys, first uint64) error {
 	g := 0
 	for i, val := range k.vals {
 		if g < len(k.Generate) && k.Generate[g] == i {
-			val = sharding.UintValue(first + uint64(g))
+			val = sharding.UintValue(k.generated(g, first))
 			g++
 		}
 		sub, err := ir.index(rule, val)

@@ -202,6 +202,19 @@ func TestShardedInsertAnswersAsOneServer(t *testing.T) {
 		"SET sql_mode = REPLACE(@@sql_mode, 'NO_AUTO_VALUE_ON_ZERO', '')",
 		// errors before any row is written
 		"INSERT INTO t (id, v) VALUES (7000, 1), (7001)",
+		// INSERT … SELECT (evaluated, issue 22): keys omitted, NULL and 0
+		// generated from the sequence, mixed with explicit ones
+		"INSERT INTO t (v, note) VALUES (39, 'val')",
+		"INSERT INTO t (v, note) SELECT 40, 'sel' UNION ALL SELECT 41, 'sel'",
+		"SELECT LAST_INSERT_ID()",
+		"INSERT INTO t (id, v) VALUES (NULL, 42), (0, 43), (8000, 44), (NULL, 45)",
+		"SELECT LAST_INSERT_ID()",
+		"INSERT INTO t (id, v) SELECT NULL, 48 UNION ALL SELECT 9000, 49 UNION ALL SELECT NULL, 50",
+		"INSERT INTO t (id, v) VALUES (9500, 51), (NULL, 52)",
+		"SELECT LAST_INSERT_ID()",
+		"INSERT INTO t (id, v) SELECT 8100, 46",
+		"SELECT LAST_INSERT_ID()",
+		"INSERT INTO t (id, v) SELECT 8000, 47",
 	} {
 		a.same(t, sql)
 	}
