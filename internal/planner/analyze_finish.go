@@ -27,6 +27,9 @@ type refsByKind struct {
 }
 
 func (a *analyzer) finish() (*Analysis, error) {
+	for _, sc := range a.scopes {
+		a.merge |= sc.constructs
+	}
 	an := &Analysis{Write: a.write, Cluster: a.schema.DefaultCluster, Merge: a.merge, TopMerge: a.top, GroupsOnKey: a.groupsOnKey, Insert: a.insert}
 	var k refsByKind
 	seen := make(map[*sharding.SchemaTable]bool)

@@ -417,6 +417,45 @@ func TestRouteJoinsAndSubqueries(t *testing.T) {
 	}
 }
 
+// Co-located work runs on the sub-tables as written, whatever it holds
+// (issue 22): a correlated subquery whose tables' keys equal the outer
+// row's, a derived table grouped by the shard key (joined on it, or read
+// alone). Work that needs other sub-tables' rows is not co-located: a
+// correlation off the key or on an outer join's ON, a derived table
+// grouped by another column, cut by LIMIT or DISTINCT, a key equated
+// only inside a subquery of the subquery.
+func TestRouteColocated(t *testing.T) {
+	s := fixture(t)
+	all := every(8)
+	for _, c := range []struct {
+		sql string
+		err string
+	}{
+		{sql: "select u.id, (select count(*) from sf_order o where o.user_id = u.id) from sf_user u"},
+		{sql: "select u.id from sf_user u where u.id > (select avg(o.amount) from sf_order o where u.id = o.user_id and o.amount > 1)"},
+		{sql: "select u.id, (select o.amount from sf_order o where o.user_id = u.id order by o.amount desc limit 1) from sf_user u"},
+		{sql: "select u.id from sf_user u where exists (select o.user_id from sf_order o join sf_order p on p.user_id = o.user_id where o.user_id = u.id group by o.user_id having count(*) > 1)"},
+		{sql: "select t.user_id, t.n from (select user_id, count(*) n from sf_order group by user_id) t where t.n > 1"},
+		{sql: "select u.id, t.s from sf_user u join (select user_id as k, sum(amount) s from sf_order group by user_id) t on t.k = u.id"},
+		{sql: "select u.id, (select count(*) from sf_order o where o.amount > u.id) from sf_user u", err: "across sub-tables"},
+		{sql: "select u.id, (select count(*) from sf_order o left join sf_user v on v.id = u.id where o.user_id = u.id + 0) from sf_user u", err: "across sub-tables"},
+		{sql: "select t.n from (select amount, count(*) n from sf_order group by amount) t", err: "across several sub-tables"},
+		{sql: "select t.n from (select user_id, count(*) n from sf_order group by user_id limit 3) t", err: "across several sub-tables"},
+		{sql: "select t.n from (select distinct count(*) n from sf_order group by user_id) t", err: "across several sub-tables"},
+		{sql: "select u.id, (select count(*) from sf_order o where exists (select 1 from sf_order p where p.user_id = o.user_id and p.user_id = u.id)) from sf_user u", err: "across several sub-tables"},
+		{sql: "select u.id, t.s from sf_user u join (select user_id, sum(amount) s from sf_order group by user_id) t on t.s = u.id", err: "across sub-tables"},
+	} {
+		got, err := route(t, s, "shop", c.sql)
+		if c.err != "" {
+			checkRefused(t, c.sql, err, c.err)
+			continue
+		}
+		if err != nil || !slices.Equal(got, all) {
+			t.Errorf("%s: %v, %v; want every sub-table", c.sql, got, err)
+		}
+	}
+}
+
 func checkRefused(t *testing.T, sql string, err error, want string) {
 	t.Helper()
 	var se *mysql.SQLError

@@ -66,6 +66,15 @@ var evalStatements = []difftest.Statement{
 	{SQL: "SELECT c.name, u.name FROM sf_city c JOIN sf_user u ON u.id = c.id"},
 	{SQL: "SELECT u.id, o.order_no FROM sf_user u JOIN sf_order o ON o.user_id = u.city_id WHERE u.name = 'nobody at all'"},
 	{SQL: "SELECT l.seq, e.kind FROM sf_log l JOIN sf_event e ON e.id = l.level WHERE l.msg <> 'x'"},
+	// Co-located work, run on the sub-tables as written (not evaluated):
+	// correlated subqueries on the key with aggregates, ORDER BY and
+	// LIMIT inside; derived tables grouped by the key, read alone,
+	// grouped again, or joined on the key they show.
+	{SQL: "SELECT u.id FROM sf_user u WHERE u.balance > (SELECT AVG(o.amount) FROM sf_order o WHERE o.user_id = u.id)"},
+	{SQL: "SELECT u.id, (SELECT o.order_no FROM sf_order o WHERE o.user_id = u.id ORDER BY o.amount DESC, o.order_no LIMIT 1) FROM sf_user u ORDER BY u.id"},
+	{SQL: "SELECT t.user_id, t.n, t.s FROM (SELECT user_id, COUNT(*) n, SUM(amount) s FROM sf_order GROUP BY user_id HAVING COUNT(*) > 1) t WHERE t.s > ? ORDER BY t.s DESC, t.user_id LIMIT 7", Args: []any{10}},
+	{SQL: "SELECT t.n, COUNT(*) FROM (SELECT user_id, COUNT(*) n FROM sf_order GROUP BY user_id) t GROUP BY t.n ORDER BY t.n"},
+	{SQL: "SELECT u.name, t.s FROM sf_user u JOIN (SELECT user_id AS k, SUM(amount) s FROM sf_order GROUP BY user_id) t ON t.k = u.id ORDER BY u.id"},
 	// IN subqueries read as semi-joins (NULLs among the values, none).
 	{SQL: "SELECT id, name FROM sf_user WHERE id IN (SELECT o.order_no FROM sf_order o WHERE o.amount > ?)", Args: []any{"50.5"}},
 	{SQL: "SELECT id FROM sf_event WHERE id IN (SELECT u.city_id FROM sf_user u)"},
