@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,13 +120,30 @@ func TestShardedEvaluateInTransaction(t *testing.T) {
 // evalList is evalStatements, each twice: prepared, then as text (the
 // runner prepares the statements at even positions).
 func evalList() []difftest.Statement {
+	stmts := slices.Clone(evalStatements)
+	for i := range stmts {
+		stmts[i].Ordered = strings.Contains(stmts[i].SQL, "ORDER BY") && !strings.Contains(stmts[i].SQL, "OVER (")
+	}
+	return preparedAndText("evaluated", stmts)
+}
+
+// preparedAndText is stmts, each twice, of kind and construct kind:
+// prepared (its SQL, with ?s for its Args), then as text (the Args
+// inlined); the runner prepares the statements at even positions. A
+// Superset runs prepared too, so that its rows are in the protocol of
+// the statement's.
+func preparedAndText(kind string, stmts []difftest.Statement) []difftest.Statement {
 	var out []difftest.Statement
-	for _, st := range evalStatements {
-		st.Kind = "evaluated"
-		st.Constructs = []string{"evaluated"} // (the column flags a plan sets are the evaluator's plan's)
-		st.Ordered = strings.Contains(st.SQL, "ORDER BY") && !strings.Contains(st.SQL, "OVER (")
+	for _, st := range stmts {
+		st.Kind = kind
+		st.Constructs = []string{kind} // (the column flags a plan sets are the evaluator's or a part's plan's)
 		st.Prepared = st.SQL
 		st.SQL = inline(st.SQL, st.Args)
+		if st.Superset != nil {
+			sup := *st.Superset
+			sup.Prepared = sup.SQL
+			st.Superset = &sup
+		}
 		out = append(out, st, st)
 	}
 	return out
