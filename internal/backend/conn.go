@@ -60,6 +60,11 @@ type Conn struct {
 	// Dirty marks state the proxy cannot describe (user variables, temporary
 	// tables, locks...): the conn needs a reset before another session uses it.
 	Dirty bool
+	// Status is the server status of the last OK or EOF read by the
+	// proxy's own statements (Exec, DrainResponse): whether a transaction
+	// is open on the connection after them, where a client statement that
+	// ended in an ERR (which carries no status) left it unsaid.
+	Status uint16
 
 	stmts     map[string]*list.Element // SQL text -> LRU element of *Stmt
 	stmtLRU   *list.List
@@ -408,6 +413,7 @@ func (c *Conn) drainResult() (bool, error) {
 	case mysql.IsOK(p):
 		ok, _ := mysql.ParseOK(p, c.Caps)
 		c.noteOK(&ok)
+		c.Status = ok.Status
 		return ok.Status&mysql.StatusMoreResultsExists != 0, nil
 	case len(p) > 0 && p[0] == mysql.HeaderLocalInfile:
 		// Never for the proxy's own statements; refuse politely.
@@ -432,6 +438,7 @@ func (c *Conn) drainResult() (bool, error) {
 		}
 		if mysql.IsEOF(p) && len(p) < 0xffffff {
 			ok, _ := mysql.ParseOK(p, c.Caps)
+			c.Status = ok.Status
 			return ok.Status&mysql.StatusMoreResultsExists != 0, nil
 		}
 	}

@@ -362,6 +362,62 @@ func TestMergeLimitStopsTheOtherParts(t *testing.T) {
 	}
 }
 
+// trxCursor is a mergeCursor whose parts run inside a transaction (BEGIN
+// on each connection before its part) and which counts the parts done
+// with their transaction still open, as the session learns it from what
+// Done reports (the status flags of the part's answer).
+type trxCursor struct {
+	*mergeCursor
+	inTrx, ended int
+}
+
+func (f *trxCursor) Acquire(cl *backend.Cluster, replicaOK bool) (*backend.Conn, bool) {
+	c, ok := f.mergeCursor.Acquire(cl, replicaOK)
+	if err := c.Exec("BEGIN"); err != nil {
+		f.t.Fatalf("BEGIN on %s: %v", cl.Name, err)
+	}
+	return c, ok
+}
+
+func (f *trxCursor) Done(c *backend.Conn, info *mysql.ResponseInfo) {
+	if info.Status&mysql.StatusInTrans != 0 {
+		f.inTrx++
+	} else {
+		f.ended++
+	}
+	if err := c.Exec("ROLLBACK"); err != nil {
+		f.t.Errorf("ROLLBACK: %v", err)
+	}
+	f.mergeCursor.Done(c, info)
+}
+
+// TestMergeStoppedPartKeepsItsTransaction: a part stopped by KILL QUERY
+// (the LIMIT's rows are out) ends in an ERR, which carries no status; it
+// must be done with the transaction it ran in still open, as it is on
+// the server. Done with no status, the session took the shard's part of
+// the transaction for ended and let its connection go with the
+// transaction (or XA branch) open: its next statement on that shard
+// opened it again (XA START: 1399 XAER_RMFAIL).
+func TestMergeStoppedPartKeepsItsTransaction(t *testing.T) {
+	a, b, c, shards, _ := mergeShards(t)
+	bigShards(t, shards, 50000)
+	out := &bytes.Buffer{}
+	f := &trxCursor{mergeCursor: newMergeCursor(t, shards, &bufConn{w: out}, clientCaps)}
+	sql := "SELECT id, pad FROM big ORDER BY id"
+	m := &Merge{Parts: []Part{{Cluster: a, Query: query(sql)}, {Cluster: b, Query: query(sql)}, {Cluster: c, Query: query(sql)}},
+		Spec: &MergeSpec{Order: []SortKey{{Col: 0}}}, HasLimit: true, Offset: 2, Count: 3}
+	out.Reset()
+	if !m.Execute(f, nil) {
+		t.Fatalf("Execute ended the session; failed %v refused %v", f.failed, f.refused)
+	}
+	if f.done != 3 || f.dropped != 0 {
+		t.Fatalf("done %d dropped %d: every part must be done with", f.done, f.dropped)
+	}
+	if f.ended != 0 {
+		t.Fatalf("%d of 3 parts done as if their transaction had ended: the session would let go of a transaction that is open", f.ended)
+	}
+}
+
 // TestMergeKilledWhileItsPartsWentOut: a KILL QUERY that came while the
 // parts were being sent, and that the shards may have let pass (a thread
 // that had not read its command yet forgets it), ends the merge once the

@@ -380,6 +380,7 @@ func (s *Session) finishHeld(h heldConn, err error) error {
 		h.conn.Pool().Discard(h.conn, true)
 		return err
 	}
+	s.saveDiagnostics(h.conn) // COMMIT and ROLLBACK leave them in place
 	h.pins &^= pinTrx | pinNextTrx | pinHeld
 	if err != nil {
 		h.conn.Dirty = true // its transaction state is unknown

@@ -70,8 +70,11 @@ func (s *Session) comQuery(p []byte) bool {
 	if e := s.refuseQuery(st); e != nil {
 		return s.writeErr(e)
 	}
-	if s.readsPartWarnings(st) {
+	if s.diagnosticsBefore(st) {
 		return s.answerDiagnostics(p[1:], &s.warns)
+	}
+	if s.warns.valid && getDiagnostics(st) {
+		return s.writeErr(errGetDiagnostics)
 	}
 	if st.Processlist != 0 && s.namesProcesslist(st) {
 		// Before CONNECTION_ID() is rewritten: the proxy reads it itself.
@@ -116,6 +119,7 @@ func (s *Session) statement(p []byte, st router.Stmt) bool {
 	prim := s.planFor(st, p)
 	s.tele.trace.st.EndPlan()
 	ok := prim.Execute(s, p)
+	s.warns.held = nil // read, or still where they were
 	if s.outsideFrom != nil {
 		s.leaveOutside()
 	}
@@ -248,6 +252,7 @@ func (s *Session) dropHeldElsewhere(st router.Stmt) {
 		return
 	}
 	c := s.pinned
+	s.saveDiagnostics(c) // a statement reading no table leaves them in place
 	s.pinned, s.pins = nil, 0
 	s.release(c)
 }
@@ -716,11 +721,18 @@ func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stm
 	if st.Kind == router.KindUnlock {
 		s.pins &^= pinLock
 	}
+	held := s.pins & pinHeld
 	s.pins &^= pinHeld
-	if info.Warnings > 0 || info.Err != nil || st.Flags&router.FlagCalcFoundRows != 0 {
+	s.diagnosticsAfter(info, st)
+	switch {
+	case info.Warnings > 0 || info.Err != nil || st.Flags&router.FlagCalcFoundRows != 0:
 		// The next statement may read these diagnostics (SHOW WARNINGS,
 		// FOUND_ROWS()): keep the connection until it has run.
 		s.pins |= pinHeld
+	case keepsDiagnostics(st):
+		// It left the diagnostics before it in place: those the
+		// connection holds, if it held them, still are the session's.
+		s.pins |= held
 	}
 	if s.pins&pinsThatDirty != 0 {
 		c.Dirty = true

@@ -622,6 +622,7 @@ func (s *Session) dispatch(p []byte) bool {
 	}
 	s.srv.opt.Metrics.Commands.Inc()
 	s.command = p[0]
+	s.warns.current, s.warns.held = false, nil // a new command's
 	if s.stream != nil && p[0] != mysql.ComQuery && p[0] != mysql.ComStmtExecute {
 		// Only statements are streamed; other commands this large are
 		// rare enough to hold (at most max_allowed_packet).
@@ -710,6 +711,7 @@ func (s *Session) writeErr(e *mysql.SQLError) bool {
 	if s.annotate != nil {
 		e = s.annotate(e)
 	}
+	s.errorDiagnostics(e)
 	s.teleError(e)
 	if err := s.client.WriteErr(e); err != nil {
 		return false

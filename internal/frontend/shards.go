@@ -27,6 +27,14 @@ func (s *Session) enter(cl *backend.Cluster) {
 	// A connection set aside ends its use without release: its
 	// LAST_INSERT_ID() is read now, if it keeps the session's.
 	s.resolveLastID()
+	if c := s.pinned; c != nil && c == s.warns.held {
+		// The statement, reading no table, leaves the diagnostics c
+		// holds in place, and runs elsewhere: they become the session's.
+		s.saveDiagnostics(c)
+		if s.pins &^= pinHeld; s.pins == 0 {
+			s.release(c)
+		}
+	}
 	if s.pinned != nil {
 		s.others = append(s.others, heldConn{cl: s.cl, conn: s.pinned, pins: s.pins})
 	}

@@ -36,7 +36,10 @@ func (s *Session) comStmtPrepare(p []byte) bool {
 	if e := s.refusePreparedProcesslist(st, p[1:]); e != nil {
 		return s.writeErr(e)
 	}
-	s.warns.valid = false // a new statement's diagnostics: the prepare's
+	// A prepare leaves the diagnostics in place or replaces them as the
+	// statement would (partWarnings); a SHOW WARNINGS prepared is not
+	// answered.
+	s.diagnosticsBefore(st)
 	ks := s.srv.opt.Keyspaces.Lookup(s.db)
 	if s.namesSchema(st) || ks == nil && s.onInformationSchema() {
 		var e *mysql.SQLError
@@ -64,8 +67,14 @@ func (s *Session) prepare(p, q []byte, sh *shardedStmt, st router.Stmt) bool {
 	if c == nil {
 		return ok
 	}
-	goOn, gone, _ := s.prepareOn(c, p, q, sh, st)
+	goOn, gone, info := s.prepareOn(c, p, q, sh, st)
 	if !gone {
+		if info != nil && (info.Warnings > 0 || info.Err != nil) {
+			// Its diagnostics, for the next statement, as after() keeps
+			// those of a statement.
+			s.diagnosticsAfter(info, st)
+			s.pins |= pinHeld
+		}
 		s.release(c)
 	}
 	return goOn
@@ -156,7 +165,11 @@ func (s *Session) comStmtExecute(p []byte) bool {
 	if s.trxAborted {
 		return s.writeErr(errTrxAborted)
 	}
-	s.warns.valid = false // a new statement's diagnostics
+	if s.diagnosticsBefore(ps.stmt) {
+		// A SHOW WARNINGS the session would answer, had it come as
+		// text: its server answers it.
+		s.warns.valid = false
+	}
 	if s.stream != nil && len(p) < paramTypesEnd(ps) {
 		// The head of a streamed packet ends inside the parameter types
 		// (tens of thousands of parameters): they are needed whole.

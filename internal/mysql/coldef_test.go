@@ -132,3 +132,30 @@ func TestRenameInEveryResponse(t *testing.T) {
 		})
 	}
 }
+
+// TestColumnsDifferStringTypes: CHAR, VARCHAR and VAR_STRING columns of
+// one character set decode alike (MariaDB types MIN() of a CHAR column as
+// either, by its plan), while another character set, another type or
+// signedness still differ.
+func TestColumnsDifferStringTypes(t *testing.T) {
+	with := func(typ byte, charset uint16, flags uint16) [][]byte {
+		return [][]byte{columnDef("id", TypeLong), AppendColumnDef(nil, &Column{Name: "c", Type: typ, Charset: charset, Flags: flags})}
+	}
+	const utf8, bin = uint16(CollationUTF8MB4GeneralCI), uint16(CollationBinary)
+	for _, tc := range []struct {
+		name string
+		a, b [][]byte
+		want int
+	}{
+		{"CHAR and VAR_STRING", with(TypeString, utf8, 0), with(TypeVarString, utf8, 0), -1},
+		{"VARCHAR and CHAR", with(TypeVarchar, utf8, 0), with(TypeString, utf8, 0), -1},
+		{"CHAR of another character set", with(TypeString, utf8, 0), with(TypeVarString, bin, 0), 1},
+		{"CHAR and BLOB", with(TypeString, utf8, 0), with(TypeBlob, utf8, 0), 1},
+		{"INT and BIGINT", with(TypeLong, bin, 0), with(TypeLongLong, bin, 0), 1},
+		{"signedness", with(TypeLong, bin, 0), with(TypeLong, bin, FlagUnsigned), 1},
+	} {
+		if got := ColumnsDiffer(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: ColumnsDiffer = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -46,6 +46,19 @@ var diagnosticsScript = []string{
 	"SELECT FOUND_ROWS()",
 	"SHOW COUNT(*) WARNINGS",
 	"SELECT FOUND_ROWS()",
+	// Statements that read no table leave the diagnostics in place,
+	// those that read one replace them (with none).
+	"SELECT 1/0",
+	"SELECT 1",
+	"SHOW WARNINGS",
+	"SHOW WARNINGS",
+	"SELECT @@warning_count",
+	"DO 1",
+	"SHOW COUNT(*) WARNINGS",
+	"SELECT v FROM diag WHERE id = 1",
+	"SELECT 1",
+	"SHOW WARNINGS",
+	"SELECT @@warning_count",
 }
 
 // runScript runs the script on one connection; between statements, noise
@@ -134,5 +147,32 @@ func TestPreviousStatementDiagnostics(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDiagnosticsOfANewSession: a new session has no diagnostics, also
+// when the backend connection its first statements run on holds another
+// session's (a statement that reads no table leaves them in place on
+// the server): the pool's one connection ran the other session's last
+// statement, which raised a warning.
+func TestDiagnosticsOfANewSession(t *testing.T) {
+	srv := testenv.Shared(t)
+	srv.Exec(t, "CREATE DATABASE IF NOT EXISTS diagdb")
+	cfg := proxyConfig(t, srv, "")
+	cfg.Clusters[0].Pool.MaxOpen, cfg.Clusters[0].Pool.MaxIdle, cfg.Clusters[0].Pool.MinIdle = 1, 1, 1
+	p := startProxy(t, cfg)
+	other := openDB(t, proxyDSN(p, appUser, appPass, "diagdb", ""))
+	c := oneConn(t, other)
+	if got := resultString(c, "SELECT 1/0"); strings.HasPrefix(got, "ERROR") {
+		t.Fatalf("SELECT 1/0: %s", got)
+	}
+	c.Close()
+	other.Close() // the session ends; its connection goes back to the pool
+	direct := oneConn(t, openDB(t, srv.DSN("diagdb")))
+	fresh := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, "diagdb", "")))
+	for _, q := range []string{"SELECT 1", "SHOW WARNINGS", "SELECT @@warning_count", "SHOW COUNT(*) WARNINGS", "SHOW WARNINGS"} {
+		if got, want := resultString(fresh, q), resultString(direct, q); got != want {
+			t.Fatalf("%s in a new session: %s, on a new connection to the server %s", q, got, want)
+		}
 	}
 }

@@ -191,6 +191,18 @@ func TestShardedMergeRegressions(t *testing.T) {
 		))
 	})
 
+	t.Run("string types of a derived table", func(t *testing.T) {
+		// MIN() of a CHAR column read from a derived table is a VARCHAR
+		// in one SELECT, a CHAR in each SELECT of a shard's UNION ALL: the
+		// merge took that for a difference and sent the UNION's
+		// definitions, without schema and table (differential test, seed
+		// 987654321, statement #3182, the derived table empty).
+		compareStatements(t, d, both(
+			mergeCase{"SELECT u.city_id, YEAR(u.born), MIN(c.country) AS a1 FROM sf_user u, (SELECT * FROM sf_city WHERE id < 0) AS c WHERE (CONCAT(u.name, ' city') = c.name) AND (u.balance > 15505.58) GROUP BY u.city_id, YEAR(u.born)", false, nil},
+			mergeCase{"SELECT u.city_id, MIN(c.country), MAX(c.name) FROM sf_user u JOIN (SELECT * FROM sf_city WHERE id > 0) AS c ON c.id = u.city_id GROUP BY u.city_id ORDER BY u.city_id", true, nil},
+		))
+	})
+
 	t.Run("deep LIMIT offset,count", func(t *testing.T) {
 		compareStatements(t, d, both(
 			mergeCase{"SELECT id, name FROM sf_user ORDER BY id LIMIT 100, 10", true, nil},

@@ -245,6 +245,20 @@ type Stmt struct {
 	// SchemaBits). A name's bits not all set: the text does not name it.
 	Schemas uint64
 
+	// NoTable: the statement reads no table, so that MariaDB leaves the
+	// diagnostics of the statement before it (SHOW WARNINGS,
+	// @@warning_count, GET DIAGNOSTICS) as they were unless it raises a
+	// condition of its own, where a statement that reads a table clears
+	// them (the server clears them when the statement's table list is not
+	// empty). Set, conservatively, for a SELECT, DO, SET or VALUES without
+	// FROM (but FROM DUAL), WITH or a sequence function (NEXTVAL, NEXT
+	// VALUE FOR… open the sequence's table), and for BEGIN, COMMIT,
+	// ROLLBACK, the savepoint statements and USE; never for a
+	// multi-statement, SET PASSWORD, SET DEFAULT ROLE or SET STATEMENT. A
+	// stored function a statement calls does not count (the server
+	// decides on the statement's own tables).
+	NoTable bool
+
 	// Digest is the hash of the statement's normalized shape (literals
 	// replaced, whitespace, comments and keyword case left out; see
 	// digest.go): statements that differ only in those share it.
@@ -361,6 +375,9 @@ func (c *classifier) run(sql []byte) {
 	}
 	c.endStmt()
 	c.st.Flags |= c.lx.hints
+	if c.st.Flags&(FlagMultiStatement|FlagSetNotVariable) != 0 {
+		c.st.NoTable = false // the last statement's tables decide; SET PASSWORD writes some
+	}
 	c.st.Digest = c.dig.finish()
 }
 
@@ -390,6 +407,8 @@ type stmtState struct {
 	ntok     uint // number of tokens of the statement already processed
 
 	pendLIArg bool // just after LAST_INSERT_ID(
+	pendFrom  bool // just after FROM
+	tables    bool // names a table (Stmt.NoTable): FROM but FROM DUAL, WITH, a sequence
 
 	// SET statements
 	setActive bool  // parsing a SET assignment list
@@ -412,8 +431,19 @@ type stmtState struct {
 func (c *classifier) endStmt() {
 	if c.s.first {
 		c.st.Kind = c.s.kind
+		c.st.NoTable = noTableKind(c.s.kind) && !c.s.tables
 	}
 	c.s = stmtState{withBody: -1}
+}
+
+// noTableKind reports the kinds of statement that read no table unless
+// they name one (Stmt.NoTable).
+func noTableKind(k Kind) bool {
+	switch k {
+	case KindSelect, KindDo, KindSet, KindValues, KindBegin, KindCommit, KindRollback, KindSavepoint, KindUse:
+		return true
+	}
+	return false
 }
 
 // back returns the n-th token (n >= 1) before the current one in the
@@ -469,6 +499,12 @@ func (c *classifier) feed(t *token) bool {
 		s.pendLIArg = false
 		if !t.isPunct(')') {
 			c.st.Flags |= FlagLastInsertIDArg
+		}
+	}
+	if s.pendFrom {
+		s.pendFrom = false
+		if t.kind != tWord || t.kw != kwDUAL {
+			s.tables = true
 		}
 	}
 	if !s.kindDone {
@@ -665,6 +701,7 @@ func (c *classifier) firstKeyword(k kw) Kind {
 		return KindAnalyze
 	case kwWITH:
 		s.withResolving = true
+		s.tables = true // its queries are tables, named or not
 		return KindWith
 	case kwVALUES:
 		return KindValues
@@ -825,7 +862,10 @@ func (c *classifier) word(t *token) {
 	case kwFOR:
 		if c.prevWord(kwVALUE) && (c.prev2Word(kwNEXT) || c.prev2Word(kwPREVIOUS)) {
 			c.st.Flags |= FlagSideEffectFunc // MariaDB NEXT/PREVIOUS VALUE FOR seq
+			s.tables = true                  // the sequence is a table
 		}
+	case kwFROM:
+		s.pendFrom = true
 	case kwCONNECTION:
 		if s.kind == KindAnalyze && c.prevWord(kwFOR) {
 			c.st.Flags |= FlagAnalyzeExec // EXPLAIN FOR CONNECTION n
@@ -891,7 +931,10 @@ func (c *classifier) call(p *token) {
 	switch k {
 	case kwGET_LOCK, kwRELEASE_LOCK, kwRELEASE_ALL_LOCKS:
 		c.st.Flags |= FlagGetLock | FlagSideEffectFunc
-	case kwIS_USED_LOCK, kwIS_FREE_LOCK, kwSLEEP, kwNEXTVAL, kwSETVAL, kwLASTVAL,
+	case kwNEXTVAL, kwSETVAL, kwLASTVAL:
+		c.st.Flags |= FlagSideEffectFunc
+		c.s.tables = true // the sequence is a table
+	case kwIS_USED_LOCK, kwIS_FREE_LOCK, kwSLEEP,
 		kwMASTER_POS_WAIT, kwSOURCE_POS_WAIT, kwMASTER_GTID_WAIT,
 		kwWAIT_FOR_EXECUTED_GTID_SET, kwWAIT_UNTIL_SQL_THREAD_AFTER_GTIDS, kwUUID_SHORT:
 		c.st.Flags |= FlagSideEffectFunc

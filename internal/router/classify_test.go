@@ -506,7 +506,7 @@ func TestClassifyKill(t *testing.T) {
 		{"KILL (5)", Stmt{Kind: KindKill}},
 		{"KILL 5; SELECT 1", Stmt{Kind: KindKill, Flags: FlagMultiStatement, KillID: 5, KillHasID: true}},
 		{"SELECT 1; KILL 5", Stmt{Kind: KindSelect, Flags: FlagMultiStatement}},
-		{"SELECT 5", Stmt{Kind: KindSelect}},
+		{"SELECT 5", Stmt{Kind: KindSelect, NoTable: true}},
 	}
 	for _, tc := range tests {
 		if got := withoutDigest(Classify([]byte(tc.sql))); got != tc.want {
@@ -726,20 +726,20 @@ func TestClassifyLargeInputs(t *testing.T) {
 		sql  string
 		want Stmt
 	}{
-		{"escaped backslashes", "SELECT '" + strings.Repeat(`\\`, n/2) + "', @x", Stmt{Kind: KindSelect, Flags: FlagUserVar}},
-		{"escaped quotes", "SELECT '" + strings.Repeat(`\'`, n/2) + "', @x", Stmt{Kind: KindSelect, Flags: FlagUserVar}},
-		{"escapes, quote at the end", "SELECT '" + strings.Repeat(`\a`, n/2) + "'", Stmt{Kind: KindSelect}},
-		{"escapes, unterminated", "SELECT '" + strings.Repeat(`\a`, n/2), Stmt{Kind: KindSelect}},
-		{"doubled quotes", "SELECT '" + strings.Repeat(`''`, n/2) + "', @x", Stmt{Kind: KindSelect, Flags: FlagUserVar}},
-		{"doubled backticks", "SELECT `" + strings.Repeat("``", n/2) + "`, @x", Stmt{Kind: KindSelect, Flags: FlagUserVar}},
-		{"stars in a comment", "SELECT /*" + strings.Repeat("*", n) + "*/ @x", Stmt{Kind: KindSelect, Flags: FlagUserVar}},
-		{"unterminated comment", "SELECT /*" + strings.Repeat("* /", n/3), Stmt{Kind: KindSelect}},
-		{"nested parentheses", strings.Repeat("(", n/2) + "SELECT 1" + strings.Repeat(")", n/2), Stmt{Kind: KindSelect}},
+		{"escaped backslashes", "SELECT '" + strings.Repeat(`\\`, n/2) + "', @x", Stmt{Kind: KindSelect, Flags: FlagUserVar, NoTable: true}},
+		{"escaped quotes", "SELECT '" + strings.Repeat(`\'`, n/2) + "', @x", Stmt{Kind: KindSelect, Flags: FlagUserVar, NoTable: true}},
+		{"escapes, quote at the end", "SELECT '" + strings.Repeat(`\a`, n/2) + "'", Stmt{Kind: KindSelect, NoTable: true}},
+		{"escapes, unterminated", "SELECT '" + strings.Repeat(`\a`, n/2), Stmt{Kind: KindSelect, NoTable: true}},
+		{"doubled quotes", "SELECT '" + strings.Repeat(`''`, n/2) + "', @x", Stmt{Kind: KindSelect, Flags: FlagUserVar, NoTable: true}},
+		{"doubled backticks", "SELECT `" + strings.Repeat("``", n/2) + "`, @x", Stmt{Kind: KindSelect, Flags: FlagUserVar, NoTable: true}},
+		{"stars in a comment", "SELECT /*" + strings.Repeat("*", n) + "*/ @x", Stmt{Kind: KindSelect, Flags: FlagUserVar, NoTable: true}},
+		{"unterminated comment", "SELECT /*" + strings.Repeat("* /", n/3), Stmt{Kind: KindSelect, NoTable: true}},
+		{"nested parentheses", strings.Repeat("(", n/2) + "SELECT 1" + strings.Repeat(")", n/2), Stmt{Kind: KindSelect, NoTable: true}},
 		{"semicolons", "SELECT 1" + strings.Repeat(";", n) + "SELECT 2", Stmt{Kind: KindSelect, Flags: FlagMultiStatement}},
 		{"statements", strings.Repeat("SELECT 1;", n/9), Stmt{Kind: KindSelect, Flags: FlagMultiStatement}},
-		{"executable comments", strings.Repeat("/*!50700 */", n/11) + "SELECT 1", Stmt{Kind: KindSelect}},
-		{"user variables", "SELECT " + strings.Repeat("@a,", n/3), Stmt{Kind: KindSelect, Flags: FlagUserVar}},
-		{"long word", "SELECT " + strings.Repeat("a", n), Stmt{Kind: KindSelect}},
+		{"executable comments", strings.Repeat("/*!50700 */", n/11) + "SELECT 1", Stmt{Kind: KindSelect, NoTable: true}},
+		{"user variables", "SELECT " + strings.Repeat("@a,", n/3), Stmt{Kind: KindSelect, Flags: FlagUserVar, NoTable: true}},
+		{"long word", "SELECT " + strings.Repeat("a", n), Stmt{Kind: KindSelect, NoTable: true}},
 		{"with", "WITH " + strings.Repeat("a AS (SELECT 1), ", n/18) + "SELECT 1", Stmt{Kind: KindSelect}},
 	}
 	for _, tc := range tests {
@@ -874,6 +874,67 @@ func TestPreparedText(t *testing.T) {
 		got, ok := PreparedText([]byte(tc.sql))
 		if string(got) != tc.want || ok != tc.ok {
 			t.Errorf("PreparedText(%q) = %q, %v; want %q, %v", tc.sql, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestClassifyNoTable: statements that read no table (Stmt.NoTable),
+// whose run leaves the previous statement's diagnostics on MariaDB, as
+// found on the server (a statement whose table list is not empty clears
+// them: FROM a table or a derived table, WITH, a sequence).
+func TestClassifyNoTable(t *testing.T) {
+	for _, tc := range []struct {
+		sql  string
+		want bool
+	}{
+		{"SELECT 1", true},
+		{"select 1 from dual", true},
+		{"SELECT 1 FROM DUAL WHERE 1", true},
+		{"SELECT @@warning_count, @@error_count", true},
+		{"SELECT 1/0", true},
+		{"(SELECT 1) UNION (SELECT 2)", true},
+		{"SELECT (SELECT 1)", true},
+		{"SELECT f()", true}, // a stored function's tables do not count
+		{"SELECT 1 INTO @x", true},
+		{"SELECT SLEEP(0), GET_LOCK('a', 0)", true},
+		{"SELECT /* FROM t */ 'FROM t' -- FROM t", true},
+		{"DO 1", true},
+		{"SET @a = 1", true},
+		{"SET NAMES utf8mb4", true},
+		{"SET autocommit = 1", true},
+		{"VALUES (1), (2)", true},
+		{"BEGIN", true},
+		{"START TRANSACTION READ ONLY", true},
+		{"COMMIT", true},
+		{"ROLLBACK", true},
+		{"SAVEPOINT a", true},
+		{"ROLLBACK TO SAVEPOINT a", true},
+		{"RELEASE SAVEPOINT a", true},
+		{"USE db", true},
+		{"SELECT * FROM t", false},
+		{"SELECT 1 FROM `dual`", false},
+		{"SELECT 1 /*!FROM t */", false},
+		{"SELECT 1 FROM DUAL WHERE EXISTS (SELECT 1 FROM t)", false},
+		{"SELECT * FROM (SELECT 1) d", false},
+		{"WITH c AS (SELECT 1) SELECT * FROM c", false},
+		{"WITH c AS (SELECT 1) SELECT 2", false},
+		{"SET @a = (SELECT COUNT(*) FROM t)", false},
+		{"DO (SELECT 1 FROM t LIMIT 1)", false},
+		{"SELECT NEXTVAL(s)", false},
+		{"SELECT NEXT VALUE FOR s", false},
+		{"SELECT LASTVAL(s)", false},
+		{"SELECT 1; SELECT 2", false},
+		{"SET PASSWORD = PASSWORD('x')", false},
+		{"SET STATEMENT max_statement_time = 1 FOR SELECT 1", false},
+		{"SHOW WARNINGS", false},
+		{"SHOW TABLES", false},
+		{"INSERT INTO t VALUES (1)", false},
+		{"CALL p()", false},
+		{"KILL 5", false},
+		{"TABLE t", false},
+	} {
+		if got := Classify([]byte(tc.sql)).NoTable; got != tc.want {
+			t.Errorf("Classify(%q).NoTable = %v, want %v", tc.sql, got, tc.want)
 		}
 	}
 }
