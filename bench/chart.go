@@ -25,6 +25,9 @@ var targetStyle = map[Target]struct {
 	Relay:     {color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, draw.SquareGlyph{}},
 	Shardgate: {color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, draw.TriangleGlyph{}},
 	Sharded:   {color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, draw.PyramidGlyph{}},
+	// The base build's: the colours of its targets, lighter.
+	ShardgateBase: {color.RGBA{R: 0x98, G: 0xdf, B: 0x8a, A: 0xff}, draw.TriangleGlyph{}},
+	ShardedBase:   {color.RGBA{R: 0xc5, G: 0xb0, B: 0xd5, A: 0xff}, draw.PyramidGlyph{}},
 }
 
 // renderChart draws one row per test and ps-mode with two panels, QPS and

@@ -38,7 +38,36 @@ const (
 	// (telemetry.enabled: false), beside Shardgate in the same run, to
 	// measure what telemetry costs. Only on request (--targets).
 	ShardgateNoTele Target = "shardgate-notele"
+	// ShardgateBase and ShardedBase are Shardgate and Sharded run by a
+	// second build (EnvOptions.BaseBin or BaseRef: the code before a
+	// change), interleaved with them in the same run, so that a change's
+	// before and after meet the same machine. Only on request (--targets).
+	ShardgateBase Target = "shardgate-base"
+	ShardedBase   Target = "sharded-base"
 )
+
+// IsSharded reports a target whose tables are sharded (Sharded, or
+// ShardedBase).
+func (t Target) IsSharded() bool { return t == Sharded || t == ShardedBase }
+
+// Unsharded is the unsharded shardgate target of the same build as t.
+func (t Target) Unsharded() Target {
+	if t == ShardedBase {
+		return ShardgateBase
+	}
+	return Shardgate
+}
+
+// ShardedOf are the sharded targets in targets, Sharded first.
+func ShardedOf(targets []Target) []Target {
+	var ts []Target
+	for _, t := range []Target{Sharded, ShardedBase} {
+		if slices.Contains(targets, t) {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
 
 // AllTargets lists the unsharded targets in their default order (round 1).
 var AllTargets = []Target{Direct, Relay, Shardgate}
@@ -49,12 +78,12 @@ var MatrixTargets = []Target{Direct, Relay, Shardgate, Sharded}
 
 // ParseTarget checks a target name.
 func ParseTarget(s string) (Target, error) {
-	for _, t := range append(slices.Clone(MatrixTargets), ShardgateNoTele) {
+	for _, t := range append(slices.Clone(MatrixTargets), ShardgateNoTele, ShardgateBase, ShardedBase) {
 		if string(t) == s {
 			return t, nil
 		}
 	}
-	return "", fmt.Errorf("unknown target %q (want direct, relay, shardgate, sharded or shardgate-notele)", s)
+	return "", fmt.Errorf("unknown target %q (want direct, relay, shardgate, sharded, shardgate-notele, shardgate-base or sharded-base)", s)
 }
 
 // Database is the schema the sysbench tables live in.
@@ -91,6 +120,10 @@ type EnvOptions struct {
 	// AdminAddr is shardgate's --admin-http address; empty picks a free
 	// port. A fixed one makes profiling under load easy (docs/profiling.md).
 	AdminAddr string
+	// BaseBin or BaseRef (a git revision to build) is the shardgate the
+	// ShardgateBase and ShardedBase targets run.
+	BaseBin string
+	BaseRef string
 	// Log receives progress messages (nil: discarded).
 	Log io.Writer
 }
@@ -106,8 +139,10 @@ type Env struct {
 	// HAProxyConfig is the relay's configuration file, for the report.
 	HAProxyConfig string
 	// ShardgateRev is the git revision shardgate was built from ("unknown"
-	// for a prebuilt binary whose origin is not known).
+	// for a prebuilt binary whose origin is not known); BaseRev the base
+	// targets' ("" without them).
 	ShardgateRev string
+	BaseRev      string
 	// AdminAddr is shardgate's admin HTTP address (/metrics, /debug/pprof).
 	AdminAddr string
 	// admins are the admin HTTP addresses of the shardgate targets, whose
@@ -124,6 +159,13 @@ type Env struct {
 	shardgateBin string
 	sharded      *child
 	noTele       *child // ShardgateNoTele's proxy
+	// baseBin runs the base targets: base (ShardgateBase) and
+	// shardedBase (ShardedBase, started by StartSharded when
+	// shardedTargets asks for it).
+	baseBin        string
+	base           *child
+	shardedBase    *child
+	shardedTargets []Target
 	// transfer is the transfer benchmark's proxy (transfer.go), serving
 	// at transferAddr.
 	transfer     *child
@@ -137,8 +179,11 @@ func StartEnv(ctx context.Context, opts EnvOptions) (env *Env, err error) {
 	if len(targets) == 0 {
 		targets = AllTargets
 	}
-	if opts.ShardgateBin != "" && opts.ShardgateRef != "" {
+	if opts.ShardgateBin != "" && opts.ShardgateRef != "" || opts.BaseBin != "" && opts.BaseRef != "" {
 		return nil, errors.New("use either a prebuilt shardgate binary or a git revision to build, not both")
+	}
+	if wantsBase(targets) && opts.BaseBin == "" && opts.BaseRef == "" {
+		return nil, fmt.Errorf("targets %s and %s need a base build (--base-ref or --base-bin)", ShardgateBase, ShardedBase)
 	}
 	tools, err := FindTools(slices.Contains(targets, Relay))
 	if err != nil {
@@ -148,7 +193,8 @@ func StartEnv(ctx context.Context, opts EnvOptions) (env *Env, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("create work directory: %w", err)
 	}
-	e := &Env{Tools: tools, log: opts.Log, dir: dir, addrs: map[Target]string{}, admins: map[Target]string{}, ShardgateRev: "unknown"}
+	e := &Env{Tools: tools, log: opts.Log, dir: dir, addrs: map[Target]string{}, admins: map[Target]string{}, ShardgateRev: "unknown",
+		shardedTargets: ShardedOf(targets)}
 	if e.log == nil {
 		e.log = io.Discard
 	}
@@ -181,6 +227,11 @@ func StartEnv(ctx context.Context, opts EnvOptions) (env *Env, err error) {
 			return nil, err
 		}
 	}
+	if wantsBase(targets) {
+		if err := e.prepareBase(ctx, opts); err != nil {
+			return nil, err
+		}
+	}
 	if slices.Contains(targets, ShardgateNoTele) {
 		if err := e.startShardgateNoTele(ctx, e.shardgateBin); err != nil {
 			return nil, err
@@ -204,6 +255,10 @@ func (e *Env) ProxyPid(t Target) int {
 		return e.sharded.Pid()
 	case t == ShardgateNoTele && e.noTele != nil:
 		return e.noTele.Pid()
+	case t == ShardgateBase && e.base != nil:
+		return e.base.Pid()
+	case t == ShardedBase && e.shardedBase != nil:
+		return e.shardedBase.Pid()
 	}
 	return 0
 }
@@ -211,7 +266,7 @@ func (e *Env) ProxyPid(t Target) int {
 // Close stops the proxies and the server and removes the work directory.
 func (e *Env) Close() error {
 	var errs []error
-	for _, c := range []*child{e.transfer, e.sharded, e.noTele, e.proxy, e.relay} {
+	for _, c := range []*child{e.transfer, e.sharded, e.shardedBase, e.noTele, e.base, e.proxy, e.relay} {
 		if c != nil {
 			errs = append(errs, c.stop(stopGrace))
 		}
@@ -315,27 +370,84 @@ func (e *Env) startRelay(ctx context.Context) error {
 // working tree of the enclosing module or, when ref is set, from that git
 // revision; the revision is stamped into `shardgate version`.
 func (e *Env) buildShardgate(ctx context.Context, ref string) (string, error) {
+	bin, rev, err := e.build(ctx, ref, "shardgate")
+	if err == nil {
+		e.ShardgateRev = rev
+	}
+	return bin, err
+}
+
+// build builds ./cmd/shardgate into the work directory as name (see
+// buildShardgate) and returns the binary and its revision.
+func (e *Env) build(ctx context.Context, ref, name string) (bin, rev string, err error) {
 	root, err := moduleRoot(ctx, e.Tools.Go)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	src := root
 	if ref == "" {
-		e.ShardgateRev = gitRevision(ctx, root)
-	} else {
-		if src, e.ShardgateRev, err = e.exportRevision(ctx, root, ref); err != nil {
-			return "", err
-		}
+		rev = gitRevision(ctx, root)
+	} else if src, rev, err = e.exportRevision(ctx, root, ref); err != nil {
+		return "", "", err
 	}
-	bin := filepath.Join(e.dir, "shardgate")
-	e.logf("building shardgate (%s) from %s", e.ShardgateRev, src)
+	bin = filepath.Join(e.dir, name)
+	e.logf("building %s (%s) from %s", name, rev, src)
 	cmd := exec.CommandContext(ctx, e.Tools.Go, "build", "-o", bin,
-		"-ldflags", "-X main.version="+e.ShardgateRev, "./cmd/shardgate")
+		"-ldflags", "-X main.version="+rev, "./cmd/shardgate")
 	cmd.Dir = src
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/shardgate in %s: %w\n%s", src, err, out)
+		return "", "", fmt.Errorf("go build ./cmd/shardgate in %s: %w\n%s", src, err, out)
 	}
-	return bin, nil
+	return bin, rev, nil
+}
+
+// wantsBase reports targets that need the base build.
+func wantsBase(targets []Target) bool {
+	return slices.Contains(targets, ShardgateBase) || slices.Contains(targets, ShardedBase)
+}
+
+// prepareBase builds or takes the base targets' binary and starts
+// ShardgateBase when asked for (ShardedBase starts with StartSharded).
+func (e *Env) prepareBase(ctx context.Context, opts EnvOptions) error {
+	if opts.BaseBin != "" {
+		e.baseBin, e.BaseRev = opts.BaseBin, "prebuilt "+opts.BaseBin+": "+toolVersion(ctx, opts.BaseBin, "version")
+	} else {
+		var err error
+		if e.baseBin, e.BaseRev, err = e.build(ctx, opts.BaseRef, "shardgate-base"); err != nil {
+			return err
+		}
+	}
+	if !slices.Contains(opts.Targets, ShardgateBase) {
+		return nil
+	}
+	admin, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	return retryPort(func(addr string) error {
+		backend := fmt.Sprintf("%s:%s@%s/%s", testenv.User, testenv.Password, e.Server.Addr, Database)
+		argv := []string{e.baseBin, "serve", "--listen", addr, "--backend", backend, "--admin-http", admin}
+		e.logf("starting shardgate-base (%s) on %s", e.BaseRev, addr)
+		c, err := e.startServing(ctx, string(ShardgateBase), argv, addr, admin)
+		if err != nil {
+			return err
+		}
+		e.base, e.addrs[ShardgateBase], e.admins[ShardgateBase] = c, addr, admin
+		e.Commands = append(e.Commands, "shardgate-base: "+strings.Join(argv, " "))
+		return nil
+	})
+}
+
+// startsLater reports a target StartEnv leaves to its benchmark to start
+// (the sharded ones, once their tables are there) and can start.
+func (e *Env) startsLater(t Target) bool {
+	switch t {
+	case Sharded:
+		return e.shardgateBin != ""
+	case ShardedBase:
+		return e.baseBin != ""
+	}
+	return false
 }
 
 // exportRevision extracts the tree of git revision ref into the work

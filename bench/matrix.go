@@ -51,7 +51,7 @@ func (c Config) targetsFor(test string) []Target {
 	if slices.Contains(ShardedTests, test) {
 		return c.targets()
 	}
-	return slices.DeleteFunc(slices.Clone(c.targets()), func(t Target) bool { return t == Sharded })
+	return slices.DeleteFunc(slices.Clone(c.targets()), Target.IsSharded)
 }
 
 // Validate reports every problem of the configuration.
@@ -187,7 +187,7 @@ func RunMatrix(ctx context.Context, env *Env, cfg Config) (*Results, error) {
 		return nil, fmt.Errorf("invalid benchmark configuration:\n%w", err)
 	}
 	for _, t := range cfg.targets() {
-		if env.Addr(t) == "" && !(t == Sharded && env.shardgateBin != "") {
+		if env.Addr(t) == "" && !env.startsLater(t) {
 			return nil, fmt.Errorf("target %s was not started by StartEnv", t)
 		}
 	}
@@ -197,7 +197,7 @@ func RunMatrix(ctx context.Context, env *Env, cfg Config) (*Results, error) {
 	if res.PrepareCommand, err = Prepare(ctx, env, cfg.Tests[0], cfg.Tables, cfg.TableSize); err != nil {
 		return res, err
 	}
-	if slices.Contains(cfg.targets(), Sharded) {
+	if len(ShardedOf(cfg.targets())) > 0 {
 		if err := env.StartSharded(ctx, cfg.Tables); err != nil {
 			return res, err
 		}

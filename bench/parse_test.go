@@ -260,3 +260,40 @@ func TestStreamTable(t *testing.T) {
 		t.Errorf("Failed() = %d, want 1", res.Failed())
 	}
 }
+
+// TestMergeTableWithBase: the base build's sharded target gets its row
+// beside the head's, each against its own build's unsharded target, with
+// the proxy CPU the merge adds per shard.
+func TestMergeTableWithBase(t *testing.T) {
+	run := func(qps float64, proxyCPU time.Duration) []ScatterRun {
+		return []ScatterRun{{Queries: 1000, Rows: 10000, QPS: qps, P50: time.Millisecond, P99: 2 * time.Millisecond, ProxyCPU: proxyCPU}}
+	}
+	targets := []Target{Shardgate, Sharded, ShardgateBase, ShardedBase}
+	res := &ScatterResults{
+		Config: ScatterConfig{Queries: []string{"order-limit"}, PSModes: []string{"disable"}, Targets: targets},
+		Cells: []*ScatterCell{
+			{Query: "order-limit", PSMode: "disable", Target: Shardgate, Runs: run(10000, 20*time.Millisecond)},
+			{Query: "order-limit", PSMode: "disable", Target: Sharded, Runs: run(5000, 40*time.Millisecond)},
+			{Query: "order-limit", PSMode: "disable", Target: ShardgateBase, Runs: run(10000, 20*time.Millisecond)},
+			{Query: "order-limit", PSMode: "disable", Target: ShardedBase, Runs: run(2500, 80*time.Millisecond)},
+		},
+		ShardRows: map[string]int64{"order-limit": 40},
+	}
+	table := res.MergeTable()
+	for _, want := range []string{
+		"| order-limit | disable | 5000 | 0.50 |  | 1.00 |  | 40.0 | 20.0 | 2.00 | 1.00 | 2.00 | 5.0 |",
+		"| order-limit (base) | disable | 2500 | 0.25 |  | 1.00 |  | 80.0 | 20.0 | 4.00 | 2.00 | 2.00 | 15.0 |",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("merge table lacks %q:\n%s", want, table)
+		}
+	}
+	for _, name := range []string{"shardgate-base", "sharded-base"} {
+		if tg, err := ParseTarget(name); err != nil || string(tg) != name {
+			t.Errorf("ParseTarget(%q) = %q, %v", name, tg, err)
+		}
+	}
+	if !ShardedBase.IsSharded() || ShardedBase.Unsharded() != ShardgateBase || Sharded.Unsharded() != Shardgate {
+		t.Error("the base targets' pairing is wrong")
+	}
+}

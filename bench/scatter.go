@@ -221,7 +221,7 @@ func RunScatter(ctx context.Context, env *Env, cfg ScatterConfig) (*ScatterResul
 		return nil, fmt.Errorf("invalid scatter configuration:\n%w", err)
 	}
 	for _, t := range cfg.Targets {
-		if env.Addr(t) == "" && !(t == Sharded && env.shardgateBin != "") {
+		if env.Addr(t) == "" && !env.startsLater(t) {
 			return nil, fmt.Errorf("target %s was not started by StartEnv", t)
 		}
 	}
@@ -230,7 +230,7 @@ func RunScatter(ctx context.Context, env *Env, cfg ScatterConfig) (*ScatterResul
 	if err := env.loadScatter(cfg); err != nil {
 		return res, err
 	}
-	if slices.Contains(cfg.Targets, Sharded) && env.sharded == nil {
+	if len(ShardedOf(cfg.Targets)) > 0 && env.sharded == nil && env.shardedBase == nil {
 		if err := env.StartSharded(ctx, 0); err != nil {
 			return res, err
 		}

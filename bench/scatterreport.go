@@ -128,7 +128,7 @@ func scatterSummaryOf(c *ScatterCell) *ScatterSummary {
 // rowsRead is how many rows the proxy of target t reads per query of a
 // cell: the shards' rows for Sharded, the rows returned otherwise.
 func (r *ScatterResults) rowsRead(c *ScatterCell, s ScatterSummary) float64 {
-	if c.Target == Sharded {
+	if c.Target.IsSharded() {
 		return float64(r.ShardRows[c.Query])
 	}
 	return s.RowsPerQ
@@ -161,40 +161,55 @@ func (r *ScatterResults) row(c *ScatterCell, direct *ScatterSummary) []string {
 
 // MergeTable compares the Sharded target (the merge) with unsharded
 // shardgate and the server, query by query: issue 14 asks that the merge
-// add no more than the relay cost of the rows it reads.
+// add no more than the relay cost of the rows it reads; issue 23 reads
+// the proxy CPU the merge adds per part (shard). With the base build's
+// targets, its pair follows each row, named "(base)".
 func (r *ScatterResults) MergeTable() string {
 	var rows []string
 	for _, q := range r.Config.Queries {
 		for _, ps := range r.Config.PSModes {
-			sh := r.Cell(q, ps, Sharded)
-			if sh == nil {
-				continue
+			for _, t := range ShardedOf(r.Config.Targets) {
+				if row, ok := r.mergeRow(q, ps, t); ok {
+					rows = append(rows, row)
+				}
 			}
-			s, u, d := scatterSummaryOf(sh), scatterSummaryOf(r.Cell(q, ps, Shardgate)), scatterSummaryOf(r.Cell(q, ps, Direct))
-			if s == nil || u == nil {
-				rows = append(rows, fmt.Sprintf("| %s | %s | failed | | | | | | | | | |", q, ps))
-				continue
-			}
-			vsDirect, p99Direct := "", ""
-			if d != nil {
-				vsDirect, p99Direct = ratio(s.QPS, d.QPS), ratio(float64(s.P99), float64(d.P99))
-			}
-			read := r.rowsRead(sh, *s)
-			rows = append(rows, fmt.Sprintf("| %s | %s | %.0f | %s | %s | %s | %s | %.1f | %.1f | %s | %.2f | %.2f |", q, ps,
-				s.QPS, ratio(s.QPS, u.QPS), vsDirect, ratio(float64(s.P99), float64(u.P99)), p99Direct,
-				s.ProxyCPUPerQ, u.ProxyCPUPerQ, ratio(s.ProxyCPUPerQ, u.ProxyCPUPerQ),
-				s.ProxyCPUPerQ/read, u.ProxyCPUPerQ/u.RowsPerQ))
 		}
 	}
 	if len(rows) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "### Merge (sharded) against one server\n\nThe same statement through the sharded target (%d shards, merged by shardgate) against unsharded shardgate and the server itself, same run.\n\n", ShardedShards)
-	b.WriteString("| query | ps-mode | QPS sharded | ×unsharded | ×direct | p99 ×unsharded | p99 ×direct | proxy CPU µs/q sharded | unsharded | ×unsharded | sharded µs/row read | unsharded µs/row relayed |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "### Merge (sharded) against one server\n\nThe same statement through the sharded target (%d shards, merged by shardgate) against unsharded shardgate (of the same build) and the server itself, same run. **CPU µs/part**: the proxy CPU the merge adds to the unsharded statement's, per shard.\n\n", ShardedShards)
+	b.WriteString("| query | ps-mode | QPS sharded | ×unsharded | ×direct | p99 ×unsharded | p99 ×direct | proxy CPU µs/q sharded | unsharded | ×unsharded | sharded µs/row read | unsharded µs/row relayed | CPU µs/part |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	b.WriteString(strings.Join(rows, "\n") + "\n\n")
 	return b.String()
+}
+
+// mergeRow is MergeTable's row for sharded target t (against its
+// build's unsharded target); false: t did not run q.
+func (r *ScatterResults) mergeRow(q, ps string, t Target) (string, bool) {
+	sh := r.Cell(q, ps, t)
+	if sh == nil {
+		return "", false
+	}
+	name := q
+	if t == ShardedBase {
+		name += " (base)"
+	}
+	s, u, d := scatterSummaryOf(sh), scatterSummaryOf(r.Cell(q, ps, t.Unsharded())), scatterSummaryOf(r.Cell(q, ps, Direct))
+	if s == nil || u == nil {
+		return fmt.Sprintf("| %s | %s | failed | | | | | | | | | | |", name, ps), true
+	}
+	vsDirect, p99Direct := "", ""
+	if d != nil {
+		vsDirect, p99Direct = ratio(s.QPS, d.QPS), ratio(float64(s.P99), float64(d.P99))
+	}
+	read := r.rowsRead(sh, *s)
+	return fmt.Sprintf("| %s | %s | %.0f | %s | %s | %s | %s | %.1f | %.1f | %s | %.2f | %.2f | %.1f |", name, ps,
+		s.QPS, ratio(s.QPS, u.QPS), vsDirect, ratio(float64(s.P99), float64(u.P99)), p99Direct,
+		s.ProxyCPUPerQ, u.ProxyCPUPerQ, ratio(s.ProxyCPUPerQ, u.ProxyCPUPerQ),
+		s.ProxyCPUPerQ/read, u.ProxyCPUPerQ/u.RowsPerQ, (s.ProxyCPUPerQ-u.ProxyCPUPerQ)/ShardedShards), true
 }
 
 const scatterColumnsLegend = `## Columns

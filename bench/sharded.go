@@ -38,28 +38,55 @@ const (
 // tables 0 it copies nothing: the streaming benchmark needs only
 // StreamTable, which its configuration always declares.
 func (e *Env) StartSharded(ctx context.Context, tables int) error {
-	if e.shardgateBin == "" {
+	if e.shardgateBin == "" && e.baseBin == "" {
 		return fmt.Errorf("target %s: no shardgate binary (StartEnv was not asked for it)", Sharded)
 	}
-	if e.sharded != nil {
+	if e.sharded != nil || e.shardedBase != nil {
 		return fmt.Errorf("target %s is already running", Sharded)
 	}
 	if err := e.shardTables(tables); err != nil {
 		return err
 	}
+	targets := e.shardedTargets
+	if len(targets) == 0 {
+		targets = []Target{Sharded}
+	}
+	for _, t := range targets {
+		if err := e.startShardedProxy(ctx, t, tables); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startShardedProxy starts the proxy of sharded target t (Sharded, or
+// ShardedBase with the base build) over the sharded tables.
+func (e *Env) startShardedProxy(ctx context.Context, t Target, tables int) error {
+	bin, name, label := e.shardgateBin, "sharded", "shardgate (sharded)"
+	if t == ShardedBase {
+		bin, name, label = e.baseBin, "sharded-base", "shardgate-base (sharded)"
+	}
+	if bin == "" {
+		return fmt.Errorf("target %s: no shardgate binary (StartEnv was not asked for it)", t)
+	}
 	return retryPort(func(addr string) error {
-		cfg := filepath.Join(e.dir, "sharded.yaml")
+		cfg := filepath.Join(e.dir, name+".yaml")
 		if err := os.WriteFile(cfg, []byte(shardedConfig(addr, e.Server.Addr, tables)), 0o600); err != nil {
 			return fmt.Errorf("write the sharded configuration: %w", err)
 		}
-		argv := []string{e.shardgateBin, "serve", "--config", cfg}
-		e.logf("starting shardgate (sharded: %d shards x %d sub-tables) on %s", ShardedShards, ShardedSubTables, addr)
-		c, err := e.startServing(ctx, "shardgate-sharded", argv, addr, "")
+		argv := []string{bin, "serve", "--config", cfg}
+		e.logf("starting %s (%d shards x %d sub-tables) on %s", label, ShardedShards, ShardedSubTables, addr)
+		c, err := e.startServing(ctx, "shardgate-"+name, argv, addr, "")
 		if err != nil {
 			return err
 		}
-		e.sharded, e.addrs[Sharded] = c, addr
-		e.Commands = append(e.Commands, "shardgate (sharded): "+strings.Join(argv, " "))
+		if t == ShardedBase {
+			e.shardedBase = c
+		} else {
+			e.sharded = c
+		}
+		e.addrs[t] = addr
+		e.Commands = append(e.Commands, label+": "+strings.Join(argv, " "))
 		return nil
 	})
 }
@@ -101,7 +128,7 @@ func (e *Env) startShardedStream(ctx context.Context, cfg StreamConfig) error {
 	if err := e.Server.ExecE(streamViews(cfg)...); err != nil {
 		return fmt.Errorf("sharded target: the streaming table: %w", err)
 	}
-	if e.sharded != nil {
+	if e.sharded != nil || e.shardedBase != nil {
 		return nil
 	}
 	return e.StartSharded(ctx, 0)

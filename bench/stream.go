@@ -42,7 +42,7 @@ func (c StreamConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("row-bytes: %d is not in 1..%d", c.RowBytes, maxRowBytes))
 	} else if c.Size < int64(c.RowBytes) {
 		errs = append(errs, fmt.Errorf("size: %d bytes, need at least one row (row-bytes %d)", c.Size, c.RowBytes))
-	} else if slices.Contains(c.Targets, Sharded) && c.Rows() < StreamSubTables {
+	} else if len(ShardedOf(c.Targets)) > 0 && c.Rows() < StreamSubTables {
 		errs = append(errs, fmt.Errorf("size: %d rows, the sharded target needs at least one per sub-table (%d)", c.Rows(), StreamSubTables))
 	}
 	if c.Rounds < 1 {
@@ -79,7 +79,7 @@ func (c StreamConfig) ShardedQuery() string { return "SELECT v FROM " + StreamTa
 
 // QueryFor is the statement of a run through target t.
 func (c StreamConfig) QueryFor(t Target) string {
-	if t == Sharded {
+	if t.IsSharded() {
 		return c.ShardedQuery()
 	}
 	return c.Query()
@@ -163,11 +163,11 @@ func RunStream(ctx context.Context, env *Env, cfg StreamConfig) (*StreamResults,
 		return nil, fmt.Errorf("invalid stream configuration:\n%w", err)
 	}
 	for _, t := range cfg.targets() {
-		if env.Addr(t) == "" && !(t == Sharded && env.shardgateBin != "") {
+		if env.Addr(t) == "" && !env.startsLater(t) {
 			return nil, fmt.Errorf("target %s was not started by StartEnv", t)
 		}
 	}
-	if slices.Contains(cfg.targets(), Sharded) {
+	if len(ShardedOf(cfg.targets())) > 0 {
 		if err := env.startShardedStream(ctx, cfg); err != nil {
 			return nil, err
 		}
@@ -179,8 +179,8 @@ func RunStream(ctx context.Context, env *Env, cfg StreamConfig) (*StreamResults,
 	}
 	total := cfg.Rounds * len(cfg.targets())
 	env.logf("streaming %s per run: %s", FormatByteSize(cfg.Rows()*int64(cfg.RowBytes)), cfg.Query())
-	if slices.Contains(cfg.targets(), Sharded) {
-		env.logf("through %s: %s", Sharded, cfg.ShardedQuery())
+	for _, t := range ShardedOf(cfg.targets()) {
+		env.logf("through %s: %s", t, cfg.ShardedQuery())
 	}
 	for round := 1; round <= cfg.Rounds; round++ {
 		for slot, t := range rotate(cfg.targets(), round-1) {

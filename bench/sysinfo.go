@@ -46,6 +46,9 @@ func CollectSystemInfo(ctx context.Context, env *Env) SystemInfo {
 		"go: " + toolVersion(ctx, env.Tools.Go, "version"),
 		"shardgate: " + env.ShardgateRev,
 	}
+	if env.BaseRev != "" {
+		info.Versions = append(info.Versions, "shardgate (base targets): "+env.BaseRev)
+	}
 	return info
 }
 

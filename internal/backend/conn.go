@@ -72,6 +72,12 @@ type Conn struct {
 
 	relay mysql.Relay
 
+	// pending is a state sync the next COM_QUERY carries, sent one whose
+	// answer is awaited (sync.go); onSyncAnswer is c.syncAnswered, made
+	// once per connection.
+	pending, sent deferredSync
+	onSyncAnswer  func(ok int, failed bool)
+
 	// The greeting's scramble and auth plugin, for COM_CHANGE_USER (ClearDB).
 	salt   []byte
 	plugin string
@@ -344,9 +350,20 @@ const trackingSetup = "SET SESSION session_track_system_variables='*', session_t
 func (c *Conn) sendCommand(cmd byte, arg string, flush bool) error {
 	c.ResetSeq()
 	b := append(c.BeginPacket(), cmd)
-	b = append(b, arg...)
-	if err := c.EndPacket(b); err != nil {
-		return err
+	if c.beforeCommand(cmd) {
+		// The deferred sync's statements first, in the same packet.
+		b = append(b, c.pending.sql...)
+		b = append(b, ';')
+		b = append(b, arg...)
+		if err := c.EndPacket(b); err != nil {
+			return err
+		}
+		c.expectSync()
+	} else {
+		b = append(b, arg...)
+		if err := c.EndPacket(b); err != nil {
+			return err
+		}
 	}
 	if !flush {
 		return nil
@@ -467,6 +484,12 @@ func (c *Conn) Relay(client *mysql.Conn, clientCaps uint32) *mysql.Relay {
 // A command with a reply is written by the read of that reply
 // (FlushForReply), saving a syscall.
 func (c *Conn) WriteCommand(p []byte) error {
+	if len(p) > 0 && c.beforeCommand(p[0]) {
+		if err := c.writeQueryAfterSync(p); err != nil {
+			return err
+		}
+		return c.FlushForReply()
+	}
 	c.ResetSeq()
 	if err := c.WritePacket(p); err != nil {
 		return err
@@ -527,6 +550,7 @@ func (c *Conn) Ping() error {
 // variables, temporary tables, locks and prepared statements) and turns
 // session tracking back on, in one round trip.
 func (c *Conn) Reset() error {
+	c.DropDeferredSync() // the reset returns every variable to its default
 	if err := c.sendCommand(mysql.ComResetConnection, "", false); err != nil {
 		return err
 	}
@@ -567,6 +591,7 @@ func (c *Conn) ClearDB() error {
 	if err != nil {
 		return err
 	}
+	c.DropDeferredSync() // the change of user returns every variable to its default
 	c.ResetSeq()
 	b := append(c.BeginPacket(), mysql.ComChangeUser)
 	b = append(append(b, dc.User...), 0)

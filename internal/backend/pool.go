@@ -399,6 +399,7 @@ func (p *Pool) popWaiter() *waiter {
 // Release returns a healthy, clean connection to the pool. It reads no
 // clock: maintenance notes when the connection was last used (noteUses).
 func (p *Pool) Release(c *Conn) {
+	c.DropDeferredSync() // no command of its borrower carried it
 	if c.Pending() > 0 {
 		// A COM_STMT_CLOSE queued by the statement cache's eviction waits
 		// for the next command; an idle connection may not get one for a

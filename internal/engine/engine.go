@@ -46,6 +46,11 @@ type Cursor interface {
 	// state, for one part. nil: the client has been answered with the
 	// error, and ok says whether the session goes on.
 	Acquire(cl *backend.Cluster, replicaOK bool) (c *backend.Conn, ok bool)
+	// AcquireToSend is Acquire for a part whose command the caller writes
+	// at once with Send, before anything else on c: the state sync the
+	// connection may need then rides in the packet of a text command
+	// (one multi-statement) instead of costing a round trip of its own.
+	AcquireToSend(cl *backend.Cluster, replicaOK bool) (c *backend.Conn, ok bool)
 	// Send writes part p's command to c, given the client's command q:
 	// p.Query or q, or, for a prepared statement's execution, q made the
 	// execution of the statement p.Stmt names on c (prepared there

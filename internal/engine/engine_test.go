@@ -36,12 +36,13 @@ func (f *fakeCursor) EndTransaction(q []byte) bool {
 
 // The part steps are exercised against real servers (internal/proxy
 // shards tests): a part needs a real backend connection.
-func (f *fakeCursor) Acquire(*backend.Cluster, bool) (*backend.Conn, bool) { return nil, false }
-func (f *fakeCursor) Send(*backend.Conn, *Part, []byte) error              { return nil }
-func (f *fakeCursor) Relay(*backend.Conn) *mysql.Relay                     { return nil }
-func (f *fakeCursor) SkipWarnings()                                        {}
-func (f *fakeCursor) TakeWarnings(*backend.Conn, *mysql.ResponseInfo)      {}
-func (f *fakeCursor) Held(*backend.Cluster) *backend.Conn                  { return nil }
+func (f *fakeCursor) Acquire(*backend.Cluster, bool) (*backend.Conn, bool)       { return nil, false }
+func (f *fakeCursor) AcquireToSend(*backend.Cluster, bool) (*backend.Conn, bool) { return nil, false }
+func (f *fakeCursor) Send(*backend.Conn, *Part, []byte) error                    { return nil }
+func (f *fakeCursor) Relay(*backend.Conn) *mysql.Relay                           { return nil }
+func (f *fakeCursor) SkipWarnings()                                              {}
+func (f *fakeCursor) TakeWarnings(*backend.Conn, *mysql.ResponseInfo)            {}
+func (f *fakeCursor) Held(*backend.Cluster) *backend.Conn                        { return nil }
 func (f *fakeCursor) Aside(*backend.Cluster) (*backend.Conn, error) {
 	return nil, errors.New("no aside")
 }

@@ -63,6 +63,11 @@ type acquireRecorder struct {
 	asked []string
 }
 
+// AcquireToSend implements engine.Cursor.
+func (a *acquireRecorder) AcquireToSend(cl *backend.Cluster, replicaOK bool) (*backend.Conn, bool) {
+	return a.Acquire(cl, replicaOK)
+}
+
 func (a *acquireRecorder) Acquire(cl *backend.Cluster, _ bool) (*backend.Conn, bool) {
 	a.asked = append(a.asked, cl.Name)
 	return nil, true

@@ -185,7 +185,7 @@ func (m *Merge) Execute(c Cursor, q []byte) bool {
 	m.order = acquireOrder(m.order[:0], m.Parts)
 	for _, i := range m.order {
 		p := &m.Parts[i]
-		conn, ok := c.Acquire(p.Cluster, m.ReplicaOK)
+		conn, ok := c.AcquireToSend(p.Cluster, m.ReplicaOK)
 		if conn == nil {
 			// The client has the error; the parts sent already stop.
 			return m.abandon(c, -1, nil) && ok

@@ -59,6 +59,11 @@ func newMergeCursor(t *testing.T, shards map[*backend.Cluster]shardDB, client ne
 	return f
 }
 
+// AcquireToSend implements engine.Cursor.
+func (f *mergeCursor) AcquireToSend(cl *backend.Cluster, replicaOK bool) (*backend.Conn, bool) {
+	return f.Acquire(cl, replicaOK)
+}
+
 func (f *mergeCursor) Acquire(cl *backend.Cluster, _ bool) (*backend.Conn, bool) {
 	c, err := f.pools[cl].Acquire(context.Background(), false)
 	if err != nil {

@@ -44,7 +44,7 @@ func (s *Scatter) Execute(c Cursor, q []byte) bool {
 	s.cat.Reset()
 	for i := range s.Parts {
 		p := &s.Parts[i]
-		conn, ok := c.Acquire(p.Cluster, s.ReplicaOK)
+		conn, ok := c.AcquireToSend(p.Cluster, s.ReplicaOK)
 		if conn == nil {
 			return ok
 		}

@@ -42,6 +42,11 @@ func newPartsCursor(t *testing.T, srv *testenv.Server, dbs map[*backend.Cluster]
 	return &partsCursor{t: t, srv: srv, dbs: dbs, out: out, client: mysql.NewConn(&bufConn{w: out})}
 }
 
+// AcquireToSend implements engine.Cursor.
+func (f *partsCursor) AcquireToSend(cl *backend.Cluster, replicaOK bool) (*backend.Conn, bool) {
+	return f.Acquire(cl, replicaOK)
+}
+
 func (f *partsCursor) Acquire(cl *backend.Cluster, _ bool) (*backend.Conn, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -22,6 +22,17 @@ import (
 // the next shard's before it is done with this one, and enter then sets
 // it aside with its pin reasons, as it does a pinned one.
 func (s *Session) Acquire(cl *backend.Cluster, replicaOK bool) (*backend.Conn, bool) {
+	return s.acquirePart(cl, replicaOK, 0)
+}
+
+// AcquireToSend implements engine.Cursor.
+func (s *Session) AcquireToSend(cl *backend.Cluster, replicaOK bool) (*backend.Conn, bool) {
+	return s.acquirePart(cl, replicaOK, s.foldable())
+}
+
+// acquirePart takes the connection of a part on cl; fold is needFold
+// when the part's command carries the connection's sync.
+func (s *Session) acquirePart(cl *backend.Cluster, replicaOK bool, fold needs) (*backend.Conn, bool) {
 	if !s.cmd.parts {
 		// Before the statement's first part goes out on any connection
 		// (the one keeping LAST_INSERT_ID() may be one of them): its
@@ -36,7 +47,7 @@ func (s *Session) Acquire(cl *backend.Cluster, replicaOK bool) (*backend.Conn, b
 	if e := s.routeQuery(replicaOK); e != nil {
 		return nil, s.writeErr(e)
 	}
-	c, ok := s.borrow(s.cmd.n)
+	c, ok := s.borrow(s.cmd.n | fold)
 	s.teleRan(cl, c)
 	if c != nil {
 		s.pinned = c

@@ -732,6 +732,10 @@ const (
 	// from the connection's value after the statement whether it changed.
 	needLastIDBase
 	needLastIDNonZero
+	// needFold: the connection's next command is the client's COM_QUERY,
+	// written by the caller right after borrow: a sync rides in its packet
+	// (backend.Conn.DeferSync) instead of costing a round trip of its own.
+	needFold
 
 	lastIDNeedsMask = needLastID | needLastIDBase | needLastIDNonZero
 )
@@ -768,6 +772,11 @@ func (s *Session) borrow(n needs) (c *backend.Conn, ok bool) {
 	for attempt := 0; ; attempt++ {
 		target, waitGTID := s.target, s.waitGTID
 		s.waitGTID = ""
+		if waitGTID != "" {
+			// The wait is the connection's next command: the sync runs
+			// before it, on its own.
+			n &^= needFold
+		}
 		fromPool := s.pinned == nil
 		c, err := s.acquire(n)
 		if err != nil {
@@ -805,9 +814,22 @@ func (s *Session) borrow(n needs) (c *backend.Conn, ok bool) {
 	}
 }
 
+// foldable is needFold when the statement's command to the backend is
+// a text query the session writes whole (writeCommand, Send), which can
+// carry a state sync; a prepared statement's execution and a streamed
+// query are written otherwise (and get their sync on its own).
+func (s *Session) foldable() needs {
+	if s.exec.ps != nil || s.stream != nil {
+		return 0
+	}
+	return needFold
+}
+
 // sync brings c's database, variables and (when needed) LAST_INSERT_ID() to
-// the session's, in one round trip.
+// the session's, in one round trip, or none when the statement's packet
+// carries them (n has needFold; a transaction to join is not folded).
 func (s *Session) sync(c *backend.Conn, n needs) error {
+	c.DropDeferredSync() // one that no command carried: c's record is still its server's
 	db := s.connDB()
 	if db == "" && c.DB != "" {
 		// The connection last served a session with a database; this one
@@ -822,30 +844,7 @@ func (s *Session) sync(c *backend.Conn, n needs) error {
 	if dbOK && varsOK && lidOK && n&needBegin == 0 {
 		return nil
 	}
-	b := s.scratch[:0]
-	if !dbOK {
-		b = backend.AppendUseDB(b, db)
-	}
-	if !varsOK || !lidOK {
-		set := len(b)
-		if set > 0 {
-			b = append(b, ';')
-			set++
-		}
-		b = c.AppendSync(b, s.vars)
-		if !lidOK {
-			if len(b) == set {
-				b = append(b, "SET "...)
-			} else {
-				b = append(b, ", "...)
-			}
-			b = append(b, "@@session.last_insert_id = "...)
-			b = strconv.AppendUint(b, s.lastInsertID, 10)
-		}
-		if len(b) == set && set > 0 {
-			b = b[:set-1]
-		}
-	}
+	b, stmts := s.appendSync(s.scratch[:0], c, !dbOK, !varsOK || !lidOK, !lidOK)
 	if n&needBegin != 0 {
 		b = s.appendBegin(b)
 	}
@@ -854,16 +853,53 @@ func (s *Session) sync(c *backend.Conn, n needs) error {
 		c.VarsFP = s.varsFP
 		return nil
 	}
+	to := backend.SyncTarget{DB: db, UseDB: !dbOK, Vars: s.vars, VarsFP: s.varsFP,
+		LastInsertID: s.lastInsertID, SetLastInsertID: !lidOK}
+	if n&(needFold|needBegin) == needFold {
+		c.DeferSync(b, stmts, &to)
+		return nil
+	}
 	if err := c.Exec(string(b)); err != nil {
 		return err
 	}
-	c.DB = db
-	c.Vars = append(c.Vars[:0], s.vars...)
-	c.VarsFP = s.varsFP
-	if !lidOK {
-		c.LastInsertID, c.LastInsertIDUnknown = s.lastInsertID, false
-	}
+	c.Synced(&to)
 	return nil
+}
+
+// appendSync appends to b the statements that bring c's database (use)
+// and variables (set), LAST_INSERT_ID() among them when lastID, to the
+// session's, and says how many statements they are.
+func (s *Session) appendSync(b []byte, c *backend.Conn, use, set, lastID bool) ([]byte, int) {
+	stmts := 0
+	if use {
+		b = backend.AppendUseDB(b, s.connDB())
+		stmts++
+	}
+	if !set {
+		return b, stmts
+	}
+	at := len(b) // where the SET starts
+	if at > 0 {
+		b = append(b, ';')
+		at++
+	}
+	b = c.AppendSync(b, s.vars)
+	if lastID {
+		if len(b) == at {
+			b = append(b, "SET "...)
+		} else {
+			b = append(b, ", "...)
+		}
+		b = append(b, "@@session.last_insert_id = "...)
+		b = strconv.AppendUint(b, s.lastInsertID, 10)
+	}
+	switch {
+	case len(b) > at:
+		stmts++
+	case at > 0:
+		b = b[:at-1] // nothing to SET: no separator either
+	}
+	return b, stmts
 }
 
 // setRunning publishes the backend connection running a statement, for KILL.

@@ -76,6 +76,9 @@ type Conn struct {
 	// deadlineArmed: a read of a packet in progress set a read deadline
 	// (ReadTimeout) that DisarmReadDeadline clears.
 	deadlineArmed bool
+	// prefix: the results of statements written ahead of a command in
+	// its packet, which reads consume before its answer (ExpectPrefix).
+	prefix prefixRead
 
 	// CheckSeq makes reads refuse a frame whose sequence id is not Seq(),
 	// as a server does with its clients (ErrPacketsOutOfOrder; Seq() is
@@ -310,6 +313,14 @@ func (c *Conn) readFrameBody(n int) ([]byte, error) {
 // frame. A relay uses frames so that huge rows pass through without being
 // joined in memory.
 func (c *Conn) ReadFrame() (payload []byte, more bool, err error) {
+	if c.prefix.n > 0 {
+		return c.readPastPrefix()
+	}
+	return c.readFrame()
+}
+
+// readFrame is ReadFrame without the prefix's results (prefix.go).
+func (c *Conn) readFrame() (payload []byte, more bool, err error) {
 	c.releaseBig()
 	n, err := c.nextHeader()
 	if err != nil {

@@ -99,6 +99,8 @@ type envFlags struct {
 	shardgateBin string
 	shardgateRef string
 	adminAddr    string
+	baseBin      string
+	baseRef      string
 	quiet        bool
 }
 
@@ -107,6 +109,8 @@ func (f *envFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.shardgateBin, "shardgate-bin", "", "use this shardgate binary instead of building ./cmd/shardgate")
 	fs.StringVar(&f.shardgateRef, "shardgate-ref", "", "build shardgate from this git revision (via git archive) instead of the working tree, e.g. HEAD")
 	fs.StringVar(&f.adminAddr, "shardgate-admin", "", "shardgate --admin-http address, e.g. 127.0.0.1:6080 (default: a free port; printed at start)")
+	fs.StringVar(&f.baseBin, "base-bin", "", "the shardgate binary of the targets shardgate-base and sharded-base (a change's before, beside its after)")
+	fs.StringVar(&f.baseRef, "base-ref", "", "build the targets shardgate-base and sharded-base from this git revision, e.g. main")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress messages on stderr")
 }
 
@@ -115,11 +119,15 @@ func (f *envFlags) validate() error {
 	if f.shardgateBin != "" && f.shardgateRef != "" {
 		return errors.New("--shardgate-bin and --shardgate-ref: use one or the other")
 	}
+	if f.baseBin != "" && f.baseRef != "" {
+		return errors.New("--base-bin and --base-ref: use one or the other")
+	}
 	return nil
 }
 
 func (f *envFlags) options(targets []bench.Target, stderr io.Writer) bench.EnvOptions {
-	o := bench.EnvOptions{Targets: targets, BufferPool: f.bufferPool, ShardgateBin: f.shardgateBin, ShardgateRef: f.shardgateRef, AdminAddr: f.adminAddr, Log: stderr}
+	o := bench.EnvOptions{Targets: targets, BufferPool: f.bufferPool, ShardgateBin: f.shardgateBin, ShardgateRef: f.shardgateRef, AdminAddr: f.adminAddr,
+		BaseBin: f.baseBin, BaseRef: f.baseRef, Log: stderr}
 	if f.quiet {
 		o.Log = io.Discard
 	}
@@ -224,7 +232,7 @@ func parseRunFlags(args []string, stderr io.Writer) (bench.Config, string, envFl
 	fs.IntVar(&cfg.Tables, "tables", cfg.Tables, "number of sysbench tables")
 	fs.Var(&tests, "tests", "sysbench tests, comma-separated")
 	fs.Var(&psModes, "ps-modes", "sysbench --db-ps-mode values, comma-separated (disable, auto)")
-	fs.Var(&targets, "targets", "targets, comma-separated, in round-1 order (direct, relay, shardgate, sharded, shardgate-notele)")
+	fs.Var(&targets, "targets", "targets, comma-separated, in round-1 order (direct, relay, shardgate, sharded, shardgate-notele, shardgate-base, sharded-base)")
 	out := fs.String("out", "bench/results", "directory for <timestamp>.md, latest.md and the PNG charts")
 	ef.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -498,7 +506,7 @@ func parseScatterFlags(args []string, stderr io.Writer) (bench.ScatterConfig, st
 	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured warm-up per query, ps-mode and target (0: none)")
 	fs.Var(&queries, "queries", "statements, comma-separated: order-limit, group-by, scatter")
 	fs.Var(&psModes, "ps-modes", "disable (text protocol), auto (prepared statements), comma-separated")
-	fs.Var(&targets, "targets", "targets, comma-separated, in round-1 order (direct, relay, shardgate, sharded)")
+	fs.Var(&targets, "targets", "targets, comma-separated, in round-1 order (direct, relay, shardgate, sharded, shardgate-base, sharded-base)")
 	out := fs.String("out", "bench/results", "directory for scatter-<timestamp>.md (empty: no file)")
 	ef.register(fs)
 	if err := parseFlags(fs, args); err != nil {
