@@ -384,6 +384,12 @@ func (f *trxCursor) Acquire(cl *backend.Cluster, replicaOK bool) (*backend.Conn,
 	return c, ok
 }
 
+// AcquireToSend is Acquire: the merge takes its parts' connections so
+// (mergeCursor's calls its own Acquire).
+func (f *trxCursor) AcquireToSend(cl *backend.Cluster, replicaOK bool) (*backend.Conn, bool) {
+	return f.Acquire(cl, replicaOK)
+}
+
 func (f *trxCursor) Done(c *backend.Conn, info *mysql.ResponseInfo) {
 	if info.Status&mysql.StatusInTrans != 0 {
 		f.inTrx++
