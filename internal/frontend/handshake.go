@@ -62,14 +62,14 @@ func (s *Session) handshake() error {
 	if err != nil {
 		return err
 	}
-	s.salt = salt[:]
+	s.salt = salt
 	caps := serverCaps
 	if s.srv.opt.TLS != nil {
 		caps |= mysql.ClientSSL
 	}
 	id := s.srv.identity()
 	g := &mysql.Greeting{
-		ServerVersion: id.Version, ConnectionID: s.id, AuthData: s.salt,
+		ServerVersion: id.Version, ConnectionID: s.id, AuthData: s.salt[:],
 		Capabilities: caps, Charset: id.Collations.ServerDefault(),
 		Status: mysql.StatusAutocommit, AuthPlugin: id.AuthPlugin,
 	}
@@ -140,7 +140,7 @@ func (s *Session) authenticate(user, plugin string, resp []byte) error {
 		if !u.Stored.Supports(plugin) {
 			plugin = auth.PluginNative
 		}
-		data := append(append([]byte(nil), s.salt...), 0)
+		data := append(s.salt[:len(s.salt):len(s.salt)], 0)
 		if err := s.client.EndPacket(mysql.AppendAuthSwitch(s.client.BeginPacket(), plugin, data)); err != nil {
 			return err
 		}
@@ -156,7 +156,7 @@ func (s *Session) authenticate(user, plugin string, resp []byte) error {
 	var ok bool
 	switch plugin {
 	case auth.PluginNative:
-		ok = u.Stored.VerifyNative(s.salt, resp)
+		ok = u.Stored.VerifyNative(s.salt[:], resp)
 	case auth.PluginCachingSHA2:
 		var err error
 		ok, err = s.cachingSHA2(u, host, resp)
@@ -241,7 +241,7 @@ func knownPlugin(p string) bool {
 func (s *Session) cachingSHA2(u *User, host string, resp []byte) (bool, error) {
 	// Checked whether or not the fast path is allowed: the same work for
 	// every account, cached or not.
-	fastOK := u.Stored.VerifySHA2Fast(s.salt, resp)
+	fastOK := u.Stored.VerifySHA2Fast(s.salt[:], resp)
 	if fastOK && s.fastAuthAllowed(u) {
 		if err := s.pace(s.srv.opt.AuthGuard.Delay(host)); err != nil {
 			return false, err
@@ -288,7 +288,7 @@ func (s *Session) cachingSHA2(u *User, host string, resp []byte) (bool, error) {
 		if err != nil {
 			return false, s.readFailedEarly("read encrypted password", err)
 		}
-		if password, err = auth.DecryptPassword(enc, s.salt, s.srv.opt.RSAKey); err != nil {
+		if password, err = auth.DecryptPassword(enc, s.salt[:], s.srv.opt.RSAKey); err != nil {
 			return false, nil
 		}
 	default:
