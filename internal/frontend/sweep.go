@@ -87,6 +87,6 @@ func (s *Server) sweepIdle(stop <-chan struct{}) {
 		})
 		s.parker.expire(time.Now())
 		connects := counterValue(s.opt.Metrics.ClientConnects)
-		s.relief.sweep(s.parker.count(), connects, connects+counterValue(s.opt.Metrics.Commands), time.Now())
+		s.relief.sweep(s.parker.count(), int(s.count.Load()), connects, connects+counterValue(s.opt.Metrics.Commands), time.Now())
 	}
 }
