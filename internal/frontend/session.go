@@ -33,7 +33,8 @@ type Session struct {
 	salt    [auth.ScrambleLen]byte
 	tls     bool
 	// paced: the login being checked has waited for the failures of its
-	// address (pace); loginDeadline is when it must be over.
+	// user name at its address (pace); loginDeadline is when it must be
+	// over.
 	paced bool
 	// multiStmts: the client may send several statements at once.
 	multiStmts    bool
