@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -80,14 +80,14 @@ func (b *syncBuffer) String() string {
 }
 
 // startServe runs `shardgate serve` and waits until it accepts clients.
-func startServe(t *testing.T, args ...string) (*proc, string) {
+func startServe(t testing.TB, args ...string) (*proc, string) {
 	t.Helper()
 	return startServeEnv(t, nil, args...)
 }
 
 // startServeEnv is startServe with env added to the process's
 // environment.
-func startServeEnv(t *testing.T, env []string, args ...string) (*proc, string) {
+func startServeEnv(t testing.TB, env []string, args ...string) (*proc, string) {
 	t.Helper()
 	p, listen, err := startServeE(t, env, args...)
 	if err != nil {
@@ -98,7 +98,7 @@ func startServeEnv(t *testing.T, env []string, args ...string) (*proc, string) {
 
 // startServeE is startServeEnv returning its error instead of failing
 // the test, for a goroutine other than the test's.
-func startServeE(t *testing.T, env []string, args ...string) (*proc, string, error) {
+func startServeE(t testing.TB, env []string, args ...string) (*proc, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", err
@@ -277,7 +277,7 @@ func TestStreamingLargeResultMemory(t *testing.T) {
 	}
 }
 
-func procStatusKB(t *testing.T, pid int, field string) int {
+func procStatusKB(t testing.TB, pid int, field string) int {
 	t.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

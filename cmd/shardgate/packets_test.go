@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/mysql/auth"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
 
@@ -108,4 +109,56 @@ func TestMemoryReturnedAfterLoginFlood(t *testing.T) {
 		}
 	}
 	t.Logf("RSS before %d KB, peak %d KB, %v after %d logins %d KB", before, peak, time.Since(left).Round(100*time.Millisecond), clients, after)
+}
+
+// idleLogin logs in with mysql_native_password and leaves the session idle.
+func idleLogin(addr string) (net.Conn, error) {
+	nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	c := mysql.NewConn(nc)
+	p, err := c.ReadPacket()
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	g, err := mysql.ParseGreeting(p)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	hr := &mysql.HandshakeResponse{
+		Capabilities: mysql.ClientProtocol41 | mysql.ClientSecureConnection | mysql.ClientPluginAuth | mysql.ClientLongPassword,
+		MaxPacket:    1 << 24, Charset: mysql.CollationUTF8MB4GeneralCI, User: testenv.User,
+		AuthResponse: auth.NativeScramble([]byte(testenv.Password), g.AuthData), AuthPlugin: auth.PluginNative,
+	}
+	if err := c.EndPacket(mysql.AppendHandshakeResponse(c.BeginPacket(), hr)); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	if err := c.Flush(); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	if p, err = c.ReadPacket(); err != nil || !mysql.IsOK(p) {
+		nc.Close()
+		return nil, fmt.Errorf("login: %x %v", p, err)
+	}
+	// One statement, as a real client would run before idling.
+	c.ResetSeq()
+	if err := c.WritePacket(append([]byte{mysql.ComQuery}, "SELECT 1"...)); err == nil {
+		err = c.Flush()
+	}
+	for {
+		p, err := c.ReadPacket()
+		if err != nil {
+			nc.Close()
+			return nil, err
+		}
+		if mysql.IsEOF(p) && len(p) < 9 {
+			break
+		}
+	}
+	return nc, nil
 }

@@ -2,18 +2,20 @@ package frontend
 
 import (
 	"container/list"
+	"hash/maphash"
 	"log/slog"
 	"net/netip"
 	"sync"
 	"time"
 )
 
-// AuthDelayConfig sets when logins from a client address are delayed, as
-// MySQL's connection_control plugin does: after Threshold consecutive
-// failures, the answer to each further attempt (a success too) waits
-// MinDelay, then one MinDelay more per further failure, up to MaxDelay. A
-// success resets the count; so does MaxDelay without a failure. Threshold 0
-// turns the delay off.
+// AuthDelayConfig sets when logins are delayed, as MySQL's
+// connection_control plugin does: after Threshold consecutive failures of
+// one user name from one client address, the answer to each further
+// attempt as that user from that address (a success too) waits MinDelay,
+// then one MinDelay more per further failure, up to MaxDelay. A success
+// resets the count; so does MaxDelay without a failure. Threshold 0 turns
+// the delay off.
 type AuthDelayConfig struct {
 	Threshold          int
 	MinDelay, MaxDelay time.Duration
@@ -32,50 +34,80 @@ func (c AuthDelayConfig) delayAfter(failures int) time.Duration {
 	return time.Duration(steps) * c.MinDelay
 }
 
-// Limits of the guard's table and log output. An attacker rotating source
-// addresses must not grow the table without bound, nor the log: past
-// maxAuthAddresses the address that failed longest ago is forgotten, and
-// per interval at most maxAuthLogLines addresses get a line of their own.
+// Limits of the guard's tables and log output. An attacker rotating source
+// addresses or user names must not grow the tables without bound, nor the
+// log: past maxAuthRecords the address and user that failed longest ago
+// are forgotten, and per interval at most maxAuthLogLines addresses get a
+// line of their own. maxWaitingPerAddress bounds the logins of one
+// address that wait for their delay at once (see AuthGuard.Wait).
 const (
-	maxAuthAddresses = 100_000
-	authLogInterval  = 10 * time.Second
-	maxAuthLogLines  = 100
-	maxLoggedUsers   = 5
-	maxLoggedUserLen = 64
+	maxAuthRecords       = 100_000
+	authLogInterval      = 10 * time.Second
+	maxAuthLogLines      = 100
+	maxLoggedUsers       = 5
+	maxLoggedUserLen     = 64
+	maxWaitingPerAddress = 64
 )
 
 // AuthGuard counts failed logins per client address (IPv6 by /64, which
-// one host usually holds whole). It tells sessions how long to wait before
-// answering a login (AuthDelayConfig) and logs failures as one line per
-// address per interval instead of one per attempt: the first failure at
-// once, then a count with the user names tried. One AuthGuard serves every
-// listener. It keeps no goroutine: a timer runs while it tracks addresses.
+// one host usually holds whole) and user name, as MySQL's
+// connection_control counts them per 'user'@'host'. It tells sessions how
+// long to wait before answering a login (AuthDelayConfig): a flood of
+// wrong passwords for one account delays the logins to that account from
+// that address, not another user's logging in from the same address (a
+// host behind the same NAT, the application whose address an attacker
+// shares). It logs failures as one line per address per interval instead
+// of one per attempt: the first failure at once, then a count with the
+// user names tried. One AuthGuard serves every listener. It keeps no
+// goroutine: a timer runs while it tracks failures.
 type AuthGuard struct {
-	log *slog.Logger
-	m   *Metrics
+	log  *slog.Logger
+	m    *Metrics
+	seed maphash.Seed // of the user names' hashes (authKey)
 
 	mu      sync.Mutex
 	cfg     AuthDelayConfig
-	addrs   map[string]*list.Element // of lru, values *authAddr
-	lru     list.List                // most recent failure first
-	delayed int                      // addresses whose next login waits
-	logging map[*authAddr]struct{}   // addresses with a log interval open
-	lines   int                      // log lines of addresses this interval
-	evicted int                      // addresses forgotten this interval (table full)
+	recs    map[authKey]*list.Element // of lru, values *authRecord
+	lru     list.List                 // most recent failure first
+	delayed int                       // records whose next login waits
+	addrs   map[string]*authAddr      // addresses with a log interval open or logins waiting
+	lines   int                       // log lines of addresses this interval
+	evicted int                       // records forgotten this interval (table full)
+	unnoted int                       // failures of addresses beyond the table of addrs, this interval
 	timer   *time.Timer
 	closed  bool
 }
 
-// authAddr is what the guard knows of one client address.
-type authAddr struct {
-	key      string
+// authKey names an address and a user name. The name is hashed: the
+// client chooses it, up to a handshake packet long, and a table of them
+// must not grow with their length. The seed is the guard's own, so no
+// client can pick two names that share a count.
+type authKey struct {
+	addr string
+	user uint64
+}
+
+// authRecord is the failure count of an address and user name.
+type authRecord struct {
+	key      authKey
 	failures int       // consecutive
 	last     time.Time // of the last failure
-	// Failures since the address's last log line, and the user names
-	// tried (at most maxLoggedUsers; moreUsers: others too).
+}
+
+// authAddr is what the guard knows of one client address for its log
+// and for the logins it has waiting.
+type authAddr struct {
+	key     string
+	logging bool // a log interval is open: the next failure is counted, not logged at once
+	// Failures since the address's last log line, the user names tried
+	// (at most maxLoggedUsers; moreUsers: others too), and logins that
+	// waited too many at once to wait (Wait).
 	pending   int
 	users     []string
 	moreUsers bool
+	dropped   int
+	// waiting are the address's logins waiting for their delay now.
+	waiting int
 }
 
 // NewAuthGuard returns a guard applying cfg, logging to log and counting in
@@ -87,7 +119,7 @@ func NewAuthGuard(cfg AuthDelayConfig, log *slog.Logger, m *Metrics) *AuthGuard 
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	return &AuthGuard{log: log, m: m, cfg: cfg, addrs: map[string]*list.Element{}, logging: map[*authAddr]struct{}{}}
+	return &AuthGuard{log: log, m: m, seed: maphash.MakeSeed(), cfg: cfg, recs: map[authKey]*list.Element{}, addrs: map[string]*authAddr{}}
 }
 
 // SetConfig applies a new delay configuration (a reload) to the logins
@@ -97,8 +129,8 @@ func (g *AuthGuard) SetConfig(cfg AuthDelayConfig) {
 	defer g.mu.Unlock()
 	g.cfg = cfg
 	g.delayed = 0
-	for _, e := range g.addrs {
-		if g.isDelayed(e.Value.(*authAddr)) {
+	for _, e := range g.recs {
+		if g.isDelayed(e.Value.(*authRecord)) {
 			g.delayed++
 		}
 	}
@@ -131,51 +163,49 @@ func addrKey(host string) string {
 	return p.String()
 }
 
-// Delay is how long to wait before answering a login from host now.
-func (g *AuthGuard) Delay(host string) time.Duration {
+// key is the record key of user at host.
+func (g *AuthGuard) key(host, user string) authKey {
+	return authKey{addr: addrKey(host), user: maphash.String(g.seed, user)}
+}
+
+// Delay is how long to wait before answering a login as user from host
+// now.
+func (g *AuthGuard) Delay(host, user string) time.Duration {
+	k := g.key(host, user)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	a := g.lookup(addrKey(host), time.Now())
-	if a == nil {
+	r := g.lookup(k, time.Now())
+	if r == nil {
 		return 0
 	}
-	return g.cfg.delayAfter(a.failures)
+	return g.cfg.delayAfter(r.failures)
 }
 
 // Failed records a failed login from host as user (why says why, for the
 // log) and returns how long to wait before answering it: the delay the
-// failures before it earned. Recording before the wait makes concurrent
-// attempts from one address see each other.
+// failures of user at host before it earned. Recording before the wait
+// makes concurrent attempts see each other.
 func (g *AuthGuard) Failed(host, user, why string) time.Duration {
 	now := time.Now()
-	key := addrKey(host)
+	k := g.key(host, user)
 	g.mu.Lock()
-	a := g.lookup(key, now)
-	if a == nil {
-		a = g.add(key)
+	r := g.lookup(k, now)
+	if r == nil {
+		r = g.add(k)
 	} else {
-		g.lru.MoveToFront(g.addrs[key])
+		g.lru.MoveToFront(g.recs[k])
 	}
-	d := g.cfg.delayAfter(a.failures)
-	wasDelayed := g.isDelayed(a)
-	a.failures++
-	a.last = now
-	if !wasDelayed && g.isDelayed(a) {
+	d := g.cfg.delayAfter(r.failures)
+	wasDelayed := g.isDelayed(r)
+	r.failures++
+	r.last = now
+	if !wasDelayed && g.isDelayed(r) {
 		g.delayed++
 		g.m.AuthDelayedAddrs.Set(float64(g.delayed))
 	}
-	logNow := false
-	if _, open := g.logging[a]; !open && g.lines < maxAuthLogLines {
-		// The first failure of an interval is logged at once.
-		g.logging[a] = struct{}{}
-		g.lines++
-		logNow = true
-	} else {
-		g.logging[a] = struct{}{}
-		a.note(user)
-	}
+	logNow := g.noteFailure(k.addr, user)
 	g.schedule()
-	failures := a.failures
+	failures := r.failures
 	g.mu.Unlock()
 	if logNow {
 		g.log.Warn("client authentication failed", "client", host, "user", truncUser(user), "reason", why,
@@ -185,19 +215,90 @@ func (g *AuthGuard) Failed(host, user, why string) time.Duration {
 	return d
 }
 
-// Succeeded resets the failure count of host after a successful login.
-func (g *AuthGuard) Succeeded(host string) {
+// noteFailure adds a failure of user to its address's log and reports
+// whether it is logged at once: the first of an interval is. g.mu is held.
+func (g *AuthGuard) noteFailure(addr, user string) bool {
+	a := g.address(addr)
+	if a == nil {
+		g.unnoted++ // summed up at the interval's end
+		return false
+	}
+	if !a.logging && g.lines < maxAuthLogLines {
+		a.logging = true
+		g.lines++
+		return true
+	}
+	a.logging = true
+	a.note(user)
+	return false
+}
+
+// address returns the entry of addr in the table of addresses, made if
+// need be; nil when the table is full (a storm of addresses).
+func (g *AuthGuard) address(addr string) *authAddr {
+	if a := g.addrs[addr]; a != nil {
+		return a
+	}
+	if len(g.addrs) >= maxAuthRecords {
+		return nil
+	}
+	a := &authAddr{key: addr}
+	g.addrs[addr] = a
+	return a
+}
+
+// Succeeded resets the failure count of user at host after a successful
+// login.
+func (g *AuthGuard) Succeeded(host, user string) {
+	k := g.key(host, user)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	a := g.lookup(addrKey(host), time.Now())
-	if a == nil || a.failures == 0 {
+	r := g.lookup(k, time.Now())
+	if r == nil || r.failures == 0 {
 		return
 	}
-	if g.isDelayed(a) {
+	if g.isDelayed(r) {
 		g.delayed--
 		g.m.AuthDelayedAddrs.Set(float64(g.delayed))
 	}
-	a.failures = 0
+	r.failures = 0
+}
+
+// Wait admits a login from host to wait for its delay, and reports
+// false when maxWaitingPerAddress logins of the address wait already:
+// that login must end without an answer. A login waiting for its delay
+// holds a session, its goroutine and its socket for up to the handshake
+// timeout; an address that sends wrong passwords from thousands of
+// connections at once, which all wait (the handshake timeout ends them
+// unanswered once the delay outgrows it), would otherwise hold that many.
+// The choice depends on nothing the password decides, so an attempt
+// closed at once tells its client nothing either. Done ends a wait
+// Wait admitted.
+func (g *AuthGuard) Wait(host string) bool {
+	addr := addrKey(host)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	a := g.address(addr)
+	if a == nil {
+		return true // a storm of addresses: each waits as it would
+	}
+	if a.waiting >= maxWaitingPerAddress {
+		a.dropped++
+		g.schedule()
+		return false
+	}
+	a.waiting++
+	return true
+}
+
+// Done ends a wait of a login from host that Wait admitted.
+func (g *AuthGuard) Done(host string) {
+	addr := addrKey(host)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if a := g.addrs[addr]; a != nil && a.waiting > 0 {
+		a.waiting--
+	}
 }
 
 // note adds a failure to the address's next log line.
@@ -224,114 +325,136 @@ func truncUser(user string) string {
 	return user
 }
 
-func (g *AuthGuard) isDelayed(a *authAddr) bool {
-	return g.cfg.delayAfter(a.failures) > 0
+func (g *AuthGuard) isDelayed(r *authRecord) bool {
+	return g.cfg.delayAfter(r.failures) > 0
 }
 
-// ttl is how long an address is remembered after its last failure: the
-// failure count lapses after max_delay, and a log interval must end before
-// its address is forgotten.
+// ttl is how long a record is kept after its last failure: the failure
+// count lapses after max_delay, and a log interval must end before its
+// failures are forgotten.
 func (g *AuthGuard) ttl() time.Duration {
 	return max(g.cfg.MaxDelay, authLogInterval)
 }
 
-// lookup returns the address's record, nil if there is none or its
-// failure count has lapsed (the record then starts over).
-func (g *AuthGuard) lookup(key string, now time.Time) *authAddr {
-	e := g.addrs[key]
+// lookup returns the record of k, nil if there is none; a failure count
+// that has lapsed starts over.
+func (g *AuthGuard) lookup(k authKey, now time.Time) *authRecord {
+	e := g.recs[k]
 	if e == nil {
 		return nil
 	}
-	a := e.Value.(*authAddr)
-	if a.failures > 0 && now.Sub(a.last) > g.cfg.MaxDelay {
-		if g.isDelayed(a) {
+	r := e.Value.(*authRecord)
+	if r.failures > 0 && now.Sub(r.last) > g.cfg.MaxDelay {
+		if g.isDelayed(r) {
 			g.delayed--
 			g.m.AuthDelayedAddrs.Set(float64(g.delayed))
 		}
-		a.failures = 0
+		r.failures = 0
 	}
-	return a
+	return r
 }
 
-// add starts a record for key, forgetting the address that failed longest
-// ago when the table is full.
-func (g *AuthGuard) add(key string) *authAddr {
-	if g.lru.Len() >= maxAuthAddresses {
+// add starts a record for k, forgetting the one that failed longest ago
+// when the table is full.
+func (g *AuthGuard) add(k authKey) *authRecord {
+	if g.lru.Len() >= maxAuthRecords {
 		g.remove(g.lru.Back())
 		g.evicted++
 	}
-	a := &authAddr{key: key}
-	g.addrs[key] = g.lru.PushFront(a)
-	return a
+	r := &authRecord{key: k}
+	g.recs[k] = g.lru.PushFront(r)
+	return r
 }
 
 func (g *AuthGuard) remove(e *list.Element) {
-	a := g.lru.Remove(e).(*authAddr)
-	delete(g.addrs, a.key)
-	delete(g.logging, a)
-	if g.isDelayed(a) {
+	r := g.lru.Remove(e).(*authRecord)
+	delete(g.recs, r.key)
+	if g.isDelayed(r) {
 		g.delayed--
 		g.m.AuthDelayedAddrs.Set(float64(g.delayed))
 	}
 }
 
 // schedule arms the timer that ends log intervals and forgets lapsed
-// addresses, if it is not armed.
+// records, if it is not armed.
 func (g *AuthGuard) schedule() {
 	if g.timer == nil && !g.closed {
 		g.timer = time.AfterFunc(authLogInterval, g.tick)
 	}
 }
 
+// authLine is one address's log line at the end of an interval.
+type authLine struct {
+	host      string
+	failures  int
+	users     []string
+	moreUsers bool
+	dropped   int
+}
+
 // tick ends a log interval: one line per address that failed again since
 // its last line (the rest counted in one line when there are too many),
-// and addresses idle for ttl are forgotten.
+// and records idle for ttl are forgotten.
 func (g *AuthGuard) tick() {
-	type line struct {
-		host      string
-		failures  int
-		users     []string
-		moreUsers bool
-	}
-	var lines []line
-	var otherAddrs, otherFailures int
 	now := time.Now()
 	g.mu.Lock()
-	for a := range g.logging {
-		if a.pending == 0 {
-			delete(g.logging, a) // quiet for an interval: the next failure is logged at once
+	lines, otherAddrs, otherFailures := g.endInterval()
+	otherFailures += g.unnoted
+	for e := g.lru.Back(); e != nil && now.Sub(e.Value.(*authRecord).last) > g.ttl(); e = g.lru.Back() {
+		g.remove(e)
+	}
+	evicted := g.evicted
+	g.evicted, g.lines, g.unnoted = 0, 0, 0
+	g.timer = nil
+	if g.lru.Len() > 0 || len(g.addrs) > 0 {
+		g.schedule()
+	}
+	g.mu.Unlock()
+	g.logInterval(lines, otherAddrs, otherFailures, evicted)
+}
+
+// endInterval takes the addresses' log lines of the interval ending and
+// forgets the addresses quiet for a whole interval with no login
+// waiting. g.mu is held.
+func (g *AuthGuard) endInterval() (lines []authLine, otherAddrs, otherFailures int) {
+	for key, a := range g.addrs {
+		if a.pending == 0 && a.dropped == 0 {
+			// Quiet for an interval: the next failure is logged at once.
+			a.logging = false
+			if a.waiting == 0 {
+				delete(g.addrs, key)
+			}
 			continue
 		}
 		if len(lines) < maxAuthLogLines {
-			lines = append(lines, line{a.key, a.pending, a.users, a.moreUsers})
+			lines = append(lines, authLine{a.key, a.pending, a.users, a.moreUsers, a.dropped})
 		} else {
 			otherAddrs++
 			otherFailures += a.pending
 		}
-		a.pending, a.users, a.moreUsers = 0, nil, false
+		a.pending, a.users, a.moreUsers, a.dropped = 0, nil, false, 0
 	}
-	for e := g.lru.Back(); e != nil && now.Sub(e.Value.(*authAddr).last) > g.ttl(); e = g.lru.Back() {
-		g.remove(e)
-	}
-	evicted := g.evicted
-	g.evicted, g.lines = 0, 0
-	g.timer = nil
-	if g.lru.Len() > 0 {
-		g.schedule()
-	}
-	g.mu.Unlock()
+	return lines, otherAddrs, otherFailures
+}
+
+// logInterval writes the lines of an interval.
+func (g *AuthGuard) logInterval(lines []authLine, otherAddrs, otherFailures, evicted int) {
 	for _, l := range lines {
-		g.log.Warn("client authentication failures", "client", l.host, "failures", l.failures,
-			"users", l.users, "more_users", l.moreUsers, "interval", authLogInterval)
+		attrs := []any{"client", l.host, "failures", l.failures, "users", l.users, "more_users", l.moreUsers, "interval", authLogInterval}
+		if l.dropped > 0 {
+			attrs = append(attrs, "closed_unanswered", l.dropped,
+				"hint", "the address had too many logins waiting for their failure delay at once; the rest were closed without an answer")
+		}
+		g.log.Warn("client authentication failures", attrs...)
 	}
-	if otherAddrs > 0 {
+	if otherAddrs > 0 || otherFailures > 0 {
 		g.log.Warn("client authentication failures from more addresses", "addresses", otherAddrs,
 			"failures", otherFailures, "interval", authLogInterval,
 			"hint", "many addresses fail to log in: look for a misconfigured client fleet or a distributed password-guessing attack")
 	}
 	if evicted > 0 {
-		g.log.Warn("too many client addresses failing to log in; forgot the ones that failed longest ago",
-			"forgotten", evicted, "limit", maxAuthAddresses,
+		g.log.Warn("too many client addresses and user names failing to log in; forgot the ones that failed longest ago",
+			"forgotten", evicted, "limit", maxAuthRecords,
 			"hint", "their failure counts start over, so their logins are no longer delayed")
 	}
 }

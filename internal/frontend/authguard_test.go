@@ -46,6 +46,69 @@ func TestAuthAddrKey(t *testing.T) {
 	}
 }
 
+// TestAuthGuardCountsPerUser: failures count per address and user name,
+// as MySQL's connection_control counts them per 'user'@'host': a flood of
+// wrong passwords for one name delays that name's logins from that
+// address, not another name's, nor the same name's from another address.
+func TestAuthGuardCountsPerUser(t *testing.T) {
+	log, _ := guardLog(t)
+	m := NewMetrics(nil)
+	g := NewAuthGuard(AuthDelayConfig{Threshold: 3, MinDelay: time.Second, MaxDelay: 30 * time.Second}, log, m)
+	defer g.Close()
+	for range 2000 {
+		g.Failed("192.0.2.1", "root", "unknown user")
+	}
+	if d := g.Delay("192.0.2.1", "root"); d != 30*time.Second {
+		t.Errorf("root after 2,000 failures: delay %v, want max_delay", d)
+	}
+	if d := g.Delay("192.0.2.1", "app"); d != 0 {
+		t.Errorf("another user from the flood's address: delay %v, want none", d)
+	}
+	if d := g.Delay("192.0.2.2", "root"); d != 0 {
+		t.Errorf("root from another address: delay %v, want none", d)
+	}
+	g.Failed("192.0.2.1", "app", "wrong password")
+	g.Succeeded("192.0.2.1", "app")
+	if d := g.Delay("192.0.2.1", "root"); d != 30*time.Second {
+		t.Errorf("root after another user's success: delay %v, want max_delay still", d)
+	}
+	if n := gaugeValue(m.AuthDelayedAddrs); n != 1 {
+		t.Errorf("delayed gauge %v, want 1 (root at 192.0.2.1)", n)
+	}
+}
+
+// TestAuthGuardBoundsWaiting: at most maxWaitingPerAddress logins of one
+// address wait for their delay at once; the next is told to end (and the
+// address's log line counts it), one that ends frees a place, and
+// another address has places of its own.
+func TestAuthGuardBoundsWaiting(t *testing.T) {
+	log, records := guardLog(t)
+	g := NewAuthGuard(AuthDelayConfig{Threshold: 1, MinDelay: time.Second, MaxDelay: time.Minute}, log, nil)
+	defer g.Close()
+	g.Failed("192.0.2.1", "root", "unknown user")
+	for i := range maxWaitingPerAddress {
+		if !g.Wait("192.0.2.1") {
+			t.Fatalf("wait %d of %d refused", i+1, maxWaitingPerAddress)
+		}
+	}
+	if g.Wait("192.0.2.1") {
+		t.Fatalf("wait %d admitted, want at most %d", maxWaitingPerAddress+1, maxWaitingPerAddress)
+	}
+	if !g.Wait("192.0.2.2") {
+		t.Fatal("another address's first wait refused")
+	}
+	g.Done("192.0.2.1")
+	if !g.Wait("192.0.2.1") {
+		t.Fatal("a wait after one ended refused")
+	}
+	records()
+	g.tick()
+	r := records()
+	if len(r) != 1 || r[0]["client"] != "192.0.2.1" || r[0]["closed_unanswered"] != float64(1) {
+		t.Fatalf("end of interval: %v, want the address's line counting 1 login closed unanswered", r)
+	}
+}
+
 // guardLog captures a guard's log records.
 func guardLog(t *testing.T) (*slog.Logger, func() []map[string]any) {
 	var buf bytes.Buffer
@@ -112,20 +175,20 @@ func TestAuthGuardBounded(t *testing.T) {
 	m := NewMetrics(nil)
 	g := NewAuthGuard(AuthDelayConfig{Threshold: 1, MinDelay: time.Second, MaxDelay: time.Minute}, log, m)
 	defer g.Close()
-	const n = maxAuthAddresses + 500
+	const n = maxAuthRecords + 500
 	for i := 0; i < n; i++ {
 		g.Failed(fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255), "root", "unknown user")
 	}
-	if got := g.lru.Len(); got != maxAuthAddresses || len(g.addrs) != maxAuthAddresses {
-		t.Fatalf("table holds %d (%d) addresses, want the limit %d", got, len(g.addrs), maxAuthAddresses)
+	if got := g.lru.Len(); got != maxAuthRecords || len(g.recs) != maxAuthRecords || len(g.addrs) != maxAuthRecords {
+		t.Fatalf("tables hold %d (%d) records and %d addresses, want the limit %d", got, len(g.recs), len(g.addrs), maxAuthRecords)
 	}
-	if got := gaugeValue(m.AuthDelayedAddrs); got != maxAuthAddresses {
-		t.Errorf("delayed addresses gauge %v, want %d", got, maxAuthAddresses)
+	if got := gaugeValue(m.AuthDelayedAddrs); got != maxAuthRecords {
+		t.Errorf("delayed gauge %v, want %d", got, maxAuthRecords)
 	}
-	if d := g.Delay("10.0.0.0"); d != 0 {
+	if d := g.Delay("10.0.0.0", "root"); d != 0 {
 		t.Errorf("forgotten address: delay %v, want none", d)
 	}
-	if d := g.Delay(fmt.Sprintf("10.%d.%d.%d", (n-1)>>16&255, (n-1)>>8&255, (n-1)&255)); d != time.Second {
+	if d := g.Delay(fmt.Sprintf("10.%d.%d.%d", (n-1)>>16&255, (n-1)>>8&255, (n-1)&255), "root"); d != time.Second {
 		t.Errorf("latest address: delay %v, want 1s", d)
 	}
 	if r := records(); len(r) != maxAuthLogLines {
@@ -139,7 +202,7 @@ func TestAuthGuardBounded(t *testing.T) {
 	if len(r) != maxAuthLogLines+2 {
 		t.Fatalf("end of interval: %d lines, want %d addresses, one line for the rest, one for the forgotten", len(r), maxAuthLogLines)
 	}
-	if last := r[len(r)-1]; last["forgotten"] != float64(n-maxAuthAddresses+3*maxAuthLogLines) {
+	if last := r[len(r)-1]; last["forgotten"] != float64(n-maxAuthRecords+3*maxAuthLogLines) {
 		t.Errorf("last line %v", last)
 	}
 }
@@ -157,7 +220,7 @@ func TestAuthGuardLapses(t *testing.T) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		for e := g.lru.Front(); e != nil; e = e.Next() {
-			e.Value.(*authAddr).last = time.Now().Add(-d)
+			e.Value.(*authRecord).last = time.Now().Add(-d)
 		}
 	}
 	defer g.Close()
@@ -167,26 +230,27 @@ func TestAuthGuardLapses(t *testing.T) {
 	if d := g.Failed("192.0.2.1", "a", "wrong password"); d != 10*time.Millisecond {
 		t.Fatalf("second failure delayed %v, want 10ms", d)
 	}
-	if d := g.Delay("192.0.2.1"); d != 20*time.Millisecond {
+	if d := g.Delay("192.0.2.1", "a"); d != 20*time.Millisecond {
 		t.Fatalf("next login: %v, want 20ms", d)
 	}
-	g.Succeeded("192.0.2.1")
-	if d, n := g.Delay("192.0.2.1"), gaugeValue(m.AuthDelayedAddrs); d != 0 || n != 0 {
+	g.Succeeded("192.0.2.1", "a")
+	if d, n := g.Delay("192.0.2.1", "a"), gaugeValue(m.AuthDelayedAddrs); d != 0 || n != 0 {
 		t.Fatalf("after a success: delay %v, gauge %v, want none", d, n)
 	}
 	g.Failed("192.0.2.1", "a", "wrong password")
 	age(time.Minute - time.Second)
-	if d := g.Delay("192.0.2.1"); d != 10*time.Millisecond {
+	if d := g.Delay("192.0.2.1", "a"); d != 10*time.Millisecond {
 		t.Fatalf("just under max_delay after the last failure: delay %v, want 10ms", d)
 	}
 	age(time.Minute + time.Second)
-	if d, n := g.Delay("192.0.2.1"), gaugeValue(m.AuthDelayedAddrs); d != 0 || n != 0 {
+	if d, n := g.Delay("192.0.2.1", "a"), gaugeValue(m.AuthDelayedAddrs); d != 0 || n != 0 {
 		t.Fatalf("max_delay after the last failure: delay %v, gauge %v, want none", d, n)
 	}
 	age(time.Hour)
 	g.tick()
-	if g.lru.Len() != 0 || len(g.addrs) != 0 || len(g.logging) != 0 {
-		t.Fatalf("idle addresses kept: %d", g.lru.Len())
+	g.tick() // the log interval of the address ends quiet
+	if g.lru.Len() != 0 || len(g.recs) != 0 || len(g.addrs) != 0 {
+		t.Fatalf("idle records kept: %d, %d addresses", g.lru.Len(), len(g.addrs))
 	}
 }
 

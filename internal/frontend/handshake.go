@@ -62,14 +62,14 @@ func (s *Session) handshake() error {
 	if err != nil {
 		return err
 	}
-	s.salt = salt[:]
+	s.salt = salt
 	caps := serverCaps
 	if s.srv.opt.TLS != nil {
 		caps |= mysql.ClientSSL
 	}
 	id := s.srv.identity()
 	g := &mysql.Greeting{
-		ServerVersion: id.Version, ConnectionID: s.id, AuthData: s.salt,
+		ServerVersion: id.Version, ConnectionID: s.id, AuthData: s.salt[:],
 		Capabilities: caps, Charset: id.Collations.ServerDefault(),
 		Status: mysql.StatusAutocommit, AuthPlugin: id.AuthPlugin,
 	}
@@ -82,7 +82,7 @@ func (s *Session) handshake() error {
 	// A server checks its clients' sequence ids; so does the proxy, from
 	// the first packet on: garbage and non-MySQL clients are told so.
 	s.client.CheckSeq = true
-	p, err := s.client.ReadPacket()
+	p, err := s.readLogin()
 	if err != nil {
 		return s.readFailedEarly("read handshake response", err)
 	}
@@ -99,7 +99,7 @@ func (s *Session) handshake() error {
 			return fmt.Errorf("TLS handshake: %w", err)
 		}
 		s.tls = true
-		if p, err = s.client.ReadPacket(); err != nil {
+		if p, err = s.readLogin(); err != nil {
 			return s.readFailedEarly("read handshake response after TLS", err)
 		}
 	}
@@ -127,8 +127,8 @@ func (s *Session) handshake() error {
 // running caching_sha2 full authentication as needed. A user name that
 // names no account goes through the same exchange as a wrong password
 // (userOrStandIn). Before its first reply that depends on the password,
-// each attempt waits as long as the failures from the client's address
-// earned (pace).
+// each attempt waits as long as the failures of its user name from the
+// client's address earned (pace).
 func (s *Session) authenticate(user, plugin string, resp []byte) error {
 	s.paced = false
 	host, _, _ := splitHost(s.remote)
@@ -140,14 +140,14 @@ func (s *Session) authenticate(user, plugin string, resp []byte) error {
 		if !u.Stored.Supports(plugin) {
 			plugin = auth.PluginNative
 		}
-		data := append(append([]byte(nil), s.salt...), 0)
+		data := append(s.salt[:len(s.salt):len(s.salt)], 0)
 		if err := s.client.EndPacket(mysql.AppendAuthSwitch(s.client.BeginPacket(), plugin, data)); err != nil {
 			return err
 		}
 		if err := s.client.Flush(); err != nil {
 			return err
 		}
-		p, err := s.client.ReadPacket()
+		p, err := s.readLogin()
 		if err != nil {
 			return s.readFailedEarly("read auth switch response", err)
 		}
@@ -156,7 +156,7 @@ func (s *Session) authenticate(user, plugin string, resp []byte) error {
 	var ok bool
 	switch plugin {
 	case auth.PluginNative:
-		ok = u.Stored.VerifyNative(s.salt, resp)
+		ok = u.Stored.VerifyNative(s.salt[:], resp)
 	case auth.PluginCachingSHA2:
 		var err error
 		ok, err = s.cachingSHA2(u, host, resp)
@@ -170,10 +170,10 @@ func (s *Session) authenticate(user, plugin string, resp []byte) error {
 	if !ok {
 		return s.denied(user, host, len(resp) > 0, "wrong password")
 	}
-	if err := s.pace(s.srv.opt.AuthGuard.Delay(host)); err != nil {
+	if err := s.pace(host, s.srv.opt.AuthGuard.Delay(host, user)); err != nil {
 		return err
 	}
-	s.srv.opt.AuthGuard.Succeeded(host)
+	s.srv.opt.AuthGuard.Succeeded(host, user)
 	s.mu.Lock() // other goroutines read it: Sessions, Activity, KILL
 	s.user = u
 	s.mu.Unlock()
@@ -201,11 +201,13 @@ func (s *Session) userOrStandIn(name string) *User {
 }
 
 // pace waits, once per login attempt, before the first reply that depends
-// on the password, for d (what the failures from the client's address
-// earned: AuthGuard). The session's own goroutine waits; a wait that would
-// outlast the login deadline ends the connection there without an answer,
-// as the handshake timeout would.
-func (s *Session) pace(d time.Duration) error {
+// on the password, for d (what the failures of its user name from host,
+// the client's address, earned: AuthGuard). The session's own goroutine
+// waits, without its buffers; a wait that would outlast the login
+// deadline ends the connection there without an answer, as the handshake
+// timeout would, and so does one the address has too many of at once
+// (AuthGuard.Wait).
+func (s *Session) pace(host string, d time.Duration) error {
 	if s.paced {
 		return nil
 	}
@@ -213,7 +215,15 @@ func (s *Session) pace(d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
+	guard := s.srv.opt.AuthGuard
+	if !guard.Wait(host) {
+		return fmt.Errorf("%w: too many logins from this address wait for their failure delay", errAuthFailed)
+	}
+	defer guard.Done(host)
 	s.srv.opt.Metrics.AuthDelayed.Inc()
+	// What was read and written so far is answered: a login that waits
+	// seconds need not hold 32 KB of buffers (2,000 of them held 64 MB).
+	s.client.ReleaseBuffers()
 	wait, expires := d, false
 	if left := time.Until(s.loginDeadline); wait >= left {
 		wait, expires = max(left, 0), true
@@ -241,9 +251,9 @@ func knownPlugin(p string) bool {
 func (s *Session) cachingSHA2(u *User, host string, resp []byte) (bool, error) {
 	// Checked whether or not the fast path is allowed: the same work for
 	// every account, cached or not.
-	fastOK := u.Stored.VerifySHA2Fast(s.salt, resp)
+	fastOK := u.Stored.VerifySHA2Fast(s.salt[:], resp)
 	if fastOK && s.fastAuthAllowed(u) {
-		if err := s.pace(s.srv.opt.AuthGuard.Delay(host)); err != nil {
+		if err := s.pace(host, s.srv.opt.AuthGuard.Delay(host, u.Name)); err != nil {
 			return false, err
 		}
 		if err := s.client.WritePacket([]byte{mysql.HeaderAuthMore, sha2FastAuthOK}); err != nil {
@@ -257,7 +267,7 @@ func (s *Session) cachingSHA2(u *User, host string, resp []byte) (bool, error) {
 	}
 	// The request for full authentication tells a cached user's client
 	// that the fast path failed: the wait comes before it.
-	if err := s.pace(s.srv.opt.AuthGuard.Delay(host)); err != nil {
+	if err := s.pace(host, s.srv.opt.AuthGuard.Delay(host, u.Name)); err != nil {
 		return false, err
 	}
 	if err := s.client.WritePacket([]byte{mysql.HeaderAuthMore, sha2FullAuth}); err != nil {
@@ -266,7 +276,7 @@ func (s *Session) cachingSHA2(u *User, host string, resp []byte) (bool, error) {
 	if err := s.client.Flush(); err != nil {
 		return false, err
 	}
-	p, err := s.client.ReadPacket()
+	p, err := s.readLogin()
 	if err != nil {
 		return false, s.readFailedEarly("read full auth", err)
 	}
@@ -284,11 +294,11 @@ func (s *Session) cachingSHA2(u *User, host string, resp []byte) (bool, error) {
 		if err := s.client.Flush(); err != nil {
 			return false, err
 		}
-		enc, err := s.client.ReadPacket()
+		enc, err := s.readLogin()
 		if err != nil {
 			return false, s.readFailedEarly("read encrypted password", err)
 		}
-		if password, err = auth.DecryptPassword(enc, s.salt, s.srv.opt.RSAKey); err != nil {
+		if password, err = auth.DecryptPassword(enc, s.salt[:], s.srv.opt.RSAKey); err != nil {
 			return false, nil
 		}
 	default:
@@ -314,6 +324,17 @@ func (s *Session) fastAuthAllowed(u *User) bool {
 	return cached
 }
 
+// readLogin reads the client's next packet of the login. Waiting for it
+// holds no buffer (WaitInput gives them back while it waits): a client
+// may take until the handshake timeout to answer, and a flood of logins
+// has thousands waiting at once (2,000 held 64 MB of buffers).
+func (s *Session) readLogin() ([]byte, error) {
+	if err := s.client.WaitInput(0); err != nil {
+		return nil, err
+	}
+	return s.client.ReadPacket()
+}
+
 // readFailedEarly handles a failed read before login. A frame out of
 // sequence (garbage, an HTTP request, a port scanner) gets the error the
 // server sends, ER_NET_PACKETS_OUT_OF_ORDER, before the close; a client that
@@ -332,11 +353,12 @@ func errOutOfOrder() *mysql.SQLError {
 	return mysql.NewError(mysql.ERNetPacketsOutOfOrder, mysql.StateConnFailure, "Got packets out of order")
 }
 
-// denied sends ERR 1045, after the delay the failures from the client's
-// address earned, and has the failure counted and logged (AuthGuard).
+// denied sends ERR 1045, after the delay the failures of user from the
+// client's address earned, and has the failure counted and logged
+// (AuthGuard).
 func (s *Session) denied(user, host string, usingPassword bool, why string) error {
 	s.srv.opt.Metrics.AuthFailures.Inc()
-	if err := s.pace(s.srv.opt.AuthGuard.Failed(host, user, why)); err != nil {
+	if err := s.pace(host, s.srv.opt.AuthGuard.Failed(host, user, why)); err != nil {
 		return err
 	}
 	yes := "NO"

@@ -30,10 +30,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "shardgate_client_auth_failures_total", Help: "Failed client logins."}),
 		AuthDelayed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shardgate_client_auth_delayed_total",
-			Help: "Client logins whose answer was delayed after repeated failures from their address (server.auth_failure_delay)."}),
+			Help: "Client logins whose answer was delayed after repeated failures of their user name from their address (server.auth_failure_delay)."}),
 		AuthDelayedAddrs: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "shardgate_client_auth_delayed_addresses",
-			Help: "Client addresses whose next login will be delayed after repeated failures."}),
+			Help: "Client addresses and user names whose next login will be delayed after repeated failures (one per address and user name)."}),
 		Commands: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shardgate_commands_total", Help: "Client commands received."}),
 		ClientErrors: prometheus.NewCounter(prometheus.CounterOpts{

@@ -11,8 +11,11 @@ import (
 // parker holds idle client sessions without a goroutine each: a session
 // idle for a while registers its socket here (one-shot) and its goroutine
 // ends; when the socket becomes readable a new goroutine resumes it. A
-// parked session costs only its heap objects (about 1.5 KB), not the 4 KB
-// minimum of a parked goroutine's stack. Busy sessions never come here.
+// parked session costs only its heap objects (about 3 KB with its socket
+// and connection), not the 4 KB minimum of a parked goroutine's stack.
+// Busy sessions never come here. A parked session's idle timeout is no
+// timer of its own (132 bytes each): the sweep that runs every second
+// anyway ends those past their deadline (expire).
 type parker struct {
 	epfd int
 	log  *slog.Logger
@@ -34,9 +37,10 @@ func newParker(log *slog.Logger) (*parker, error) {
 	return p, nil
 }
 
-// park registers s, idle on socket fd, and arms its idle timeout. After it
-// returns true the caller must not touch s: another goroutine owns it.
-func (p *parker) park(s *Session, fd int, idleLeft time.Duration) bool {
+// park registers s, idle on socket fd until deadline (zero: no idle
+// timeout). After it returns true the caller must not touch s: another
+// goroutine owns it.
+func (p *parker) park(s *Session, fd int, deadline time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -44,19 +48,36 @@ func (p *parker) park(s *Session, fd int, idleLeft time.Duration) bool {
 	}
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: int32(fd)}
 	s.parkFD = int32(fd)
+	s.parkUntil = deadline
 	p.parked[s.parkFD] = s
-	if idleLeft > 0 {
-		s.parkTimer = time.AfterFunc(idleLeft, func() { p.wake(s, wakeIdleTimeout) })
-	}
 	if err := syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		delete(p.parked, s.parkFD)
-		if s.parkTimer != nil {
-			s.parkTimer.Stop()
-			s.parkTimer = nil
-		}
 		return false
 	}
 	return true
+}
+
+// expire resumes, to end them, the parked sessions whose idle timeout has
+// passed at now. The sweep calls it every sweepEvery, so a parked session
+// ends at most that long after its deadline: its client asked for whole
+// seconds (wait_timeout) or the operator for hours (client_idle_timeout).
+// The sessions are taken under the lock that finds them due: a session
+// resumed by its input meanwhile, and parked again with a new deadline,
+// must not be ended for the old one.
+func (p *parker) expire(now time.Time) {
+	var due []*Session
+	p.mu.Lock()
+	for _, s := range p.parked {
+		if !s.parkUntil.IsZero() && !now.Before(s.parkUntil) {
+			p.takeLocked(s)
+			due = append(due, s)
+		}
+	}
+	p.mu.Unlock()
+	for _, s := range due {
+		s.wakeReason = wakeIdleTimeout
+		go s.srv.commandLoop(s)
+	}
 }
 
 // take removes s from the parked set; exactly one caller gets true and then
@@ -67,13 +88,14 @@ func (p *parker) take(s *Session) bool {
 	if p.parked[s.parkFD] != s {
 		return false
 	}
+	p.takeLocked(s)
+	return true
+}
+
+// takeLocked removes s, parked, from the parked set; p.mu is held.
+func (p *parker) takeLocked(s *Session) {
 	delete(p.parked, s.parkFD)
 	_ = syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, int(s.parkFD), nil)
-	if s.parkTimer != nil {
-		s.parkTimer.Stop()
-		s.parkTimer = nil
-	}
-	return true
 }
 
 // wake resumes a parked session for a reason other than input (idle

@@ -16,9 +16,11 @@ const parkingSupported = false
 
 func newParker(*slog.Logger) (*parker, error) { return nil, errors.New("parking needs Linux") }
 
-func (p *parker) park(*Session, int, time.Duration) bool { return false }
-func (p *parker) wake(*Session, wakeReason) bool         { return false }
-func (p *parker) close(wakeReason)                       {}
-func (s *Session) socketFD() int                         { return -1 }
+func (p *parker) park(*Session, int, time.Time) bool { return false }
+func (p *parker) take(*Session) bool                 { return false }
+func (p *parker) wake(*Session, wakeReason) bool     { return false }
+func (p *parker) expire(time.Time)                   {}
+func (p *parker) close(wakeReason)                   {}
+func (s *Session) socketFD() int                     { return -1 }
 
 func (p *parker) count() int { return 0 }

@@ -139,19 +139,19 @@ func (s *Session) plan(st router.Stmt, p []byte) engine.Primitive {
 	if ps := s.exec.ps; ps != nil {
 		ks = ps.keyspace() // where it was prepared, not the current database
 		if e := s.outsidePrepared(ps); e != nil {
-			return s.bind.Refuse(e)
+			return s.binder().Refuse(e)
 		}
 	} else if s.namesSchema(st) || ks == nil && s.onInformationSchema() {
 		var e *mysql.SQLError
 		if ks, e = s.chooseKeyspace(ks, st, p); e != nil {
-			return s.bind.Refuse(e)
+			return s.binder().Refuse(e)
 		}
 	}
 	if ks != nil {
 		prim = s.planSharded(ks, st, p)
 	} else {
 		// DDL about a sharded schema from a session on another database.
-		if prim = s.bind.SchemaDDL(st, p, s); prim == nil {
+		if prim = s.binder().SchemaDDL(st, p, s); prim == nil {
 			prim = planner.PlanCluster(&s.planned, s.home, s.user.Policy(), st, s)
 		}
 	}

@@ -167,7 +167,7 @@ type Server struct {
 	lnMu     sync.Mutex // Serve sets ln while Shutdown may read it
 	ln       net.Listener
 	ids      *atomic.Uint32 // opt.IDs, or one of its own
-	sessions sync.Map       // id -> *Session
+	sessions sessionTable
 	count    atomic.Int64
 	wg       sync.WaitGroup
 
@@ -176,6 +176,10 @@ type Server struct {
 	relief       *memoryRelief
 	stopSweep    chan struct{}
 	stopOnce     sync.Once
+
+	// shardWork holds what sessions that parked bound sharded statements
+	// with (shed.go).
+	shardWork sync.Pool
 
 	sha2Cache sync.Map // user name -> struct{}: users that passed full auth
 	// standInKey derives unknown users' stand-in passwords.
@@ -211,6 +215,7 @@ func NewServer(opt Options) (*Server, error) {
 	if s.ids == nil {
 		s.ids = new(atomic.Uint32)
 	}
+	s.shardWork.New = s.newShardWork
 	if _, err := rand.Read(s.standInKey); err != nil {
 		return nil, fmt.Errorf("generate the key of unknown users' stand-ins: %w", err)
 	}
@@ -324,7 +329,7 @@ func (s *Server) admit(sess *Session) bool {
 		sess.refuse(mysql.NewError(mysql.ERServerShutdown, mysql.StateGeneral, "Server shutdown in progress"))
 		return false
 	}
-	s.sessions.Store(sess.id, sess)
+	s.sessions.store(sess)
 	s.opt.Metrics.ClientConnects.Inc()
 	s.opt.Metrics.ClientsConnected.Inc()
 	return true
@@ -362,7 +367,7 @@ func (s *Server) commandLoop(sess *Session) {
 // finish releases what the session holds and unregisters it.
 func (s *Server) finish(sess *Session) {
 	sess.close()
-	s.sessions.Delete(sess.id)
+	s.sessions.delete(sess.id)
 	s.opt.Metrics.ClientsConnected.Dec()
 	s.count.Add(-1)
 	s.wg.Done()
@@ -379,11 +384,7 @@ func (s *Server) peer(id uint32) *Session {
 
 // Session returns a live session by id.
 func (s *Server) Session(id uint32) *Session {
-	v, ok := s.sessions.Load(id)
-	if !ok {
-		return nil
-	}
-	return v.(*Session)
+	return s.sessions.load(id)
 }
 
 // SetClientIdleTimeout changes how long a client may stay idle: sessions
@@ -432,17 +433,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
+	var buf []*Session
 	for {
-		s.sessions.Range(func(_, v any) bool {
-			v.(*Session).interruptIfIdle()
+		s.sessions.each(&buf, func(sess *Session) bool {
+			sess.interruptIfIdle()
 			return true
 		})
 		select {
 		case <-done:
 			return nil
 		case <-ctx.Done():
-			s.sessions.Range(func(_, v any) bool {
-				v.(*Session).forceClose()
+			s.sessions.each(&buf, func(sess *Session) bool {
+				sess.forceClose()
 				return true
 			})
 			<-done

@@ -16,46 +16,50 @@ import (
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/engine"
 	"github.com/shardgate/shardgate/internal/mysql"
-	"github.com/shardgate/shardgate/internal/planner"
+	"github.com/shardgate/shardgate/internal/mysql/auth"
 	"github.com/shardgate/shardgate/internal/router"
 )
 
-// Session is one client connection.
+// Session is one client connection. An idle client costs the proxy
+// its Session (and its socket): keep it within its allocation size class
+// (1,792 bytes; TestSessionSize), its small fields side by side, and what
+// only a busy session needs out of it (shed.go).
 type Session struct {
 	srv     *Server
 	id      uint32
 	pollKey uint32 // this session's key for srv.opt.Poller
 	client  *mysql.Conn
 	remote  string
-	salt    []byte
+	salt    [auth.ScrambleLen]byte
 	tls     bool
-	caps    uint32
-	user    *User
-
-	// The login being checked: when it must be over, and whether it has
-	// waited for the failures of its address (pace).
+	// paced: the login being checked has waited for the failures of its
+	// user name at its address (pace); loginDeadline is when it must be
+	// over.
+	paced bool
+	// multiStmts: the client may send several statements at once.
+	multiStmts    bool
+	caps          uint32
+	user          *User
 	loginDeadline time.Time
-	paced         bool
 
 	// Session state the client would see on a direct connection.
 	db           string
 	vars         backend.Vars
 	varsFP       uint64
 	lastInsertID uint64
-	multiStmts   bool
 	// The previous statement's ROW_COUNT() and FOUND_ROWS(), for when the
 	// connection that ran it has moved on.
 	lastRowCount  int64
 	lastFoundRows uint64
 
-	// The backend connection held across statements, and why.
-	pinned *backend.Conn
-	pins   pinReason
 	// The connection that ran the previous statement, to reclaim it for a
 	// statement that reads the previous one's diagnostics.
-	last         *backend.Conn
-	lastUses     uint64
-	skipAffinity bool // the proxy ran a statement of its own after the client's
+	last     *backend.Conn
+	lastUses uint64
+	// The backend connection held across statements, and why.
+	pinned       *backend.Conn
+	pins         pinReason
+	skipAffinity bool // the proxy ran a statement of its own after the client's (last)
 	// rowsProbed: the proxy read LAST_INSERT_ID() on the connection after
 	// the previous statement (lastid.go), which replaced its ROW_COUNT()
 	// and FOUND_ROWS() there: the session answers them, pinned or not.
@@ -72,42 +76,48 @@ type Session struct {
 
 	// Parking (see parker): set while the session has no goroutine.
 	parkFD     int32
-	parkTimer  *time.Timer
+	idleWait   idleWait // the untimed wait for the next command (sweep.go)
 	wakeReason wakeReason
+	freshWaits uint8     // waits for a command since login, up to parkAtOnceWaits
+	parkUntil  time.Time // its idle timeout (zero: none); parker.expire ends it
 	idleSince  time.Time // when the wait for the next command began
-	idleWait   idleWait  // the untimed wait for it (sweep.go)
 
 	// For KILL and shutdown, read by other goroutines.
-	mu      sync.Mutex
-	idle    bool          // blocked reading the next command
-	running *backend.Conn // backend connection running a statement now
+	mu   sync.Mutex
+	idle bool // blocked reading the next command
+	// command is the command being served (its first byte), published
+	// with the statement it runs, for the list of sessions.
+	command byte
 	// queryKilled: a KILL QUERY came while the current statement ran;
 	// its parts not sent yet are not (killedError). Cleared when the
 	// session goes idle.
 	queryKilled atomic.Bool
-	act         activity // what the session does, for SHOW SESSIONS (activity.go)
-	// command is the command being served (its first byte), published
-	// with the statement it runs, for the list of sessions.
-	command byte
+	killed      atomic.Bool
+	running     *backend.Conn // backend connection running a statement now
+	act         activity      // what the session does, for SHOW SESSIONS (activity.go)
 	// The connections of a statement in parts (engine.Cursor.Acquire)
 	// not done yet: a merge runs one on every shard at once.
 	partsRunning []*backend.Conn
-	killed       atomic.Bool
 
 	// The statement being run: its plan (filled in place, see plan), the
 	// command it runs (Run), the cluster it runs on and, within it, where
 	// it goes (route.go).
-	planned   engine.Route
-	bind      planner.Binder // a statement on a sharded schema, bound by the planner
+	planned engine.Route
+	// work binds a statement on a sharded schema (shardWork); nil until
+	// the session needs it (binder), and given back when it parks.
+	work      *shardWork
 	cmd       command
 	home      *backend.Cluster // the user's cluster, or its schema's default cluster
 	cl        *backend.Cluster // the cluster the statement runs on (home between statements)
 	replicaOK bool             // the statement may read from a replica of cl
-	target    *backend.Server  // where the next unpinned statement goes; nil: the writer
-	avoid     *backend.Server  // failed during this statement: retry elsewhere
-	exec      stmtExec         // the prepared statement being executed
-	others    []heldConn       // connections held on other clusters (shards.go)
-	beginSQL  []byte           // the client's BEGIN, repeated on each shard its transaction touches
+	// dryRun: the statement being planned is shown, not run (EXPLAIN,
+	// the explain hint): planning it draws no key (planDry).
+	dryRun   bool
+	target   *backend.Server // where the next unpinned statement goes; nil: the writer
+	avoid    *backend.Server // failed during this statement: retry elsewhere
+	exec     stmtExec        // the prepared statement being executed
+	others   []heldConn      // connections held on other clusters (shards.go)
+	beginSQL []byte          // the client's BEGIN, repeated on each shard its transaction touches
 	// savepoints are the savepoints of the session's transaction on a
 	// sharded schema, oldest first: set again, right after its BEGIN, on
 	// each shard the transaction reaches after they were set.
@@ -120,12 +130,12 @@ type Session struct {
 	// and the transaction opens where its first statement runs
 	// (shards_trx.go, beginLater).
 	beginPending bool
-	trxWriter    *backend.Cluster   // the shard the open transaction wrote to last
-	trxWrote     []*backend.Cluster // the others it wrote to (cross_shard_writes: allow, atomic)
-	xa           xaState            // its XA branches (cross_shard_writes: atomic, shards_xa.go)
-	// dryRun: the statement being planned is shown, not run (EXPLAIN,
-	// the explain hint): planning it draws no key (planDry).
-	dryRun bool
+	// trxAborted: the session's transaction died with its backend
+	// connection; statements fail until ROLLBACK or COMMIT ends it.
+	trxAborted bool
+	trxWriter  *backend.Cluster   // the shard the open transaction wrote to last
+	trxWrote   []*backend.Cluster // the others it wrote to (cross_shard_writes: allow, atomic)
+	xa         xaState            // its XA branches (cross_shard_writes: atomic, shards_xa.go)
 
 	// A statement on a sharded schema that is not the session's database
 	// (shards_outside.go): the database its connections use instead of
@@ -133,38 +143,29 @@ type Session struct {
 	partDB      string
 	outsideFrom *backend.Cluster
 
-	// A prepared statement's execution on a sharded schema: the packet's
-	// parameter parts and each value's span in them (ExecuteParams), for
-	// writeReordered.
-	xparams mysql.ExecuteParams
-	spans   [][2]int
 	renamer mysql.TableRenamer // renameSubTable, made once
 	warns   partWarnings       // warnings.go
 	// annotate, when set, rewrites the errors the client is answered
 	// with (engine.Cursor.AnnotateErrors).
 	annotate func(*mysql.SQLError) *mysql.SQLError
 
-	// trxAborted: the session's transaction died with its backend
-	// connection; statements fail until ROLLBACK or COMMIT ends it.
-	trxAborted bool
-	waitGTID   string    // the replica must apply this GTID before the read
-	lastWrite  time.Time // the session's last write, for read-your-writes
-	lastGTID   string    // its GTID, when the server reported one
+	waitGTID  string    // the replica must apply this GTID before the read
+	lastWrite time.Time // the session's last write, for read-your-writes
+	lastGTID  string    // its GTID, when the server reported one
+
+	// stream is the unread rest of the current command packet, too large to
+	// hold (holdPacket): streamed to the backend (streamed set) or dropped.
+	stream   *mysql.Stream
+	streamed bool
+	// drainOnClose: the session ends after refusing a packet the client
+	// is still sending (close).
+	drainOnClose bool
 
 	// The connection the statement runs on came from the pool for it
 	// (fromPool), and how much had been written to it before (sentMark):
 	// see unreceived.
 	fromPool bool
 	sentMark uint64
-
-	// stream is the unread rest of the current command packet, too large to
-	// hold (holdPacket): streamed to the backend (streamed set) or dropped.
-	stream   *mysql.Stream
-	streamed bool
-
-	// drainOnClose: the session ends after refusing a packet the client
-	// is still sending (close).
-	drainOnClose bool
 
 	// waitTimeout is the client's own SET wait_timeout (0: not set), which
 	// the proxy applies itself (idleLimit); interactiveTimeout its SET
@@ -182,7 +183,6 @@ type Session struct {
 func newSession(srv *Server, nc net.Conn, id uint32) *Session {
 	remote := nc.RemoteAddr().String()
 	s := &Session{srv: srv, id: id, client: mysql.NewConn(nc), remote: remote}
-	s.bind.Keyspaces = srv.opt.Keyspaces
 	s.client.Poller = srv.opt.Poller
 	s.pollKey = srv.opt.Poller.Key()
 	return s
@@ -364,6 +364,18 @@ var emptyCommand = []byte{mysql.ComSleep}
 // goroutine before it parks (see parker).
 const parkIdleAfter = 2 * time.Second
 
+// parkAtOnceWaits: this many first waits for a command after login park
+// the session as soon as they find nothing to read, without waiting
+// parkIdleAfter first. Applications open connections in bursts (a pool
+// filling up, services restarting), and most of a pool's connections sit
+// idle after the login and a command or two (a ping, a SET): had they
+// waited with their goroutines, a burst of 10,000 logins in 2 s had
+// 10,000 goroutines at once, and the runtime keeps a dead goroutine's
+// descriptor (480 bytes) for good: 390 bytes per idle connection
+// (issue 23). A busy client pays a park and a resume (a few µs) for each
+// of its first commands only.
+const parkAtOnceWaits = 4
+
 // waitCommand waits until the next command arrives, the idle timeout passes
 // or the session is parked. When the command is already there (a busy
 // client) this is one read syscall: no clock, no deadline.
@@ -378,6 +390,13 @@ func (s *Session) waitCommand() error {
 	canPark := s.srv.parker != nil && (limit == 0 || left > parkIdleAfter)
 	var err error
 	switch {
+	case canPark && s.idleSince.IsZero() && s.parkAtOnce():
+		ready, err := s.client.TryInput()
+		if ready || err != nil {
+			return err
+		}
+		s.idleSince = time.Now()
+		return s.parkOrWait(limit)
 	case canPark && s.idleSince.IsZero():
 		// The common case: no deadline, a sweep interrupts a long wait.
 		if err = s.idleWait.wait(s.client); err == nil || !isTimeout(err) {
@@ -401,21 +420,41 @@ func (s *Session) waitCommand() error {
 	if !canPark {
 		return errIdleTimeout
 	}
+	return s.parkOrWait(limit)
+}
+
+// parkAtOnce reports whether this wait for a command is one of the first
+// parkAtOnceWaits after login, on a session that can park (not TLS).
+func (s *Session) parkAtOnce() bool {
+	if s.freshWaits >= parkAtOnceWaits || s.tls {
+		return false
+	}
+	s.freshWaits++
+	return true
+}
+
+// parkOrWait parks the idle session (errParked) or, when it cannot park,
+// waits on with its goroutine until input comes or the idle limit, counted
+// from s.idleSince, passes.
+func (s *Session) parkOrWait(limit time.Duration) error {
+	var deadline time.Time
+	if limit > 0 {
+		deadline = s.idleSince.Add(limit)
+	}
 	if fd := s.socketFD(); fd >= 0 {
-		if limit > 0 {
-			left = limit - time.Since(s.idleSince)
-		}
-		s.dropLong()
-		if s.srv.parker.park(s, fd, left) {
+		s.shed()
+		if s.srv.parker.park(s, fd, deadline) {
 			return errParked
 		}
 	}
+	left := time.Duration(0)
 	if limit > 0 {
-		if left = limit - time.Since(s.idleSince); left <= 0 {
+		if left = time.Until(deadline); left <= 0 {
 			return errIdleTimeout
 		}
 	}
-	if err = s.client.WaitInput(left); err != nil && isTimeout(err) && !s.srv.shuttingDown.Load() {
+	err := s.client.WaitInput(left)
+	if err != nil && isTimeout(err) && !s.srv.shuttingDown.Load() {
 		return errIdleTimeout
 	}
 	return err
@@ -604,6 +643,7 @@ func (s *Session) close() {
 		}
 	}
 	s.releaseOthers()
+	s.shed() // the binder serves the next session
 	if s.drainOnClose {
 		_ = s.client.CloseAfterDraining(drainOnCloseFor, int64(s.client.MaxPacket))
 		return

@@ -27,7 +27,7 @@ func (s *Session) chooseKeyspace(own *planner.Keyspace, st router.Stmt, p []byte
 	if s.stream != nil {
 		return own, nil
 	}
-	c := s.bind.Choose(s.db, st, p[1:], s.home)
+	c := s.binder().Choose(s.db, st, p[1:], s.home)
 	if c.Err != nil {
 		return nil, asSQLError(c.Err)
 	}
@@ -160,7 +160,7 @@ func (s *Session) namesSchema(st router.Stmt) bool {
 // */ in a session whose database is not sharded names a sharded schema,
 // whose plan it then answers with, as in a session on the schema.
 func (s *Session) explainsOutside(st router.Stmt, p []byte) bool {
-	return s.namesSchema(st) && s.bind.Choose(s.db, st, p[1:], s.home).KS != nil
+	return s.namesSchema(st) && s.binder().Choose(s.db, st, p[1:], s.home).KS != nil
 }
 
 // onInformationSchema reports whether the session's database is

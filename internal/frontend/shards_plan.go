@@ -34,7 +34,7 @@ func (s *Session) homeCluster(u *User) *backend.Cluster {
 func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) engine.Primitive {
 	s.settleDoomed()
 	if e := s.xaRefusal(st); e != nil {
-		return s.bind.Refuse(e)
+		return s.binder().Refuse(e)
 	}
 	switch st.Kind {
 	case router.KindCommit, router.KindRollback:
@@ -54,21 +54,21 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 		}
 		s.beginPending = false // the relayed BEGIN opens it here
 	}
-	if prim := s.bind.SessionStatement(ks, st, p, s); prim != nil {
+	if prim := s.binder().SessionStatement(ks, st, p, s); prim != nil {
 		return prim
 	}
 	if ps := s.exec.ps; ps != nil {
 		if e := ps.sh.longErr; e != nil {
-			return s.bind.Refuse(e)
+			return s.binder().Refuse(e)
 		}
-		return s.bind.Execute(&ps.sh.prep, st, s)
+		return s.binder().Execute(&ps.sh.prep, st, s)
 	}
-	return s.bind.Statement(ks, st, p, s)
+	return s.binder().Statement(ks, st, p, s)
 }
 
 // notSupported is the refusal 1235 naming what.
 func (s *Session) notSupported(what string) engine.Primitive {
-	return s.bind.Refuse(mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax, "This version of shardgate doesn't yet support '%s'", what))
+	return s.binder().Refuse(mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax, "This version of shardgate doesn't yet support '%s'", what))
 }
 
 // asSQLError is err as the client's error: the *mysql.SQLError it is or

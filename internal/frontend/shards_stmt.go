@@ -81,7 +81,7 @@ const maxLongData = 64 << 20
 // the error a server gives at PREPARE.
 func (s *Session) prepareSharded(ks *planner.Keyspace, p []byte, st router.Stmt) bool {
 	sh := &shardedStmt{outside: s.outsideFrom != nil, db: s.partDB}
-	at := s.bind.Prepare(ks, st, p, s, &sh.prep)
+	at := s.binder().Prepare(ks, st, p, s, &sh.prep)
 	switch {
 	case at.Err != nil:
 		return s.writeErr(at.Err)
@@ -100,14 +100,16 @@ func (s *Session) prepareSharded(ks *planner.Keyspace, p []byte, st router.Stmt)
 
 // ExecuteParams implements planner.Session: it decodes the parameters of
 // the COM_STMT_EXECUTE being planned into dst, noting where each value
-// lies in the packet (s.spans) for writeReordered. Nothing is allocated
-// once the session's buffers have grown to the statement's parameters.
+// lies in the packet (shardWork.spans) for writeReordered. Nothing is
+// allocated once the session's buffers have grown to the statement's
+// parameters.
 func (s *Session) ExecuteParams(dst *planner.ExecValues) error {
 	ps, p := s.exec.ps, s.exec.packet
 	sh := ps.sh
 	n := int(ps.params)
 	dst.ResetParams(n)
-	s.spans = s.spans[:0]
+	w := s.shardWork()
+	w.spans = w.spans[:0]
 	if n == 0 {
 		return nil
 	}
@@ -118,7 +120,7 @@ func (s *Session) ExecuteParams(dst *planner.ExecValues) error {
 	if e.Types == nil {
 		e.Types = ps.types // noteParamTypes checked there are as many
 	}
-	s.xparams = e
+	w.xparams = e
 	off := 0
 	for i := 0; i < n; i++ {
 		start := off
@@ -137,7 +139,7 @@ func (s *Session) ExecuteParams(dst *planner.ExecValues) error {
 			dst.SetParam(i, v)
 			off += w
 		}
-		s.spans = append(s.spans, [2]int{start, off})
+		w.spans = append(w.spans, [2]int{start, off})
 	}
 	return nil
 }
@@ -196,7 +198,8 @@ func (s *Session) writeLongData(c *backend.Conn, sh *shardedStmt, order []int, i
 // client's parameters (decoded by ExecuteParams) in order: NULL bits, types
 // and values moved to where the backend text has them.
 func (s *Session) writeReordered(c *backend.Conn, p []byte, id uint32, order []int) error {
-	e := &s.xparams
+	w := s.shardWork()
+	e := &w.xparams
 	c.ResetSeq()
 	b := append(c.BeginPacket(), mysql.ComStmtExecute)
 	b = mysql.AppendUint32(b, id)
@@ -215,7 +218,7 @@ func (s *Session) writeReordered(c *backend.Conn, p []byte, id uint32, order []i
 		b = append(b, e.Types[2*i], e.Types[2*i+1])
 	}
 	for _, i := range order {
-		b = append(b, e.Values[s.spans[i][0]:s.spans[i][1]]...)
+		b = append(b, e.Values[w.spans[i][0]:w.spans[i][1]]...)
 	}
 	if err := c.EndPacket(b); err != nil {
 		return mysql.BackendError(err)

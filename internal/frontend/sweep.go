@@ -74,18 +74,19 @@ func (w *idleWait) sweep(c *mysql.Conn) {
 func (s *Server) sweepIdle(stop <-chan struct{}) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
+	var buf []*Session
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
 		}
-		s.sessions.Range(func(_, v any) bool {
-			sess := v.(*Session)
+		s.sessions.each(&buf, func(sess *Session) bool {
 			sess.idleWait.sweep(sess.client)
 			return true
 		})
+		s.parker.expire(time.Now())
 		connects := counterValue(s.opt.Metrics.ClientConnects)
-		s.relief.sweep(s.parker.count(), connects, connects+counterValue(s.opt.Metrics.Commands), time.Now())
+		s.relief.sweep(s.parker.count(), int(s.count.Load()), connects, connects+counterValue(s.opt.Metrics.Commands), time.Now())
 	}
 }

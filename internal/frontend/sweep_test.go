@@ -182,33 +182,36 @@ func TestMemoryReliefAfterABurst(t *testing.T) {
 	m := memoryRelief{free: func() { freed++ }}
 	t0 := time.Unix(1000, 0)
 	steps := []struct {
-		parked             int
+		parked, clients    int
 		connects, activity uint64
 		at                 time.Duration
 		want               bool
 	}{
-		{0, 0, 0, 0, false},
-		{999, 999, 1000, time.Second, false},
-		{999, 999, 1000, 2 * time.Second, false},   // quiet, but no burst
-		{5000, 5000, 5100, 3 * time.Second, false}, // a burst still running
-		{9000, 9000, 9100, 4 * time.Second, false},
-		{9000, 9000, 9100, 5 * time.Second, true},           // quiet: relief
-		{9500, 9000, 9200, 6 * time.Second, false},          // not enough more
-		{11000, 9000, 9200, 6500 * time.Millisecond, false}, // within reliefEvery
-		{11000, 9000, 9200, 8 * time.Second, true},          // the rest of the burst parked
-		{11000, 9000, 9200, 11 * time.Second, false},        // nothing new
-		{11000, 12000, 15000, 12 * time.Second, false},      // a login flood...
-		{11000, 12000, 15000, 13 * time.Second, true},       // ...over: relief
-		{200, 12000, 15100, 14 * time.Second, false},        // clients woke up
-		{1300, 12000, 15200, 15 * time.Second, false},       // parked again, still busy
-		{1300, 12000, 15200, 16 * time.Second, true},        // and quiet
+		{0, 0, 0, 0, 0, false},
+		{999, 999, 999, 1000, time.Second, false},
+		{999, 999, 999, 1000, 2 * time.Second, false},    // quiet, but no burst
+		{5000, 5000, 5000, 5100, 3 * time.Second, false}, // a burst still running
+		{9000, 9000, 9000, 9100, 4 * time.Second, false},
+		{9000, 9000, 9000, 9100, 5 * time.Second, true},            // quiet: relief
+		{9500, 9000, 9000, 9200, 6 * time.Second, false},           // not enough more
+		{11000, 11000, 9000, 9200, 6500 * time.Millisecond, false}, // within reliefEvery
+		{11000, 11000, 9000, 9200, 8 * time.Second, true},          // the rest of the burst parked
+		{11000, 11000, 9000, 9200, 11 * time.Second, false},        // nothing new
+		{11000, 13000, 12000, 15000, 12 * time.Second, false},      // a login flood...
+		{11000, 13000, 12000, 15000, 13 * time.Second, true},       // ...over: relief
+		{200, 13000, 12000, 15100, 14 * time.Second, false},        // clients woke up
+		{1300, 13000, 12000, 15200, 15 * time.Second, false},       // parked again, still busy
+		{1300, 13000, 12000, 15200, 16 * time.Second, true},        // and quiet
+		{1300, 12500, 12000, 15200, 19 * time.Second, false},       // logins of the flood end...
+		{1300, 11900, 12000, 15200, 20 * time.Second, true},        // ...1,000 and more of them: relief
+		{1300, 11900, 12000, 15200, 23 * time.Second, false},       // nothing new
 	}
 	for i, st := range steps {
-		if got := m.sweep(st.parked, st.connects, st.activity, t0.Add(st.at)); got != st.want {
+		if got := m.sweep(st.parked, st.clients, st.connects, st.activity, t0.Add(st.at)); got != st.want {
 			t.Fatalf("step %d (%+v): relief %v, want %v", i, st, got, st.want)
 		}
 	}
-	if freed != 4 {
-		t.Fatalf("freed %d times, want 4", freed)
+	if freed != 5 {
+		t.Fatalf("freed %d times, want 5", freed)
 	}
 }

@@ -96,7 +96,10 @@ func isCharsetName(v string) bool {
 // from its character_set_client and character_set_connection: at login
 // and whenever the server reports a variable change (SET NAMES …).
 func (s *Session) noteCharset() {
+	if s.work == nil {
+		return // shardWork sets it when it takes one
+	}
 	client, _ := s.vars.Get("character_set_client")
 	conn, _ := s.vars.Get("character_set_connection")
-	s.bind.SetCharset(sharding.SessionCharset(client, conn))
+	s.work.SetCharset(sharding.SessionCharset(client, conn))
 }

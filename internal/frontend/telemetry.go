@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"sync"
 	"time"
 
 	"github.com/shardgate/shardgate/internal/backend"
@@ -15,35 +16,65 @@ import (
 // on. The session fills stmtTele as the statement goes; nothing here
 // allocates per statement.
 
-// stmtTele is the statement being timed.
+// stmtTele is the statement being timed. Its small fields are side by
+// side: it is part of every Session (see Session).
 type stmtTele struct {
-	on       bool // a statement is being timed
-	start    time.Time
-	end      time.Time // the previous statement's end, for the idle state's since
-	digest   uint64
-	kind     router.Kind
-	sql      []byte
-	rows     uint64
-	affected uint64
-	errCode  uint16
-	errMsg   string
-	backend  string
+	on   bool // a statement is being timed
+	kind router.Kind
+	// published: the statement's text is in the session's activity.
+	published bool
+	errCode   uint16
+	start     time.Time
+	end       time.Time // the previous statement's end, for the idle state's since
+	digest    uint64
+	sql       []byte
+	rows      uint64
+	affected  uint64
+	errMsg    string
+	backend   string
 	// seen are the different clusters it ran on, the first one first:
 	// in seenBuf, or in a slice the session grew for a statement over
 	// more (and keeps).
 	seen    []*backend.Cluster
 	seenBuf [4]*backend.Cluster
-	// published: the statement's text is in the session's activity.
-	published bool
-	trace     traceState
+	trace   traceState
 
-	rec  telemetry.Statement
-	sess *telemetry.Session // made at the first statement: idle sessions stay small
+	// busy is what recording takes: taken at the first statement, given
+	// back when the session parks (shed.go).
+	busy *teleBusy
 	// Metrics children of the clusters the session ran on last, of
 	// several clusters (*) and of none (-).
 	cs           [2]clusterStats
 	csNext       int
 	multi, local *telemetry.ClusterStats
+}
+
+// teleBusy is a session's recording state (its cache of digest entries,
+// keyed by digest, user and database, so valid for any session) and the
+// record of its statement, which only a busy session needs.
+type teleBusy struct {
+	sess telemetry.Session
+	rec  telemetry.Statement
+}
+
+// teleBusyPool holds the recording states of sessions that parked.
+var teleBusyPool = sync.Pool{New: func() any { return new(teleBusy) }}
+
+// recording returns the session's recording state, taking one from the
+// pool when it has none.
+func (t *stmtTele) recording() *teleBusy {
+	if t.busy == nil {
+		t.busy = teleBusyPool.Get().(*teleBusy)
+	}
+	return t.busy
+}
+
+// shed gives the recording state back to the pool.
+func (t *stmtTele) shed() {
+	if t.busy != nil {
+		teleBusyPool.Put(t.busy)
+		t.busy = nil
+	}
 }
 
 type clusterStats struct {
@@ -148,10 +179,8 @@ func (s *Session) teleEnd() {
 	r := s.srv.opt.Telemetry
 	t.end = time.Now()
 	s.traceEnd()
-	if t.sess == nil {
-		t.sess = new(telemetry.Session)
-	}
-	rec := &t.rec
+	b := t.recording()
+	rec := &b.rec
 	*rec = telemetry.Statement{
 		Digest: t.digest, Kind: t.kind, User: s.user.Name, DB: s.db, SQL: t.sql,
 		Start: t.start, Duration: t.end.Sub(t.start), RowsSent: t.rows, Affected: t.affected,
@@ -171,7 +200,7 @@ func (s *Session) teleEnd() {
 		}
 		rec.Cluster = t.local
 	}
-	r.Record(t.sess, rec)
+	r.Record(&b.sess, rec)
 	rec.SQL = nil // the session's buffer: not kept past the statement (t.sql is, until publishIdle)
 }
 
@@ -183,13 +212,10 @@ func (s *Session) teleFetched(ps *pstmt, rows uint64) {
 	if !r.Enabled() || rows == 0 {
 		return
 	}
-	t := &s.tele
-	if t.sess == nil {
-		t.sess = new(telemetry.Session)
-	}
-	t.rec = telemetry.Statement{Digest: ps.stmt.Digest, Kind: ps.stmt.Kind, User: s.user.Name, DB: s.db, SQL: ps.text}
-	r.Fetched(t.sess, &t.rec, rows)
-	t.rec.SQL = nil
+	b := s.tele.recording()
+	b.rec = telemetry.Statement{Digest: ps.stmt.Digest, Kind: ps.stmt.Kind, User: s.user.Name, DB: s.db, SQL: ps.text}
+	r.Fetched(&b.sess, &b.rec, rows)
+	b.rec.SQL = nil
 }
 
 // clusterStats returns the metric children of cl, kept for the clusters

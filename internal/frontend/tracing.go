@@ -17,10 +17,17 @@ import (
 
 // traceState is the trace of the statement being timed (stmtTele).
 type traceState struct {
-	st    *tracing.Statement // nil: not traced
-	parts [8]tracedPart      // backend executions not ended yet
+	st *tracing.Statement // nil: not traced
+	// parts are the backend executions not ended yet: made at the first
+	// traced one, since a session that is never sampled (tracing off,
+	// most sessions) need not carry their 192 bytes (shed.go).
+	parts *[maxTracedParts]tracedPart
 	n     int
 }
+
+// maxTracedParts is how many backend executions of one statement get
+// spans of their own.
+const maxTracedParts = 8
 
 type tracedPart struct {
 	c *backend.Conn
@@ -56,8 +63,11 @@ func (s *Session) traceBegin() {
 // a part of it) on cl.
 func (s *Session) traceBackend(cl *backend.Cluster, c *backend.Conn) {
 	tr := &s.tele.trace
-	if tr.st == nil || tr.n == len(tr.parts) {
+	if tr.st == nil || tr.n == maxTracedParts {
 		return
+	}
+	if tr.parts == nil {
+		tr.parts = new([maxTracedParts]tracedPart)
 	}
 	tr.parts[tr.n] = tracedPart{c, tr.st.StartBackend(cl.Name, c.Pool().Addr())}
 	tr.n++

@@ -30,6 +30,7 @@ type socket struct {
 
 	readFn, writeFn, inputFn, sendFn func(uintptr) bool
 	sent                             bool // sendForReply: the command is written
+	noWait                           bool // TryInput: readInput reports a miss rather than wait
 
 	// The buffer and outcome of the call in progress, for the callbacks.
 	buf []byte
@@ -363,6 +364,9 @@ func (c *Conn) readInput(fd uintptr) bool {
 		return true
 	}
 	c.ReleaseBuffers()
+	if c.sock.noWait {
+		return true
+	}
 	if c.WaitStart.IsZero() && c.sock.waitTimeout > 0 {
 		c.WaitStart = time.Now()
 		if err := c.netConn.SetReadDeadline(c.WaitStart.Add(c.sock.waitTimeout)); err != nil {
@@ -371,6 +375,29 @@ func (c *Conn) readInput(fd uintptr) bool {
 		}
 	}
 	return false
+}
+
+// TryInput is WaitInput that does not wait: one read, and true when it
+// found input (or failed: err). When there was none it gives its buffers
+// back, as WaitInput does before it waits, and returns false; the caller
+// then waits for the socket some other way (a session parks it). On a
+// connection without a raw socket (TLS) it cannot tell without waiting
+// and reports input, so that the caller reads.
+func (c *Conn) TryInput() (bool, error) {
+	if c.rend > c.rpos {
+		return true, nil
+	}
+	c.WaitStart = time.Time{}
+	if !c.rawSocket() {
+		return true, nil
+	}
+	c.sock.waitTimeout, c.sock.err, c.sock.noWait = 0, nil, true
+	err := c.sock.raw.Read(c.sock.inputFn)
+	c.sock.noWait = false
+	if err == nil {
+		err, c.sock.err = c.sock.err, nil
+	}
+	return c.rend > c.rpos || err != nil, err
 }
 
 // waitThroughConn is WaitInput for connections without a raw socket.

@@ -202,6 +202,62 @@ func TestWaitInputWakesOnData(t *testing.T) {
 	}
 }
 
+// TryInput reads what is there without waiting: nothing (buffers given
+// back, no deadline armed), then a packet, then the peer's close.
+func TestTryInput(t *testing.T) {
+	a, b := tcpPair(t)
+	w, r := NewConn(a), NewConn(b)
+	r.ensureReadBuf()
+	r.ensureWriteBuf()
+	start := time.Now()
+	if ready, err := r.TryInput(); ready || err != nil {
+		t.Fatalf("nothing sent: TryInput = %v, %v; want false, nil", ready, err)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("TryInput waited %v", d)
+	}
+	if r.rbuf != nil || r.wbuf != nil || !r.WaitStart.IsZero() {
+		t.Fatal("TryInput that found nothing kept its buffers or armed a deadline")
+	}
+	if err := w.WritePacket([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ready, err := r.TryInput()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("TryInput never saw the packet sent")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if p, err := r.ReadPacket(); err != nil || string(p) != "ping" {
+		t.Fatalf("got %q, %v", p, err)
+	}
+	w.Close()
+	for {
+		ready, err := r.TryInput()
+		if ready {
+			if err != io.EOF {
+				t.Fatalf("after the peer closed: TryInput = true, %v; want io.EOF", err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("TryInput never saw the close")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // echoServer answers each packet read from c with the same packet.
 func echoServer(c net.Conn) {
 	s := NewConn(c)

@@ -185,13 +185,18 @@ func authAttempt(t *testing.T, p *proxy.Proxy, user, password string) (time.Dura
 }
 
 // TestAuthFailureDelay checks server.auth_failure_delay: after threshold
-// consecutive failures from an address, each login from it (a right
-// password too) is answered min_delay later per failure over the threshold,
-// and a success resets the count; reloading the keys applies them live.
+// consecutive failures of a user name from an address, each login as it
+// from there (a right password too) is answered min_delay later per
+// failure over the threshold, and a success resets the count; another
+// user name from the same address is not delayed (issue 23: a flood of
+// wrong passwords made a legitimate user from the flood's address time
+// out); reloading the keys applies them live.
 func TestAuthFailureDelay(t *testing.T) {
 	srv := testenv.Shared(t)
 	const minDelay = 150 * time.Millisecond
-	cfg := authGuardConfig(t, srv, 3, minDelay, time.Second)
+	// max_delay is also how long a count lasts without a failure: long
+	// enough for the attempts between two of appUser's on a busy machine.
+	cfg := authGuardConfig(t, srv, 3, minDelay, 3*time.Second)
 	p := startProxy(t, cfg)
 	fast := minDelay / 2
 	for i := 1; i <= 3; i++ {
@@ -199,16 +204,29 @@ func TestAuthFailureDelay(t *testing.T) {
 			t.Fatalf("failure %d of the threshold answered after %v", i, took)
 		}
 	}
-	// The 4th attempt waits min_delay, the 5th twice that; unknown users
-	// count the same.
-	if took, _ := authAttempt(t, p, "nobody", "wrong"); took < minDelay {
+	// The 4th attempt waits min_delay, the 5th twice that.
+	if took, _ := authAttempt(t, p, appUser, "wrong"); took < minDelay {
 		t.Fatalf("4th failed attempt answered after %v, want >= %v", took, minDelay)
+	}
+	// Another user from the same address is answered at once, with a
+	// right password and a wrong one; an unknown user counts as a name
+	// of its own, as a known one does.
+	if took, ok := authAttempt(t, p, "legacy", "password"); !ok || took >= fast {
+		t.Fatalf("another user's right password after 4 failures of %s: ok %v after %v, want ok at once", appUser, ok, took)
+	}
+	for i := 1; i <= 3; i++ {
+		if took, _ := authAttempt(t, p, "nobody", "wrong"); took >= fast {
+			t.Fatalf("failure %d of an unknown user after 4 failures of %s answered after %v, want at once", i, appUser, took)
+		}
+	}
+	if took, _ := authAttempt(t, p, "nobody", "wrong"); took < minDelay {
+		t.Fatalf("4th failure of an unknown user answered after %v, want >= %v", took, minDelay)
 	}
 	if took, _ := authAttempt(t, p, appUser, "wrong"); took < 2*minDelay {
 		t.Fatalf("5th failed attempt answered after %v, want >= %v", took, 2*minDelay)
 	}
-	if n := metricValue(t, p, "shardgate_client_auth_delayed_addresses"); n != 1 {
-		t.Errorf("shardgate_client_auth_delayed_addresses = %v, want 1", n)
+	if n := metricValue(t, p, "shardgate_client_auth_delayed_addresses"); n != 2 {
+		t.Errorf("shardgate_client_auth_delayed_addresses = %v, want 2 (%s and nobody at 127.0.0.1)", n, appUser)
 	}
 	// The right password waits too (else the quick answer would tell it),
 	// then resets the count.
@@ -219,11 +237,11 @@ func TestAuthFailureDelay(t *testing.T) {
 	if took, _ := authAttempt(t, p, appUser, "wrong"); took >= fast {
 		t.Fatalf("failure after a success answered after %v: the success did not reset the count", took)
 	}
-	if n := metricValue(t, p, "shardgate_client_auth_delayed_total"); n != 3 {
-		t.Errorf("shardgate_client_auth_delayed_total = %v, want 3", n)
+	if n := metricValue(t, p, "shardgate_client_auth_delayed_total"); n != 4 {
+		t.Errorf("shardgate_client_auth_delayed_total = %v, want 4", n)
 	}
-	if n := metricValue(t, p, "shardgate_client_auth_delayed_addresses"); n != 0 {
-		t.Errorf("shardgate_client_auth_delayed_addresses = %v after a success, want 0", n)
+	if n := metricValue(t, p, "shardgate_client_auth_delayed_addresses"); n != 1 {
+		t.Errorf("shardgate_client_auth_delayed_addresses = %v after a success, want 1 (nobody)", n)
 	}
 
 	// Live reload: off, then on with a threshold the count has passed.

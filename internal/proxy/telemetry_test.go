@@ -227,17 +227,25 @@ func TestStatementTelemetryCursorFetch(t *testing.T) {
 	if rows != 10 {
 		t.Fatalf("fetched %d rows", rows)
 	}
-	var found bool
-	for _, d := range p.Telemetry().Digests() {
-		if d.Text == "SELECT seq FROM seq_1_to_10" {
-			found = true
-			if d.Count != 1 || d.RowsSent != 10 {
-				t.Errorf("the cursor's digest row: count %d, rows %d; want 1, 10", d.Count, d.RowsSent)
+	// The proxy counts a fetch's rows once it has sent them: the client
+	// may look before it has.
+	var row *telemetry.DigestStat
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		row = nil
+		for _, d := range p.Telemetry().Digests() {
+			if d.Text == "SELECT seq FROM seq_1_to_10" {
+				row = &d
 			}
 		}
+		if row != nil && row.RowsSent == 10 || time.Now().After(deadline) {
+			break
+		}
 	}
-	if !found {
-		t.Errorf("no digest row of the cursor's statement: %+v", p.Telemetry().Digests())
+	if row == nil {
+		t.Fatalf("no digest row of the cursor's statement: %+v", p.Telemetry().Digests())
+	}
+	if row.Count != 1 || row.RowsSent != 10 {
+		t.Errorf("the cursor's digest row: count %d, rows %d; want 1, 10", row.Count, row.RowsSent)
 	}
 }
 

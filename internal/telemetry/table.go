@@ -14,7 +14,7 @@ import (
 // its stripes, each a map under its own lock, taken only on a session's
 // cache miss.
 type table struct {
-	gen      uint64 // Recorder.gen when it was made
+	gen      uint64 // its number among the process's tables (tableGens)
 	stripes  [tableStripes]stripe
 	n        atomic.Int64 // entries, for telemetry.max_digests
 	overflow *entry       // the statements of the digests beyond it (not in the table: a session may cache it)

@@ -81,7 +81,6 @@ type Recorder struct {
 	digests    atomic.Bool
 	maxDigests atomic.Int64
 	tab        atomic.Pointer[table]
-	gen        atomic.Uint64 // the last table's generation
 
 	slow        *slowLog
 	threshold   atomic.Int64  // ns; statements over it are slow
@@ -101,7 +100,7 @@ type Recorder struct {
 func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Recorder, error) {
 	r := &Recorder{enabled: cfg.Enabled, m: newMetrics(reg), log: log}
 	r.clusters.Store(&map[string]*ClusterStats{})
-	r.tab.Store(newTable(r.gen.Add(1)))
+	r.tab.Store(newTable(tableGens.Add(1)))
 	r.Configure(cfg)
 	if cfg.Enabled && cfg.SlowLog.File != "" {
 		sl, err := openSlowLog(cfg.SlowLog.File, r.m.SlowDropped, log)
@@ -166,8 +165,15 @@ func (r *Recorder) Digests() []DigestStat {
 // holding entries of the old table notice at their next statement and drop
 // them; the old table itself is referenced by no session.
 func (r *Recorder) ResetDigests() {
-	r.tab.Store(newTable(r.gen.Add(1)))
+	r.tab.Store(newTable(tableGens.Add(1)))
 }
+
+// tableGens numbers the digest tables of the process, every Recorder's:
+// a Session whose cache holds entries of one table must not take them
+// for another's, also when it moves from one Recorder to another (the
+// frontend pools them among sessions, and a process may run several
+// Recorders).
+var tableGens atomic.Uint64
 
 // Cluster returns the statement metrics of a cluster ("*" for the
 // statements that ran on several), made at first use. Once made, it is
@@ -252,9 +258,11 @@ func (r *Recorder) Record(sess *Session, st *Statement) {
 }
 
 // Session is a client session's recording state: a direct-mapped cache
-// of the digest entries it used and a random source for sampling. It
-// lives in the session (its zero value is ready) and is used by its
-// goroutine only.
+// of the digest entries it used and a random source for sampling. Its
+// zero value is ready; it is used by one goroutine at a time, and may
+// serve another session, or another Recorder, afterwards: the cache is
+// keyed by digest, user and database, and emptied when it finds another
+// table than its entries' (tableGens).
 type Session struct {
 	cache [sessionCache]cached
 	gen   uint64 // the generation of the table the cached entries are of
