@@ -30,18 +30,18 @@ import (
 type partWarnings struct {
 	rows  [][]string // Level, Code, Message, part after part, max_error_count at most
 	count int        // the warnings the parts raised, listed or not
-	valid bool       // the session holds the previous statement's diagnostics
-	// current: rows are the current statement's (collectWarnings adds
-	// the next part's to them); else they are the previous statement's,
-	// which the current one's first part replaces.
-	current bool
 	// held is the connection holding the previous statement's
 	// diagnostics (pinHeld) while the current statement, which reads no
 	// table, leaves them in place: read from it (saveDiagnostics) when
 	// the statement goes on without it. heldCount is their count, as the
 	// statement that raised them reported it.
 	held      *backend.Conn
-	heldCount int
+	heldCount uint16
+	valid     bool // the session holds the previous statement's diagnostics
+	// current: rows are the current statement's (collectWarnings adds
+	// the next part's to them); else they are the previous statement's,
+	// which the current one's first part replaces.
+	current bool
 }
 
 // defaultMaxErrorCount is the server's max_error_count unless the session
@@ -217,7 +217,7 @@ func (s *Session) saveDiagnostics(c *backend.Conn) {
 		return
 	}
 	s.warns.held = nil
-	s.collectWarnings(c, s.warns.heldCount, nil)
+	s.collectWarnings(c, int(s.warns.heldCount), nil)
 	s.warns.current = false // the current statement's own replace them
 }
 
@@ -230,7 +230,7 @@ func (s *Session) saveDiagnostics(c *backend.Conn) {
 func (s *Session) diagnosticsAfter(info *mysql.ResponseInfo, st router.Stmt) {
 	switch {
 	case info.Warnings > 0 || info.Err != nil:
-		s.warns.heldCount = int(info.Warnings)
+		s.warns.heldCount = info.Warnings
 		if !s.cmd.parts {
 			s.warns.valid = false
 		}
