@@ -48,7 +48,6 @@ type Evaluate struct {
 	// okInfo and okState hold an OnSession write's OK text and session
 	// state while the temporary tables are dropped.
 	okInfo, okState []byte
-	inTrx           bool // the execution is inside the session's transaction
 }
 
 // EvalCopy is one temporary table: its name (quoted, qualified), a
@@ -178,10 +177,10 @@ func (e *Evaluate) Execute(c Cursor, q []byte) bool {
 // copyAll creates the temporary tables on ev and copies their rows.
 func (e *Evaluate) copyAll(c Cursor, ev *backend.Conn) error {
 	e.made = e.made[:0]
-	e.inTrx = c.Status()&mysql.StatusInTrans != 0
+	inTrx := c.Status()&mysql.StatusInTrans != 0
 	for i := range e.Tables {
 		t := &e.Tables[i]
-		if t.InTrx && !e.inTrx {
+		if t.InTrx && !inTrx {
 			continue
 		}
 		if t.Like != "" {
@@ -305,11 +304,7 @@ func (e *Evaluate) explain(q []byte) []Step {
 			own += " (the rows the statement's conditions allow)"
 		}
 		for _, f := range t.Fetches {
-			name := own
-			if f.Cluster == ev {
-				name += " (by the evaluator itself, INSERT … SELECT, outside a transaction)"
-			}
-			steps = append(steps, fetchStep(name, f))
+			steps = append(steps, fetchStep(own, f))
 		}
 	}
 	final := Step{Primitive: "Evaluate: the statement", Shard: ev.Name, Query: text(q), Cluster: ev, Evaluator: true}

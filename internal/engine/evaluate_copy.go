@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"bytes"
-	"errors"
 	"strings"
 
 	"github.com/shardgate/shardgate/internal/backend"
@@ -274,24 +272,4 @@ func appendQuoted(b, v []byte) []byte {
 		}
 	}
 	return append(b, '\'')
-}
-
-// local reports whether fetch f reads sub-tables of the evaluator's own
-// server, which copies them itself (INSERT … SELECT): their rows never
-// cross the proxy. Not inside a transaction on a connection of the
-// proxy's own, which would not see the transaction's rows (the fetch
-// reads them on the transaction's connection); an OnSession statement
-// runs on the transaction's connection itself.
-func (e *Evaluate) local(f *Part) bool {
-	return f.Cluster == e.Evaluator && (e.OnSession || !e.inTrx)
-}
-
-// copyLocal copies the rows fetch f selects into t's temporary table on
-// ev, server-side.
-func (e *Evaluate) copyLocal(ev *backend.Conn, t *EvalCopy, f *Part) error {
-	sel, ok := bytes.CutPrefix(f.Query[1:], []byte(FetchPrefix))
-	if !ok {
-		return errors.New("a fetch of the evaluator's own sub-tables without its prefix")
-	}
-	return ev.Exec("SET STATEMENT sql_mode='' FOR INSERT INTO " + t.Temp + " " + string(sel))
 }

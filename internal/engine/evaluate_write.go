@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 
 	"github.com/shardgate/shardgate/internal/backend"
@@ -15,8 +16,8 @@ import (
 // statement, atomic, its answer (affected rows, insert id, warnings,
 // error) the client's as a routed statement's is. The sub-tables on the
 // evaluator's own cluster are copied by the server itself (INSERT …
-// SELECT, Evaluate.local), which also keeps that connection from being
-// asked for as a fetch's while it is the session's.
+// SELECT), which also keeps that connection from being asked for as a
+// fetch's while it is the session's.
 
 // executeWrite runs an OnSession evaluation.
 func (e *Evaluate) executeWrite(c Cursor, q []byte) bool {
@@ -75,4 +76,20 @@ func (e *Evaluate) failWrite(c Cursor, ev *backend.Conn, err error) bool {
 		return a.goOn
 	}
 	return c.Fail(asClientError(err))
+}
+
+// local reports whether fetch f reads sub-tables on the connection the
+// OnSession statement runs on, which copies them itself.
+func (e *Evaluate) local(f *Part) bool {
+	return e.OnSession && f.Cluster == e.Evaluator
+}
+
+// copyLocal copies the rows fetch f selects into t's temporary table on
+// ev, server-side, as the client's transaction sees them.
+func (e *Evaluate) copyLocal(ev *backend.Conn, t *EvalCopy, f *Part) error {
+	sel, ok := bytes.CutPrefix(f.Query[1:], []byte(FetchPrefix))
+	if !ok {
+		return errors.New("a fetch of the evaluator's own sub-tables without its prefix")
+	}
+	return ev.Exec("SET STATEMENT sql_mode='' FOR INSERT INTO " + t.Temp + " " + string(sel))
 }

@@ -34,7 +34,7 @@ func TestExplainEvaluate(t *testing.T) {
 	}
 	wants := []want{
 		{prim: "Evaluate: create", shard: "s0"},
-		{prim: "Evaluate: copy into shop.u (the rows the statement's conditions allow) (by the evaluator itself, INSERT … SELECT, outside a transaction)", shard: "s0", sql: "SELECT * FROM shop.u_0000 WHERE id < 9"},
+		{prim: "Evaluate: copy into shop.u (the rows the statement's conditions allow)", shard: "s0", sql: "SELECT * FROM shop.u_0000 WHERE id < 9"},
 		{prim: "Evaluate: copy into shop.u (the rows the statement's conditions allow)", shard: "s1", sql: "SELECT * FROM shop.u_0001 WHERE id < 9"},
 		{prim: "Evaluate: create", shard: "s0"},
 		{prim: "Evaluate: semi-join values for shop.o", shard: "s0", sql: "SELECT DISTINCT city FROM shop.u", evaluator: true},

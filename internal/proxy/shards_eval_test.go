@@ -211,9 +211,7 @@ func TestEvaluateKillQuery(t *testing.T) {
 		a, b := oneConn(t, db), oneConn(t, db)
 		aID := queryString(t, a, "SELECT CONNECTION_ID()")
 		done := runAsync(a, copying)
-		// s0, the evaluator's server, copies its own sub-tables itself.
-		waitShards(t, true, fetch, roots[1])
-		waitShards(t, true, "INSERT INTO", roots[0])
+		waitShards(t, true, fetch, roots...)
 		mustExec(t, b, "KILL QUERY "+aID)
 		if err := waitErr(t, done, "KILL QUERY"); mysqlErrCode(err) != 1317 {
 			t.Fatalf("the killed evaluation ended with %v, want error 1317", err)
