@@ -235,9 +235,7 @@ func (e *Evaluate) insertPrefix(temp string) string {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteByte('`')
-		b.WriteString(strings.ReplaceAll(string(col.Name), "`", "``"))
-		b.WriteByte('`')
+		b.WriteString(quoteIdent(string(col.Name)))
 	}
 	b.WriteString(") VALUES ")
 	return b.String()

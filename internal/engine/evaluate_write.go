@@ -60,22 +60,16 @@ func (e *Evaluate) executeWrite(c Cursor, q []byte) bool {
 // connection done with (discarded if that fails), and the client gets
 // err, unless the cursor answered it already.
 func (e *Evaluate) failWrite(c Cursor, ev *backend.Conn, err error) bool {
-	var a *answered
 	if derr := e.drop(ev); derr != nil {
+		var a *answered
 		if !errors.As(err, &a) {
 			return c.Failed(ev, mysql.BackendError(derr), false)
 		}
-		if !c.Drop(ev, derr) {
-			return false
-		}
-		return a.goOn
+		return c.Drop(ev, derr) && a.goOn
 	}
 	c.SkipWarnings()
 	c.Done(ev, &mysql.ResponseInfo{Status: c.Status()}) // (statements of the proxy's: the transaction goes on)
-	if errors.As(err, &a) {
-		return a.goOn
-	}
-	return c.Fail(asClientError(err))
+	return answerFailure(c, err)
 }
 
 // local reports whether fetch f reads sub-tables on the connection the

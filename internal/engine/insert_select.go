@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -76,15 +77,13 @@ func (s *InsertSelect) Execute(c Cursor, q []byte) bool {
 	}
 	if r.Info.Err != nil {
 		c.TakeWarnings(ev, &r.Info)
-		c.ReleaseAside(ev, e.drop(ev) != nil)
-		return c.Fail(r.Info.Err)
+		return e.fail(c, ev, r.Info.Err)
 	}
 	s.info = append(s.info[:0], okp.Info...)
 	s.dry = mysql.OKPacket{AffectedRows: okp.AffectedRows, Warnings: okp.Warnings, Info: s.info}
 	c.TakeWarnings(ev, &r.Info)
 	if s.dry.AffectedRows > s.MaxRows {
-		c.ReleaseAside(ev, e.drop(ev) != nil)
-		return c.Fail(mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax,
+		return e.fail(c, ev, mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax,
 			"This version of shardgate doesn't yet support 'INSERT … SELECT of more than %d rows into sharded table %s' (it wrote nothing; copy the rows in parts, e.g. by ranges of a key)", s.MaxRows, s.Table))
 	}
 	if s.dry.AffectedRows == 0 {
@@ -125,7 +124,7 @@ func (s *InsertSelect) prepareTwin(ev *backend.Conn) ([]twinColumn, error) {
 			computed: strings.Contains(extra, "GENERATED") || strings.Contains(extra, "INVISIBLE")})
 	}
 	for _, c := range all {
-		if c.computed || s.Columns != nil && !containsFold(s.Columns, c.name) {
+		if c.computed || s.Columns != nil && !slices.ContainsFunc(s.Columns, func(n string) bool { return strings.EqualFold(n, c.name) }) {
 			continue
 		}
 		cols = append(cols, c)
@@ -262,16 +261,6 @@ func (c *insertSelectCursor) Done(conn *backend.Conn, info *mysql.ResponseInfo) 
 func (c *insertSelectCursor) AnswerInsert(ok *mysql.OKPacket, generated uint64) bool {
 	ok.Info, ok.Warnings = c.dry.Info, c.dry.Warnings
 	return c.Cursor.AnswerInsert(ok, generated)
-}
-
-// containsFold reports whether names holds name, ignoring case.
-func containsFold(names []string, name string) bool {
-	for _, n := range names {
-		if strings.EqualFold(n, name) {
-			return true
-		}
-	}
-	return false
 }
 
 // quoteIdent is `name`.

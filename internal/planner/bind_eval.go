@@ -31,8 +31,10 @@ func (b *Binder) evaluation(ks *Keyspace, plan *Plan, st router.Stmt, sql []byte
 			// ROLLBACK would warn (1196), as one server would not.
 			return nil, notSupported("a write to an unsharded table that reads sharded tables, inside a transaction")
 		}
-		if e := s.CrossShardWrite(ks.Default, st); vals != nil && e != nil {
-			return nil, e
+		if vals != nil { // (a prepare writes nothing)
+			if e := s.CrossShardWrite(ks.Default, st); e != nil {
+				return nil, e
+			}
 		}
 	}
 	// (The evaluator takes the client's parameters as they come: its

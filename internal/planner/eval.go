@@ -323,7 +323,7 @@ func (p *EvalPlan) addTable(schema *sharding.Schema, n sqlparser.TableName, db s
 	if qualifier == "" && (ctes[strings.ToLower(name)] || strings.EqualFold(name, "dual")) {
 		return nil
 	}
-	if qualifier == "" && db != schema.Name || qualifier != "" && qualifier != schema.Name {
+	if !resolvesIn(schema, qualifier, db) {
 		return errNotHere // (the route's refusal names both tables)
 	}
 	t := schema.Table(name)

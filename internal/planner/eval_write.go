@@ -26,8 +26,7 @@ func (k *Keyspace) writesLocal(stmt sqlparser.Statement, db string) bool {
 		return false
 	}
 	for _, n := range written {
-		qualifier := n.Qualifier.String()
-		if qualifier == "" && db != k.Schema.Name || qualifier != "" && qualifier != k.Schema.Name {
+		if !resolvesIn(k.Schema, n.Qualifier.String(), db) {
 			return false
 		}
 		if k.Schema.Table(n.Name.String()) != nil {

@@ -194,9 +194,9 @@ func (q *infoQuery) tables(from []sqlparser.TableExpr) error {
 			if !(strings.EqualFold(tn.Qualifier.String(), "information_schema") || tn.Qualifier.IsEmpty() && q.inInfo) || !ok {
 				return q.k.infoRefusal(fmt.Sprintf("reading %s", sqlparser.String(tn)))
 			}
-			r := infoRef{table: it, info: strings.ToUpper(tn.Name.String()), name: tn.Name.String(), qual: quoteName("information_schema") + "." + quoteName(tn.Name.String()) + "."}
+			r := infoRef{table: it, info: strings.ToUpper(tn.Name.String()), name: tn.Name.String(), qual: quoteIdent("information_schema") + "." + quoteIdent(tn.Name.String()) + "."}
 			if !t.As.IsEmpty() {
-				r.name, r.qual = t.As.String(), quoteName(t.As.String())+"."
+				r.name, r.qual = t.As.String(), quoteIdent(t.As.String())+"."
 			}
 			q.refs = append(q.refs, r)
 		default:
@@ -301,10 +301,10 @@ func (q *infoQuery) hiddenColumns(spec *engine.InfoSchemaQuery) string {
 		return b.String()
 	}
 	for _, r := range q.refs {
-		add(r.qual + quoteName(r.table.schema))
+		add(r.qual + quoteIdent(r.table.schema))
 		add(r.qual + "TABLE_NAME")
 		if r.table.referenced != "" {
-			add(r.qual + quoteName(r.table.referenced))
+			add(r.qual + quoteIdent(r.table.referenced))
 		}
 		spec.Refs = append(spec.Refs, engine.InfoRef{Referenced: r.table.referenced != ""})
 	}
@@ -444,7 +444,7 @@ func (q *infoQuery) logicalName(n router.NameRef, r *infoRef, zero []string) str
 		schema = r.table.referenced
 	}
 	return fmt.Sprintf("IF(BINARY %s%s = %s AND BINARY %s IN (%s), SUBSTRING(%s, 1, CHAR_LENGTH(%s) - 5), %s)",
-		qual, quoteName(schema), quoteString(q.k.Schema.Name), ref, strings.Join(zero, ", "), ref, ref, ref)
+		qual, quoteIdent(schema), quoteString(q.k.Schema.Name), ref, strings.Join(zero, ", "), ref, ref, ref)
 }
 
 // refOf is the table a name reference reads: by its qualifier, else the
@@ -522,7 +522,7 @@ func (q *infoQuery) rowsOf(h zeroHome) string {
 	var conds []string
 	for _, r := range q.refs {
 		in := func(names []string) string {
-			return fmt.Sprintf("BINARY %s%s = %s AND BINARY %sTABLE_NAME IN (%s)", r.qual, quoteName(r.table.schema),
+			return fmt.Sprintf("BINARY %s%s = %s AND BINARY %sTABLE_NAME IN (%s)", r.qual, quoteIdent(r.table.schema),
 				quoteString(q.k.Schema.Name), r.qual, strings.Join(names, ", "))
 		}
 		if h.shard != q.k.Schema.DefaultCluster {

@@ -72,11 +72,21 @@ func (k *Keyspace) LockTables(sql []byte, db string) ([]engine.Part, error) {
 	return parts, nil
 }
 
+// resolvesIn reports whether a table name qualified by qualifier (""
+// for none), read with db as the current database, names a table of
+// schema: the session's database when unqualified, its qualifier else,
+// compared as the server compares database names on Linux.
+func resolvesIn(schema *sharding.Schema, qualifier, db string) bool {
+	if qualifier == "" {
+		return db == schema.Name
+	}
+	return qualifier == schema.Name
+}
+
 // listedTable is the listed table qualifier.name tn names in a session on
 // database db, or nil (an unlisted table, or one of another database).
 func (k *Keyspace) listedTable(tn sqlparser.TableName, db string) *sharding.SchemaTable {
-	q := tn.Qualifier.String()
-	if q == "" && db != k.Schema.Name || q != "" && q != k.Schema.Name {
+	if !resolvesIn(k.Schema, tn.Qualifier.String(), db) {
 		return nil
 	}
 	return k.Schema.Table(tn.Name.String())

@@ -72,7 +72,7 @@ func (k *Keyspace) showBasic(s *sqlparser.ShowBasic, db string) (engine.Primitiv
 			}
 		}
 		sub := sharding.SubTableName(t.Name, 0)
-		q := show + quoteName(where) + "." + quoteName(sub) + showFilter(s.Filter)
+		q := show + quoteIdent(where) + "." + quoteIdent(sub) + showFilter(s.Filter)
 		return k.onSubTableZero(t, q, engine.SubTableAnswer(t.Name, sub)), nil
 	case sqlparser.OpenTable, sqlparser.Trigger:
 		if k.inSchema(s.DbName.String(), db) {
@@ -88,12 +88,12 @@ func (k *Keyspace) describe(s *sqlparser.ExplainTab, db string) (engine.Primitiv
 		return nil, nil
 	}
 	sub := sharding.SubTableName(t.Name, 0)
-	q := "DESCRIBE " + quoteName(where) + "." + quoteName(sub)
+	q := "DESCRIBE " + quoteIdent(where) + "." + quoteIdent(sub)
 	switch {
 	case strings.HasPrefix(s.Wild, "'"): // a pattern, as Vitess encodes it
 		q += " " + s.Wild
 	case s.Wild != "": // a column name
-		q += " " + quoteName(s.Wild)
+		q += " " + quoteIdent(s.Wild)
 	}
 	return k.onSubTableZero(t, q, engine.SubTableAnswer(t.Name, sub)), nil
 }
@@ -104,7 +104,7 @@ func (k *Keyspace) showCreate(s *sqlparser.ShowCreate, db string) (engine.Primit
 		return nil, nil
 	}
 	sub := sharding.SubTableName(t.Name, 0)
-	m := k.onSubTableZero(t, "SHOW CREATE TABLE "+quoteName(where)+"."+quoteName(sub), engine.CreateTable(t.Name, sub))
+	m := k.onSubTableZero(t, "SHOW CREATE TABLE "+quoteIdent(where)+"."+quoteIdent(sub), engine.CreateTable(t.Name, sub))
 	for _, shard := range subTableShards(t) {
 		var names []string
 		for i := 0; i < t.Group.Layout.SubTables(); i++ {
@@ -141,7 +141,7 @@ func (k *Keyspace) tableList(s *sqlparser.ShowBasic, db string) (engine.Primitiv
 	case s.Full:
 		show = "SHOW FULL TABLES FROM "
 	}
-	q := comQuery(show + quoteName(k.Schema.Name))
+	q := comQuery(show + quoteIdent(k.Schema.Name))
 	m := &engine.Metadata{Parts: []engine.Part{{Cluster: k.Default}},
 		Build: engine.TableList(k.Schema, s.Command == sqlparser.TableStatus, match, sequence.DefaultTable, xa.DecisionTable)}
 	for _, shard := range k.shardsWithSubTables() {
@@ -226,8 +226,6 @@ func showFilter(f *sqlparser.ShowFilter) string {
 	}
 	return " LIKE " + quoteString(f.Like)
 }
-
-func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 
 func quoteString(s string) string { return sqlparser.String(sqlparser.NewStrLiteral(s)) }
 

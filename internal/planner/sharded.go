@@ -159,7 +159,7 @@ func (k *Keyspace) tableColumns(name string) ([]string, bool) {
 // number (a like-group, or each on the same single sub-table).
 func (k *Keyspace) renamer(db string) Rename {
 	return func(qualifier, name string) int {
-		if qualifier == "" && db != k.Schema.Name || qualifier != "" && qualifier != k.Schema.Name {
+		if !resolvesIn(k.Schema, qualifier, db) {
 			return -1
 		}
 		t := k.Schema.Table(name)
@@ -195,7 +195,7 @@ func (k *Keyspace) fillColumnList(stmt sqlparser.Statement, db string) {
 	if err != nil {
 		return
 	}
-	if q := tn.Qualifier.String(); q != "" && q != k.Schema.Name || q == "" && db != k.Schema.Name {
+	if !resolvesIn(k.Schema, tn.Qualifier.String(), db) {
 		return
 	}
 	t := k.Schema.Table(tn.Name.String())
