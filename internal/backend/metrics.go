@@ -22,6 +22,7 @@ type PoolCollector struct {
 	open, idle, waiting, max                   *prometheus.Desc
 	dials, dialErrors, waitTimeouts, discarded *prometheus.Desc
 	waits                                      *prometheus.Desc
+	lanes, laneInFlight, pipelined             *prometheus.Desc
 }
 
 // NewPoolCollector returns a collector for p.
@@ -40,12 +41,15 @@ func NewPoolCollector(p *Pool) *PoolCollector {
 		waits:        d("waits_total", "Statements that queued for a connection because all max_open were in use."),
 		waitTimeouts: d("wait_timeouts_total", "Statements that timed out waiting for a connection."),
 		discarded:    d("discarded_total", "Backend connections discarded as broken."),
+		lanes:        d("pipeline_connections", "Connections carrying several sessions' reads at once (pool.pipeline_connections)."),
+		laneInFlight: d("pipeline_in_flight", "Reads written to pipelining connections whose answers are not read yet."),
+		pipelined:    d("pipelined_total", "Reads answered on pipelining connections."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *PoolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.open, c.idle, c.waiting, c.max, c.dials, c.dialErrors, c.waits, c.waitTimeouts, c.discarded} {
+	for _, d := range []*prometheus.Desc{c.open, c.idle, c.waiting, c.max, c.dials, c.dialErrors, c.waits, c.waitTimeouts, c.discarded, c.lanes, c.laneInFlight, c.pipelined} {
 		ch <- d
 	}
 	c.pool.waitSeconds.Describe(ch)
@@ -64,6 +68,10 @@ func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.waits, prometheus.CounterValue, float64(st.Waits.Load()))
 	ch <- prometheus.MustNewConstMetric(c.waitTimeouts, prometheus.CounterValue, float64(st.Timeouts.Load()))
 	ch <- prometheus.MustNewConstMetric(c.discarded, prometheus.CounterValue, float64(st.Discarded.Load()))
+	lanes, inFlight := c.pool.Lanes()
+	ch <- prometheus.MustNewConstMetric(c.lanes, prometheus.GaugeValue, float64(lanes))
+	ch <- prometheus.MustNewConstMetric(c.laneInFlight, prometheus.GaugeValue, float64(inFlight))
+	ch <- prometheus.MustNewConstMetric(c.pipelined, prometheus.CounterValue, float64(st.Pipelined.Load()))
 	c.pool.waitSeconds.Collect(ch)
 }
 

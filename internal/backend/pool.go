@@ -28,7 +28,16 @@ type PoolConfig struct {
 	// EvaluatorMaxOpen bounds the pool's evaluator pool (Pool.Evaluator);
 	// 0: DefaultEvaluatorMaxOpen.
 	EvaluatorMaxOpen int
+	// PipelineConnections is how many of the pool's connections may be
+	// lanes, carrying several sessions' statements at once (lane.go); 0
+	// turns pipelining off. PipelineDepth bounds the statements in flight
+	// on one lane; 0: DefaultPipelineDepth.
+	PipelineConnections, PipelineDepth int
 }
+
+// DefaultPipelineDepth is how many statements a lane carries at once when
+// the configuration says nothing.
+const DefaultPipelineDepth = 8
 
 // DefaultEvaluatorMaxOpen is how many connections an evaluator pool may
 // have open when its configuration says nothing: evaluations across
@@ -52,6 +61,10 @@ func (cfg PoolConfig) withDefaults(dc *DialConfig) PoolConfig {
 	if cfg.EvaluatorMaxOpen <= 0 {
 		cfg.EvaluatorMaxOpen = DefaultEvaluatorMaxOpen
 	}
+	if cfg.PipelineDepth <= 0 {
+		cfg.PipelineDepth = DefaultPipelineDepth
+	}
+	cfg.PipelineConnections = min(max(cfg.PipelineConnections, 0), cfg.MaxOpen)
 	return cfg
 }
 
@@ -61,6 +74,7 @@ func (cfg PoolConfig) withDefaults(dc *DialConfig) PoolConfig {
 func (cfg PoolConfig) evaluatorConfig() PoolConfig {
 	e := cfg
 	e.MaxOpen, e.MaxIdle, e.MinIdle = cfg.EvaluatorMaxOpen, cfg.EvaluatorMaxOpen, 0
+	e.PipelineConnections = 0 // the proxy's own statements, one at a time
 	return e
 }
 
@@ -108,6 +122,8 @@ type Pool struct {
 	// evaluator pool, which isEvaluator marks.
 	evaluator   *Pool
 	isEvaluator bool
+
+	lanes laneSet // its connections that pipeline (lane.go)
 }
 
 // Server returns the server the pool connects to.
@@ -117,6 +133,7 @@ func (p *Pool) Server() *Server { return p.server.Load() }
 type PoolStats struct {
 	Dials, DialErrors, Timeouts, Discarded atomic.Uint64
 	Waits                                  atomic.Uint64 // acquires that queued
+	Pipelined                              atomic.Uint64 // answers read on lanes
 }
 
 // A waiter is one Acquire queued for a connection. Waiters are recycled and
@@ -158,6 +175,7 @@ func startOnePool(name string, dc *DialConfig, cfg PoolConfig, log *slog.Logger,
 	p := &Pool{Name: name, dial: dc, cfg: cfg.withDefaults(dc), log: log.With("pool", name, "addr", dc.Addr), isEvaluator: isEvaluator,
 		stop: make(chan struct{}), done: make(chan struct{}), back: make(chan struct{}, 1),
 		waitSeconds: newWaitHistogram(name, dc.Addr)}
+	p.setLaneLimits(p.cfg.PipelineConnections, p.cfg.PipelineDepth)
 	go p.maintain(ticking)
 	return p
 }
@@ -544,6 +562,7 @@ func (p *Pool) SetConfig(cfg PoolConfig) {
 	for _, w := range grants {
 		w.ch <- nil // permission to dial: the slot is counted
 	}
+	p.setLaneLimits(cfg.PipelineConnections, cfg.PipelineDepth)
 	if p.evaluator != nil {
 		p.evaluator.SetConfig(cfg.evaluatorConfig())
 	}
@@ -565,6 +584,9 @@ func (p *Pool) Close() {
 		return
 	}
 	p.closed = true
+	p.mu.Unlock()
+	p.setLaneLimits(0, 0) // their connections come back (and are closed) as their answers are read
+	p.mu.Lock()
 	queued := p.waiters
 	p.waiters = nil
 	if p.waitTimer != nil {

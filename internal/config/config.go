@@ -277,6 +277,11 @@ type Pool struct {
 	// pool (backend.Pool.Evaluator): statements across shards evaluated
 	// on the server at once.
 	EvaluatorMaxOpen int `yaml:"evaluator_max_open"`
+	// PipelineConnections: how many of each server's connections carry
+	// several sessions' reads at once (0: none, the default);
+	// PipelineDepth: the reads in flight on one of them.
+	PipelineConnections int `yaml:"pipeline_connections"`
+	PipelineDepth       int `yaml:"pipeline_depth"`
 }
 
 // Backend is one MySQL server. Weight is meaningful for replicas only; the

@@ -155,7 +155,7 @@ clusters:
 		MaxOpen: 16, MaxIdle: 16, MinIdle: 16,
 		ConnectTimeout: 5 * time.Second, IdleTimeout: 10 * time.Minute, MaxLifetime: time.Hour,
 		WaitTimeout: 5 * time.Second, MaxWaiters: 10000, PreparedStatementsPerConn: 256,
-		HealthCheckInterval: 10 * time.Second, EvaluatorMaxOpen: 4,
+		HealthCheckInterval: 10 * time.Second, EvaluatorMaxOpen: 4, PipelineDepth: 8,
 	}
 	want := &Config{
 		File: filepath.Join(dir, "shardgate.yaml"),
@@ -189,7 +189,7 @@ clusters:
 				Pool: Pool{MaxOpen: 32, MaxIdle: 8, MinIdle: 0,
 					ConnectTimeout: 250 * time.Millisecond, IdleTimeout: time.Minute, MaxLifetime: 30 * time.Minute,
 					WaitTimeout: 2 * time.Second, MaxWaiters: 50, PreparedStatementsPerConn: 64,
-					HealthCheckInterval: 3 * time.Second, EvaluatorMaxOpen: 2},
+					HealthCheckInterval: 3 * time.Second, EvaluatorMaxOpen: 2, PipelineDepth: 8},
 				Primary:  Backend{Address: "db1.internal:3306", Weight: 1, State: "online"},
 				Replicas: []Backend{{Address: "db2.internal:3306", Weight: 3, State: "online"}, {Address: "db3.internal:3306", Weight: 1, State: "online"}},
 				Routing:  defaultRouting(), Health: defaultHealth(),
@@ -259,7 +259,7 @@ func TestDefaults(t *testing.T) {
 				MaxOpen: 16, MaxIdle: 16, MinIdle: 16,
 				ConnectTimeout: 5 * time.Second, IdleTimeout: 10 * time.Minute, MaxLifetime: time.Hour,
 				WaitTimeout: 5 * time.Second, MaxWaiters: 10000, PreparedStatementsPerConn: 256,
-				HealthCheckInterval: 10 * time.Second, EvaluatorMaxOpen: 4,
+				HealthCheckInterval: 10 * time.Second, EvaluatorMaxOpen: 4, PipelineDepth: 8,
 			},
 			Primary: Backend{Address: "127.0.0.1:3306", Weight: 1, State: "online"},
 			Routing: defaultRouting(), Health: defaultHealth(),

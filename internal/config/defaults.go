@@ -15,6 +15,8 @@ const (
 	defaultPoolMaxOpen     = 16
 	defaultPoolMaxWaiters  = 10000
 	defaultPoolPreparedMax = 256
+	// defaultPipelineDepth is backend.DefaultPipelineDepth.
+	defaultPipelineDepth = 8
 	// defaultPoolEvaluators is backend.DefaultEvaluatorMaxOpen.
 	defaultPoolEvaluators = 4
 	defaultMaxPrepared    = 16382
@@ -116,6 +118,7 @@ func (c *Cluster) setDefaults() {
 			PreparedStatementsPerConn: defaultPoolPreparedMax,
 			HealthCheckInterval:       10 * time.Second,
 			EvaluatorMaxOpen:          defaultPoolEvaluators,
+			PipelineDepth:             defaultPipelineDepth,
 		},
 		Primary: Backend{Weight: 1, State: "online"},
 		Routing: Routing{

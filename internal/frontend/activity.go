@@ -165,6 +165,9 @@ func (s *Session) Activity() Activity {
 	}
 	if a.running {
 		addr(s.running)
+		if s.pipe != nil {
+			addr(s.pipe.Lane().Conn())
+		}
 		for _, c := range s.partsRunning {
 			addr(c)
 		}

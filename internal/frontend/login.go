@@ -215,6 +215,12 @@ func (s *Session) killBackendQueries() {
 	if c := s.running; c != nil {
 		s.killBackendQuery(c)
 	}
+	if t := s.pipe; t != nil && t.Abandon() {
+		// Its answer is the next read on the lane: the server runs it,
+		// or has just run it (a statement after it that the kill reaches
+		// instead runs again: runPipelined).
+		s.killBackendQuery(t.Lane().Conn())
+	}
 	for _, c := range s.partsRunning {
 		s.killBackendQuery(c)
 	}
@@ -239,7 +245,7 @@ func (s *Session) killAgain(runs uint32) {
 	for _, d := range killAgainAfter {
 		time.Sleep(d)
 		s.mu.Lock()
-		if !s.act.running || s.act.runs != runs || (s.running == nil && len(s.partsRunning) == 0) {
+		if !s.act.running || s.act.runs != runs || (s.running == nil && s.pipe == nil && len(s.partsRunning) == 0) {
 			s.mu.Unlock()
 			return
 		}

@@ -410,6 +410,11 @@ func (s *Session) pinBefore(st router.Stmt) {
 // byte of its answer reached the client is retried on another server
 // (maxReadRetries times); anything else gets the error, never a replay.
 func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool {
+	if s.pipelinable(p, n, rk, st) {
+		if handled, ok := s.runPipelined(p, st); handled {
+			return ok
+		}
+	}
 	if rk == relayQuery && len(p) > 0 && p[0] == mysql.ComQuery {
 		n |= s.foldable() // run writes p right after borrow
 	}

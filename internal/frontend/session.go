@@ -94,6 +94,7 @@ type Session struct {
 	queryKilled atomic.Bool
 	killed      atomic.Bool
 	running     *backend.Conn // backend connection running a statement now
+	pipe        *backend.Turn // the turn of the statement running on a lane (pipeline.go)
 	act         activity      // what the session does, for SHOW SESSIONS (activity.go)
 	// The connections of a statement in parts (engine.Cursor.Acquire)
 	// not done yet: a merge runs one on every shard at once.
@@ -112,12 +113,19 @@ type Session struct {
 	replicaOK bool             // the statement may read from a replica of cl
 	// dryRun: the statement being planned is shown, not run (EXPLAIN,
 	// the explain hint): planning it draws no key (planDry).
-	dryRun   bool
-	target   *backend.Server // where the next unpinned statement goes; nil: the writer
-	avoid    *backend.Server // failed during this statement: retry elsewhere
-	exec     stmtExec        // the prepared statement being executed
-	others   []heldConn      // connections held on other clusters (shards.go)
-	beginSQL []byte          // the client's BEGIN, repeated on each shard its transaction touches
+	dryRun bool
+	// beginPending: the client's BEGIN on a sharded schema was answered
+	// and the transaction opens where its first statement runs
+	// (shards_trx.go, beginLater).
+	beginPending bool
+	// trxAborted: the session's transaction died with its backend
+	// connection; statements fail until ROLLBACK or COMMIT ends it.
+	trxAborted bool
+	target     *backend.Server // where the next unpinned statement goes; nil: the writer
+	avoid      *backend.Server // failed during this statement: retry elsewhere
+	exec       stmtExec        // the prepared statement being executed
+	others     []heldConn      // connections held on other clusters (shards.go)
+	beginSQL   []byte          // the client's BEGIN, repeated on each shard its transaction touches
 	// savepoints are the savepoints of the session's transaction on a
 	// sharded schema, oldest first: set again, right after its BEGIN, on
 	// each shard the transaction reaches after they were set.
@@ -126,16 +134,9 @@ type Session struct {
 	// yet; trxCharSQL the one the open transaction started with, repeated
 	// before its BEGIN on each shard it reaches.
 	nextTrxSQL, trxCharSQL []byte
-	// beginPending: the client's BEGIN on a sharded schema was answered
-	// and the transaction opens where its first statement runs
-	// (shards_trx.go, beginLater).
-	beginPending bool
-	// trxAborted: the session's transaction died with its backend
-	// connection; statements fail until ROLLBACK or COMMIT ends it.
-	trxAborted bool
-	trxWriter  *backend.Cluster   // the shard the open transaction wrote to last
-	trxWrote   []*backend.Cluster // the others it wrote to (cross_shard_writes: allow, atomic)
-	xa         xaState            // its XA branches (cross_shard_writes: atomic, shards_xa.go)
+	trxWriter              *backend.Cluster   // the shard the open transaction wrote to last
+	trxWrote               []*backend.Cluster // the others it wrote to (cross_shard_writes: allow, atomic)
+	xa                     xaState            // its XA branches (cross_shard_writes: atomic, shards_xa.go)
 
 	// A statement on a sharded schema that is not the session's database
 	// (shards_outside.go): the database its connections use instead of
@@ -160,7 +161,6 @@ type Session struct {
 	// drainOnClose: the session ends after refusing a packet the client
 	// is still sending (close).
 	drainOnClose bool
-
 	// The connection the statement runs on came from the pool for it
 	// (fromPool), and how much had been written to it before (sentMark):
 	// see unreceived.

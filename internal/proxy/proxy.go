@@ -236,7 +236,8 @@ func poolConfig(cc *config.Cluster) backend.PoolConfig {
 		IdleTimeout: cc.Pool.IdleTimeout, MaxLifetime: cc.Pool.MaxLifetime,
 		WaitTimeout: cc.Pool.WaitTimeout, MaxWaiters: cc.Pool.MaxWaiters,
 		HealthCheckInterval: cc.Pool.HealthCheckInterval, ConnectTimeout: cc.Pool.ConnectTimeout,
-		EvaluatorMaxOpen: cc.Pool.EvaluatorMaxOpen,
+		EvaluatorMaxOpen:    cc.Pool.EvaluatorMaxOpen,
+		PipelineConnections: cc.Pool.PipelineConnections, PipelineDepth: cc.Pool.PipelineDepth,
 	}
 }
 

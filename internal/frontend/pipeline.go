@@ -1,0 +1,227 @@
+package frontend
+
+import (
+	"context"
+
+	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/mysql"
+	"github.com/shardgate/shardgate/internal/router"
+)
+
+// Pipelining (pool.pipeline_connections): a read that leaves nothing on
+// its connection for the session's next statement runs on a lane, a
+// connection carrying several sessions' statements at once (backend.Lane),
+// when one in the session's state has room. Anything else, and any read
+// a lane fails, runs the one-at-a-time way (execute).
+
+// pipelinable reports whether the statement may run on a lane: a
+// text-protocol read of a table (which replaces the diagnostics with its
+// own) that sets nothing and reads nothing of the session's (no user
+// variables, LAST_INSERT_ID(), FOUND_ROWS(), locking or side-effect
+// functions: router.IsReadOnly), outside a transaction, with autocommit
+// on, and with no connection held for the session. Its answer is then
+// all it leaves, and running it twice (after a lane failed) changes
+// nothing.
+func (s *Session) pipelinable(p []byte, n needs, rk relayKind, st router.Stmt) bool {
+	return rk == relayQuery && st.Kind == router.KindSelect && !st.NoTable && router.IsReadOnly(st) &&
+		len(p) > 0 && p[0] == mysql.ComQuery && s.exec.ps == nil && s.stream == nil &&
+		s.pinned == nil && s.pins == 0 && n&(lastIDNeedsMask|needBegin) == 0 &&
+		s.waitGTID == "" && s.lastIDConn == nil && s.autocommit()
+}
+
+// runPipelined runs the current read on a lane of its server. handled
+// false: it did not run (no lane has room, or the lane failed before a
+// byte of the answer reached the client), and the caller runs it the
+// one-at-a-time way; otherwise ok says whether the session goes on.
+func (s *Session) runPipelined(p []byte, st router.Stmt) (handled, ok bool) {
+	srv := s.target
+	if srv == nil {
+		if srv = s.cl.Writer(); srv == nil {
+			return false, false
+		}
+	}
+	if !srv.Pool.Pipelines() {
+		return false, false
+	}
+	l := s.pickLane(srv)
+	if l == nil {
+		return false, false
+	}
+	t, err := l.Send(p)
+	if err != nil {
+		return false, false
+	}
+	s.mu.Lock()
+	s.pipe = t
+	s.publishRunning()
+	s.mu.Unlock()
+	srv.Begin()
+	defer srv.End()
+	if err := t.Wait(); err != nil {
+		s.setPipe(nil)
+		if err == backend.ErrTurnAbandoned {
+			return true, s.writeErr(errInterrupted)
+		}
+		return false, false
+	}
+	c := l.Conn()
+	mark := s.client.BytesWritten()
+	r := c.Relay(s.client, s.caps)
+	r.RenameTable = s.renamer
+	err = r.Query()
+	info := r.Info // the relay is the lane's: the next turn reuses it
+	changed := len(info.SessionState) > 0 || info.Status&mysql.StatusInTrans != 0
+	if changed {
+		s.scratch = append(s.scratch[:0], info.SessionState...)
+		info.SessionState = s.scratch
+	}
+	victim := err == nil && info.Err != nil && info.Err.Code == mysql.ERQueryInterrupted &&
+		!s.queryKilled.Load() && s.client.BytesWritten() == mark
+	s.setPipe(nil) // before Done recycles t: no KILL may reach it then
+	t.Done(err == nil)
+	s.teleRan(s.cl, c)
+	switch {
+	case err != nil && !mysql.IsBackendError(err):
+		return true, false // the client went away: the lane broke with its answer half read
+	case err != nil && s.client.BytesWritten() == mark:
+		s.client.DiscardOutput()
+		return false, false // the lane failed: run it on a connection of its own
+	case err != nil:
+		return true, s.backendFailedMidAnswer(err)
+	case victim:
+		// A KILL QUERY of the statement before it on the lane, which had
+		// already ended, reached this one: it runs again on its own.
+		s.client.DiscardOutput()
+		return false, false
+	}
+	s.teleResult(&info)
+	srv.StatementOK()
+	if changed {
+		s.pipelineStateChanged(l, &info)
+	}
+	s.afterPipelined(&info, st)
+	switch {
+	case info.Err != nil && interrupted(info.Err.Code):
+		// Run again, it would run as long: its error is its diagnostics.
+		s.ownWarnings()
+		s.errorDiagnostics(info.Err)
+	case info.Warnings > 0 || info.Err != nil:
+		s.diagnosticsFor(p, srv, int(info.Warnings))
+	}
+	return true, true
+}
+
+// interrupted reports the errors of a statement stopped while it ran
+// (KILL QUERY, max_statement_time).
+func interrupted(code uint16) bool {
+	return code == mysql.ERQueryInterrupted || code == 1969 || code == 3024
+}
+
+// errInterrupted answers a statement killed (KILL QUERY) before it ran or
+// while it waited for its turn on a lane.
+var errInterrupted = mysql.NewError(mysql.ERQueryInterrupted, mysql.StateQueryInterrupted, "Query execution was interrupted")
+
+// setPipe publishes the turn the session's statement waits for on a lane,
+// for KILL.
+func (s *Session) setPipe(t *backend.Turn) {
+	s.mu.Lock()
+	s.pipe = t
+	s.mu.Unlock()
+}
+
+// pickLane returns the lane of srv for the session's state with room for
+// a statement, opening one when the pool allows; nil when none can be
+// had.
+func (s *Session) pickLane(srv *backend.Server) *backend.Lane {
+	foundRows := s.caps&mysql.ClientFoundRows != 0
+	l, open := srv.Pool.PickLane(s.connDB(), s.varsFP, s.vars, foundRows)
+	if l != nil || !open {
+		return l
+	}
+	c, err := srv.Pool.Acquire(context.Background(), foundRows)
+	if err != nil {
+		return nil
+	}
+	if err := s.sync(c, 0); err != nil {
+		c.Pool().Discard(c, !mysql.IsSQLError(err))
+		return nil
+	}
+	l, ok := srv.Pool.OpenLane(c)
+	if !ok {
+		srv.Pool.Release(c)
+	}
+	return l
+}
+
+// afterPipelined learns from a lane's answer what after learns from a
+// connection of the session's own: ROW_COUNT() and FOUND_ROWS() for the
+// next statement, and the diagnostics, which are that read's own. The
+// connection that ran it is no one's to reclaim.
+func (s *Session) afterPipelined(info *mysql.ResponseInfo, st router.Stmt) {
+	switch {
+	case info.ResultSet:
+		s.lastRowCount, s.lastFoundRows = -1, info.Rows
+	case info.Err == nil:
+		s.lastRowCount = int64(info.AffectedRows)
+	default:
+		s.lastRowCount = -1
+	}
+	s.diagnosticsAfter(info, st)
+	s.last = nil
+}
+
+// diagnosticsFor gives the session the diagnostics of the read it ran on
+// a lane, which answered with warnings or an error: the lane's
+// connection has run other statements since, so the read runs again,
+// alone, on a connection of srv, whose SHOW WARNINGS the session keeps
+// (partWarnings). Only reads that raise a condition pay for it.
+func (s *Session) diagnosticsFor(p []byte, srv *backend.Server, raised int) {
+	s.warns.rows, s.warns.count, s.warns.valid, s.warns.current = s.warns.rows[:0], 0, true, true
+	c, err := srv.Pool.Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
+	if err != nil {
+		s.warns.count = raised
+		return
+	}
+	if err := s.sync(c, 0); err != nil {
+		c.Pool().Discard(c, !mysql.IsSQLError(err))
+		s.warns.count = raised
+		return
+	}
+	s.setRunning(c) // a KILL QUERY stops it
+	err = c.Exec(string(p[1:]))
+	s.setRunning(nil)
+	if err != nil && !mysql.IsSQLError(err) {
+		c.Pool().Discard(c, true)
+		s.warns.count = raised
+		return
+	}
+	s.collectWarnings(c, raised, s.cmd.renameWarns)
+	c.Pool().Release(c)
+}
+
+// pipelineStateChanged handles a read whose answer says it changed the
+// session's state on the lane (a stored function setting a variable):
+// the session takes the change as from a connection of its own, and the
+// lane, whose connection is no longer in the state it serves, retires.
+// The reads written behind it on the lane ran in that state: pipelining
+// requires that reads change no state (docs/configuration.md).
+func (s *Session) pipelineStateChanged(l *backend.Lane, info *mysql.ResponseInfo) {
+	s.logger().Warn("a pipelined read changed the session state on its backend connection; the connection leaves pipelining. Set pool.pipeline_connections to 0 if reads call stored functions that set variables",
+		"backend", l.Conn().Pool().Addr())
+	l.Retire(true)
+	var scratch backend.Conn // the lane's connection is not the session's
+	s.applyStateChanges(&scratch, info.SessionState)
+	s.pins &^= pinSession // what it set is on the lane's connection, closed
+}
+
+// backendFailedMidAnswer ends a statement whose lane failed after part of
+// its answer reached the client: an ERR in place of the next row tells
+// the client it is incomplete, as on a connection of its own.
+func (s *Session) backendFailedMidAnswer(err error) bool {
+	s.srv.opt.Metrics.BackendErrors.Inc()
+	s.logger().Warn("pipelined backend connection failed during a statement", "err", err)
+	e := lostBackendError()
+	s.teleError(e)
+	_ = s.client.WriteErr(e)
+	return s.client.Flush() == nil
+}
