@@ -38,6 +38,10 @@ const (
 	// (telemetry.enabled: false), beside Shardgate in the same run, to
 	// measure what telemetry costs. Only on request (--targets).
 	ShardgateNoTele Target = "shardgate-notele"
+	// ShardgatePipelined is shardgate pipelining reads
+	// (pool.pipeline_connections, PipelinedPool), beside Shardgate (one
+	// at a time) and the relay: issue 23 §1.
+	ShardgatePipelined Target = "pipelined"
 	// ShardgateBase and ShardedBase are Shardgate and Sharded run by a
 	// second build (EnvOptions.BaseBin or BaseRef: the code before a
 	// change), interleaved with them in the same run, so that a change's
@@ -74,7 +78,7 @@ var AllTargets = []Target{Direct, Relay, Shardgate}
 
 // MatrixTargets are the targets of the default matrix: the unsharded ones
 // and Sharded.
-var MatrixTargets = []Target{Direct, Relay, Shardgate, Sharded}
+var MatrixTargets = []Target{Direct, Relay, Shardgate, ShardgatePipelined, Sharded}
 
 // ParseTarget checks a target name.
 func ParseTarget(s string) (Target, error) {
@@ -83,7 +87,7 @@ func ParseTarget(s string) (Target, error) {
 			return t, nil
 		}
 	}
-	return "", fmt.Errorf("unknown target %q (want direct, relay, shardgate, sharded, shardgate-notele, shardgate-base or sharded-base)", s)
+	return "", fmt.Errorf("unknown target %q (want direct, relay, shardgate, pipelined, sharded, shardgate-notele, shardgate-base or sharded-base)", s)
 }
 
 // Database is the schema the sysbench tables live in.
@@ -159,6 +163,7 @@ type Env struct {
 	shardgateBin string
 	sharded      *child
 	noTele       *child // ShardgateNoTele's proxy
+	pipelined    *child // ShardgatePipelined's proxy
 	// baseBin runs the base targets: base (ShardgateBase) and
 	// shardedBase (ShardedBase, started by StartSharded when
 	// shardedTargets asks for it).
@@ -213,7 +218,9 @@ func StartEnv(ctx context.Context, opts EnvOptions) (env *Env, err error) {
 			return nil, err
 		}
 	}
-	if slices.Contains(targets, Shardgate) || slices.Contains(targets, Sharded) || slices.Contains(targets, ShardgateNoTele) {
+	if slices.ContainsFunc(targets, func(t Target) bool {
+		return t == Shardgate || t == Sharded || t == ShardgateNoTele || t == ShardgatePipelined
+	}) {
 		bin := opts.ShardgateBin
 		if bin != "" {
 			e.ShardgateRev = "prebuilt " + bin + ": " + toolVersion(ctx, bin, "version")
@@ -237,6 +244,11 @@ func StartEnv(ctx context.Context, opts EnvOptions) (env *Env, err error) {
 			return nil, err
 		}
 	}
+	if slices.Contains(targets, ShardgatePipelined) {
+		if err := e.startShardgatePipelined(ctx, e.shardgateBin); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -255,6 +267,8 @@ func (e *Env) ProxyPid(t Target) int {
 		return e.sharded.Pid()
 	case t == ShardgateNoTele && e.noTele != nil:
 		return e.noTele.Pid()
+	case t == ShardgatePipelined && e.pipelined != nil:
+		return e.pipelined.Pid()
 	case t == ShardgateBase && e.base != nil:
 		return e.base.Pid()
 	case t == ShardedBase && e.shardedBase != nil:
@@ -266,7 +280,7 @@ func (e *Env) ProxyPid(t Target) int {
 // Close stops the proxies and the server and removes the work directory.
 func (e *Env) Close() error {
 	var errs []error
-	for _, c := range []*child{e.transfer, e.sharded, e.shardedBase, e.noTele, e.base, e.proxy, e.relay} {
+	for _, c := range []*child{e.transfer, e.sharded, e.shardedBase, e.noTele, e.pipelined, e.base, e.proxy, e.relay} {
 		if c != nil {
 			errs = append(errs, c.stop(stopGrace))
 		}
@@ -528,11 +542,33 @@ func (e *Env) startShardgate(ctx context.Context, bin, admin string) error {
 // startShardgateNoTele starts a second shardgate as the quick start does,
 // from a file that only adds telemetry.enabled: false.
 func (e *Env) startShardgateNoTele(ctx context.Context, bin string) error {
+	c, err := e.startVariant(ctx, bin, ShardgateNoTele, "without telemetry", "", "telemetry:\n  enabled: false\n")
+	e.noTele = c
+	return err
+}
+
+// startShardgatePipelined starts a shardgate as the quick start does,
+// from a file that only turns pipelining on (PipelinedPool).
+func (e *Env) startShardgatePipelined(ctx context.Context, bin string) error {
+	c, err := e.startVariant(ctx, bin, ShardgatePipelined, "pipelining", PipelinedPool, "")
+	e.pipelined = c
+	return err
+}
+
+// PipelinedPool is the pool section of the ShardgatePipelined target:
+// 4 of the default 16 connections pipeline, 8 reads deep (what
+// BenchmarkServerPipelining found best: depth 4 to 8).
+const PipelinedPool = "    pool:\n      pipeline_connections: 4\n      pipeline_depth: 8\n"
+
+// startVariant starts shardgate target t (named name) as the quick start
+// does, from a file with cluster added to the cluster's settings and top
+// to the top level.
+func (e *Env) startVariant(ctx context.Context, bin string, t Target, what, cluster, top string) (*child, error) {
 	admin, err := freeAddr()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cfgFile := filepath.Join(e.dir, "shardgate-notele.yaml")
+	cfgFile := filepath.Join(e.dir, string(t)+".yaml")
 	cfg := fmt.Sprintf(`users:
   - name: %s
     password: %s
@@ -542,25 +578,25 @@ clusters:
   - name: default
     user: %s
     password: %s
-    primary:
+%s    primary:
       address: %s
-telemetry:
-  enabled: false
-`, testenv.User, testenv.Password, Database, testenv.User, testenv.Password, e.Server.Addr)
+%s`, testenv.User, testenv.Password, Database, testenv.User, testenv.Password, cluster, e.Server.Addr, top)
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
-		return err
+		return nil, err
 	}
-	return retryPort(func(addr string) error {
+	var started *child
+	err = retryPort(func(addr string) error {
 		argv := []string{bin, "serve", "--config", cfgFile, "--listen", addr, "--admin-http", admin}
-		e.logf("starting shardgate without telemetry on %s (admin http://%s)", addr, admin)
-		c, err := e.startServing(ctx, "shardgate-notele", argv, addr, admin)
+		e.logf("starting shardgate %s on %s (admin http://%s)", what, addr, admin)
+		c, err := e.startServing(ctx, string(t), argv, addr, admin)
 		if err != nil {
 			return err
 		}
-		e.noTele, e.addrs[ShardgateNoTele], e.admins[ShardgateNoTele] = c, addr, admin
-		e.Commands = append(e.Commands, "shardgate-notele: "+strings.Join(argv, " ")+" with "+cfgFile+":\n"+cfg)
+		started, e.addrs[t], e.admins[t] = c, addr, admin
+		e.Commands = append(e.Commands, string(t)+": "+strings.Join(argv, " ")+" with "+cfgFile+":\n"+cfg)
 		return nil
 	})
+	return started, err
 }
 
 // startServing starts a shardgate child (its log: name.log) and waits

@@ -27,7 +27,7 @@ type Config struct {
 // DefaultConfig is the full matrix `make bench` runs.
 func DefaultConfig() Config {
 	return Config{
-		Threads:   []int{1, 16, 64, 256},
+		Threads:   []int{1, 16, 64, 256, 1024},
 		Rounds:    3,
 		Time:      10 * time.Second,
 		Warmup:    2 * time.Second,
@@ -131,6 +131,9 @@ type Run struct {
 	Reconnects  int64
 	ProxyCPU    time.Duration // CPU used by the proxy process during the run (0 for direct)
 	ServerCPU   time.Duration // CPU used by mariadbd during the run
+	// ProxyCS and ServerCS are the context switches of the proxy's and
+	// mariadbd's threads during the run (0 for direct's proxy).
+	ProxyCS, ServerCS int64
 	ProxyRSS    int64         // proxy VmRSS after the run, bytes (0 for direct)
 	// ProxyAllocs are the heap allocations of a shardgate target during
 	// the run (go_memstats_mallocs_total; 0 for other targets).
@@ -341,17 +344,21 @@ func measure(ctx context.Context, env *Env, r sysbenchRun, t Target) Run {
 	var run Run
 	proxyPid, serverPid := env.ProxyPid(t), env.Server.Pid()
 	allocs0, err5 := env.mallocs(ctx, t)
+	proxyCS0, err7 := ctxSwitchesOrZero(proxyPid)
+	serverCS0, err8 := ctxSwitches(serverPid)
 	proxy0, err1 := cpuTimeOrZero(proxyPid)
 	server0, err2 := cpuTime(serverPid)
 	out, err := r.exec(ctx, "run")
 	proxy1, err3 := cpuTimeOrZero(proxyPid)
 	server1, err4 := cpuTime(serverPid)
+	proxyCS1, err9 := ctxSwitchesOrZero(proxyPid)
+	serverCS1, err10 := ctxSwitches(serverPid)
 	allocs1, err6 := env.mallocs(ctx, t)
 	if ctx.Err() != nil {
 		run.Failure = "interrupted"
 		return run
 	}
-	if err := errors.Join(err, err1, err2, err3, err4, err5, err6); err != nil {
+	if err := errors.Join(err, err1, err2, err3, err4, err5, err6, err7, err8, err9, err10); err != nil {
 		run.Failure = err.Error()
 		return run
 	}
@@ -364,6 +371,7 @@ func measure(ctx context.Context, env *Env, r sysbenchRun, t Target) Run {
 	run.P50, run.P95, run.P99, run.ReportedP99 = st.P50, st.P95, st.P99, st.ReportedP99
 	run.Ignored, run.Reconnects = st.Ignored, st.Reconnects
 	run.ProxyCPU, run.ServerCPU = proxy1-proxy0, server1-server0
+	run.ProxyCS, run.ServerCS = proxyCS1-proxyCS0, serverCS1-serverCS0
 	run.ProxyAllocs = allocs1 - allocs0
 	if proxyPid != 0 {
 		if run.ProxyRSS, err = rssBytes(proxyPid); err != nil {
@@ -385,7 +393,7 @@ func cpuTimeOrZero(pid int) (time.Duration, error) {
 
 // checkAlive reports a proxy or server that is no longer running.
 func (e *Env) checkAlive() error {
-	for _, c := range []*child{e.relay, e.proxy, e.sharded, e.noTele, e.transfer} {
+	for _, c := range []*child{e.relay, e.proxy, e.sharded, e.noTele, e.pipelined, e.base, e.shardedBase, e.transfer} {
 		if c == nil {
 			continue
 		}
@@ -409,6 +417,9 @@ type Summary struct {
 	// ProxyCPUPerQuery and ServerCPUPerQuery are medians, in microseconds.
 	ProxyCPUPerQuery  float64
 	ServerCPUPerQuery float64
+	// ProxyCSPerQuery and ServerCSPerQuery are the medians of the context
+	// switches per query.
+	ProxyCSPerQuery, ServerCSPerQuery float64
 	ProxyRSS          int64 // median, bytes
 	// AllocsPerQuery is the median of a shardgate target's heap
 	// allocations per query.
@@ -423,7 +434,7 @@ type Summary struct {
 // Summary reduces the cell's runs.
 func (c *Cell) Summary() Summary {
 	var s Summary
-	var qps, p50, p95, p99, pcpu, scpu, rss, allocs []float64
+	var qps, p50, p95, p99, pcpu, scpu, pcs, scs, rss, allocs []float64
 	for _, r := range c.Runs {
 		if r.Failure != "" {
 			s.Failed++
@@ -439,6 +450,8 @@ func (c *Cell) Summary() Summary {
 		rss = append(rss, float64(r.ProxyRSS))
 		if r.Queries > 0 {
 			allocs = append(allocs, float64(r.ProxyAllocs)/float64(r.Queries))
+			pcs = append(pcs, float64(r.ProxyCS)/float64(r.Queries))
+			scs = append(scs, float64(r.ServerCS)/float64(r.Queries))
 		}
 		s.Ignored += r.Ignored
 		s.Reconnects += r.Reconnects
@@ -458,6 +471,7 @@ func (c *Cell) Summary() Summary {
 	s.ProxyRSS = int64(median(rss))
 	if len(allocs) > 0 {
 		s.AllocsPerQuery = median(allocs)
+		s.ProxyCSPerQuery, s.ServerCSPerQuery = median(pcs), median(scs)
 	}
 	return s
 }

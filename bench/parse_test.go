@@ -297,3 +297,14 @@ func TestMergeTableWithBase(t *testing.T) {
 		t.Error("the base targets' pairing is wrong")
 	}
 }
+
+func TestParseCtxSwitches(t *testing.T) {
+	status := "Name:\tshardgate\nvoluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t7\nVmRSS:\t 100 kB\n"
+	if got := parseCtxSwitches([]byte(status)); got != 127 {
+		t.Fatalf("parseCtxSwitches = %d, want 127", got)
+	}
+	n, err := ctxSwitches(os.Getpid())
+	if err != nil || n <= 0 {
+		t.Fatalf("ctxSwitches of the test process = %d, %v", n, err)
+	}
+}

@@ -136,6 +136,48 @@ func parseProcStat(b []byte) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / userHZ, nil
 }
 
+// ctxSwitches returns the context switches, voluntary and not, of the
+// threads of process pid so far, summed over /proc/PID/task/*/status (a
+// thread that ended takes its own with it).
+func ctxSwitches(pid int) (int64, error) {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return 0, fmt.Errorf("context switches of pid %d: %w", pid, err)
+	}
+	var n int64
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/status")
+		if err != nil {
+			continue // ended since
+		}
+		n += parseCtxSwitches(b)
+	}
+	return n, nil
+}
+
+// parseCtxSwitches sums the voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches lines of a /proc status file.
+func parseCtxSwitches(b []byte) int64 {
+	var n int64
+	for _, line := range strings.Split(string(b), "\n") {
+		name, v, ok := strings.Cut(line, ":")
+		if !ok || (name != "voluntary_ctxt_switches" && name != "nonvoluntary_ctxt_switches") {
+			continue
+		}
+		if k, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+			n += k
+		}
+	}
+	return n
+}
+
+func ctxSwitchesOrZero(pid int) (int64, error) {
+	if pid == 0 {
+		return 0, nil
+	}
+	return ctxSwitches(pid)
+}
+
 // rssBytes returns VmRSS of process pid from /proc/PID/status.
 func rssBytes(pid int) (int64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")

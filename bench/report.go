@@ -152,8 +152,8 @@ func (r *Report) Tables() string {
 				continue
 			}
 			fmt.Fprintf(&b, "### %s, --db-ps-mode=%s\n\n", test, ps)
-			b.WriteString("| threads | target | QPS | spread | ×direct | ×relay | p50 ms | p95 ms | p99 ms | p99 ×direct | proxy CPU µs/q | server CPU µs/q | proxy RSS MiB | errors |\n")
-			b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+			b.WriteString("| threads | target | QPS | spread | ×direct | ×relay | p50 ms | p95 ms | p99 ms | p99 ×direct | proxy CPU µs/q | server CPU µs/q | proxy cs/q | server cs/q | proxy RSS MiB | errors |\n")
+			b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 			for _, row := range rows {
 				b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 			}
@@ -194,7 +194,7 @@ func summaryOf(c *Cell) *Summary {
 // row renders one cell; direct and relay (possibly nil) are the baselines.
 func row(c *Cell, s Summary, direct, relay *Summary) []string {
 	if s.OK == 0 {
-		return []string{strconv.Itoa(c.Threads), string(c.Target), "failed", "", "", "", "", "", "", "", "", "", "", errorsText(s)}
+		return []string{strconv.Itoa(c.Threads), string(c.Target), "failed", "", "", "", "", "", "", "", "", "", "", "", "", errorsText(s)}
 	}
 	vsDirect, vsRelay, p99Direct := "", "", ""
 	if direct != nil {
@@ -204,9 +204,10 @@ func row(c *Cell, s Summary, direct, relay *Summary) []string {
 	if relay != nil && c.Target != Direct {
 		vsRelay = ratio(s.QPS, relay.QPS)
 	}
-	proxyCPU, rss := "—", "—"
+	proxyCPU, proxyCS, rss := "—", "—", "—"
 	if c.Target != Direct {
 		proxyCPU = fmt.Sprintf("%.1f", s.ProxyCPUPerQuery)
+		proxyCS = fmt.Sprintf("%.2f", s.ProxyCSPerQuery)
 		rss = fmt.Sprintf("%.1f", float64(s.ProxyRSS)/(1<<20))
 	}
 	return []string{
@@ -214,7 +215,7 @@ func row(c *Cell, s Summary, direct, relay *Summary) []string {
 		fmt.Sprintf("%.0f", s.QPS), fmt.Sprintf("%.0f%%", s.Spread*100),
 		vsDirect, vsRelay,
 		ms(s.P50), ms(s.P95), ms(s.P99), p99Direct,
-		proxyCPU, fmt.Sprintf("%.1f", s.ServerCPUPerQuery), rss,
+		proxyCPU, fmt.Sprintf("%.1f", s.ServerCPUPerQuery), proxyCS, fmt.Sprintf("%.2f", s.ServerCSPerQuery), rss,
 		errorsText(s),
 	}
 }
@@ -381,7 +382,16 @@ const columnsLegend = `## Columns
   relay, shardgate for shardgate) during the run, from /proc/PID/stat
   (10 ms ticks), divided by the queries of the run.
 - **server CPU µs/q**: the same for mariadbd.
+- **proxy cs/q**, **server cs/q**: context switches (voluntary and not) of
+  the proxy's and of mariadbd's threads during the run, summed over
+  /proc/PID/task/*/status, per query: how often each was put to sleep and
+  woken for a query.
 - **proxy RSS MiB**: VmRSS of the proxy process after the run.
+- **pipelined**: shardgate with pool.pipeline_connections: 4 and
+  pipeline_depth: 8 (4 of its 16 connections carry several sessions'
+  reads at once; issue 23); compare it with **shardgate** (one statement
+  at a time per connection) and **relay**. It pipelines the text
+  protocol's reads only: in the auto ps-mode rows it runs as shardgate.
 - **sharded**: shardgate with the sysbench tables hash-sharded on id (4 shards
   × 2 sub-tables, every shard on the same mariadbd); only oltp_point_select
   and oltp_read_only (its range reads merged across shards).

@@ -476,7 +476,7 @@ func (c *Conn) Relay(client *mysql.Conn, clientCaps uint32) *mysql.Relay {
 	r.Client, r.Backend = client, c.Conn
 	r.ClientCaps, r.BackendCaps = clientCaps, c.Caps
 	r.LocalFiles = clientCaps&mysql.ClientLocalFiles != 0
-	r.RenameTable = nil
+	r.RenameTable, r.HoldFlush = nil, false
 	return r
 }
 

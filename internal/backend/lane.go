@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,10 +15,10 @@ import (
 // A Lane is a backend connection that carries the statements of several
 // sessions at once (pool.pipeline_connections, issue 23): each session
 // writes its command as soon as it has one, without waiting for the
-// answers of the commands before it, and reads its own answer when the
-// answers before it have been read. The server finds the next command in
-// its socket when it finishes one, instead of going to sleep and being
-// woken for it, which spares it CPU per statement (docs/benchmarks.md).
+// answers of the commands before it, and the server finds the next
+// command in its socket when it finishes one, instead of going to sleep
+// and being woken for it, which spares it CPU per statement
+// (docs/benchmarks.md).
 //
 // A lane serves only sessions whose state (database, session variables,
 // CLIENT_FOUND_ROWS) is the connection's, and only statements that cannot
@@ -28,36 +29,56 @@ import (
 //
 // Writes are gathered: a session that finds another writing appends its
 // command to the output and leaves, and the writer sends it with its own
-// (one write system call for several commands under load). Answers are
-// read by the sessions themselves, in the order their commands were
-// written: the Turn at the head of the queue reads, then wakes the next.
+// (one write system call for several commands under load). One goroutine
+// per lane reads the answers, in order, each into its session's client
+// output (Turn), and wakes the session, which flushes it: the lane's
+// reading never waits for a session to be scheduled, nor for a client's
+// socket unless an answer outgrows the output buffer.
 type Lane struct {
 	c    *Conn
 	pool *Pool
 
 	mu      sync.Mutex
-	out     []byte  // commands framed and not written yet
-	spare   []byte  // the other output buffer, swapped with out by the writer
-	writing bool    // a sender is writing out
-	queue   []*Turn // the commands written or to write whose answers are unread, oldest first
-	err     error   // why the lane broke: it takes no more commands
-	retired bool    // it takes no more commands and leaves when its queue is empty
-	dirty   bool    // its connection's state is not what the lane was opened with
-	closed  bool    // its connection has gone back to the pool or been closed
+	out     []byte    // commands framed and not written yet
+	spare   []byte    // the other output buffer, swapped with out by the writer
+	writing bool      // a sender is writing out
+	queue   []*Turn   // the commands written or to write whose answers are unread, oldest first
+	err     error     // why the lane broke: it takes no more commands
+	retired bool      // it takes no more commands and leaves when its queue is empty
+	dirty   bool      // its connection's state is not what the lane was opened with
 }
 
-// A Turn is one command's place in a lane's queue.
+// A Turn is one command's place in a lane's queue: where its answer goes,
+// and what it was.
 type Turn struct {
-	lane  *Lane
-	ready chan struct{} // a token when the turn reaches the head (or the lane breaks)
-	// abandoned: its session gave up waiting (KILL): whoever reads the
-	// answer before it reads this one's too, and drops it.
-	abandoned bool
+	lane *Lane
+	done chan struct{} // a token once the answer is in the client's output, or the turn ended otherwise
+
+	// Set by the session before Send.
+	client *mysql.Conn
+	caps   uint32
+	rename mysql.TableRenamer
+
+	// Set by the lane before done.
+	Info mysql.ResponseInfo // the answer's, its SessionState the turn's own copy
+	// Err is why the answer was not relayed whole: ErrLaneBroken when
+	// none of it was (it may not have run), a *mysql.RelayError when the
+	// lane failed or the client did mid-answer, ErrTurnAbandoned.
+	Err error
+	// Sent: part of the answer was written to the client already (an
+	// answer larger than the output buffer): it cannot run again.
+	Sent bool
+
+	reading   bool // the lane is reading its answer
+	abandoned bool // its session left (KILL): its answer is read and dropped
+	ping      bool // Retire's COM_PING, which wakes the reader to leave
+	state     []byte
 }
 
-// Lane errors. ErrLaneBroken and ErrLaneClosed mean the command may not
-// have run: the caller runs it again on a connection of its own (a lane
-// carries only statements that may run twice).
+// Lane errors. ErrLaneBroken and ErrLaneClosed mean the command did not
+// have its answer, and may not have run: the caller runs it again on a
+// connection of its own (a lane carries only statements that may run
+// twice).
 var (
 	ErrLaneBroken    = errors.New("pipelined connection failed")
 	ErrLaneClosed    = errors.New("pipelined connection closed")
@@ -65,28 +86,32 @@ var (
 )
 
 // turns recycles Turns: one per statement otherwise.
-var turns = sync.Pool{New: func() any { return &Turn{ready: make(chan struct{}, 1)} }}
+var turns = sync.Pool{New: func() any { return &Turn{done: make(chan struct{}, 1)} }}
 
 // newLane makes c, a connection taken from p and in the state it serves, a
-// lane.
+// lane, and starts its reader.
 func newLane(p *Pool, c *Conn) *Lane {
-	return &Lane{c: c, pool: p}
+	l := &Lane{c: c, pool: p}
+	go l.read()
+	return l
 }
 
 // Conn returns the lane's connection: its state says which sessions it
-// serves. Only the head turn reads from it.
+// serves. Only the lane reads from it.
 func (l *Lane) Conn() *Conn { return l.c }
 
-// Send queues command p (a whole packet's payload, command byte first) and
-// writes it, with the commands others queued meanwhile. The Turn it
-// returns is the caller's until Done, or until Wait reports it abandoned
-// or the lane broken.
-func (l *Lane) Send(p []byte) (*Turn, error) {
+// Send queues command p (a whole packet's payload, command byte first),
+// whose answer goes to client (of capabilities caps, table names passed
+// through rename), and writes it, with the commands others queued
+// meanwhile. The Turn it returns is the caller's: Wait for the answer,
+// then Release it.
+func (l *Lane) Send(p []byte, client *mysql.Conn, caps uint32, rename mysql.TableRenamer) (*Turn, error) {
 	if len(p) >= mysql.MaxPayload {
-		return nil, fmt.Errorf("pipelined command of %d bytes: %w", len(p), ErrLaneClosed)
+		return nil, ErrLaneClosed
 	}
 	t := turns.Get().(*Turn)
-	t.lane, t.abandoned = l, false
+	t.lane, t.client, t.caps, t.rename = l, client, caps, rename
+	t.Err, t.Sent, t.reading, t.abandoned = nil, false, false, false
 	l.mu.Lock()
 	if l.err != nil || l.retired {
 		l.mu.Unlock()
@@ -97,20 +122,25 @@ func (l *Lane) Send(p []byte) (*Turn, error) {
 	l.out = append(l.out, byte(n), byte(n>>8), byte(n>>16), 0)
 	l.out = append(l.out, p...)
 	l.queue = append(l.queue, t)
-	if len(l.queue) == 1 {
-		t.ready <- struct{}{}
-	}
+	l.writeOut()
+	l.mu.Unlock()
+	return t, nil // a failed write ended t with ErrLaneBroken
+}
+
+// writeOut writes the commands queued unless another sender is writing,
+// which then writes them with its own. l.mu is held, and released while
+// writing.
+func (l *Lane) writeOut() {
 	if l.writing {
-		l.mu.Unlock() // the writer sends it
-		return t, nil
+		return
 	}
 	l.writing = true
 	for len(l.out) > 0 && l.err == nil {
 		buf := l.out
 		l.out, l.spare = l.spare[:0], nil
 		l.mu.Unlock()
-		// Not through the mysql.Conn, which the head's reader uses: a
-		// net.Conn may be written while another goroutine reads it.
+		// Not through the mysql.Conn, which the reader uses: a net.Conn
+		// may be written while another goroutine reads it.
 		_, err := l.c.NetConn().Write(buf)
 		l.mu.Lock()
 		l.spare = buf[:0]
@@ -119,84 +149,109 @@ func (l *Lane) Send(p []byte) (*Turn, error) {
 		}
 	}
 	l.writing = false
-	err := l.err
-	l.mu.Unlock()
-	if err != nil {
-		return nil, ErrLaneBroken // t went with the queue
-	}
-	return t, nil
 }
 
-// Wait blocks until t's answer is the next to read: the caller reads it
-// from the lane's connection and then calls Done. It returns
-// ErrTurnAbandoned after Abandon, or ErrLaneBroken; t is then no longer
-// the caller's.
-func (t *Turn) Wait() error {
-	<-t.ready
-	l := t.lane
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case t.abandoned:
-		return ErrTurnAbandoned
-	case l.err != nil:
-		return ErrLaneBroken
+// Wait blocks until t's answer is in its client's output (unflushed), or
+// t ended otherwise (Err).
+func (t *Turn) Wait() { <-t.done }
+
+// Release gives t back once its results are read.
+func (t *Turn) Release() {
+	if t.abandoned {
+		return // the lane still holds it, to drop its answer
 	}
-	return nil
+	t.client, t.rename = nil, nil
+	turns.Put(t)
 }
 
 // Lane returns the lane t is queued on.
 func (t *Turn) Lane() *Lane { return t.lane }
 
-// Done ends t, the head, once its answer was read. read false says it was
-// not read whole (the client went away, the server failed): the lane
-// breaks, since the next answer cannot be found. Answers of abandoned
-// turns next in line are read and dropped here.
-func (t *Turn) Done(read bool) {
-	l := t.lane
-	l.mu.Lock()
-	if !read {
-		l.breakLocked(errors.New("an answer was left unread"))
-	}
-	if l.err != nil {
-		l.mu.Unlock()
-		l.close(true)
-		return
-	}
-	l.pop()
-	turns.Put(t)
-	l.pool.Stats.Pipelined.Add(1)
-	for len(l.queue) > 0 && l.queue[0].abandoned {
-		l.mu.Unlock()
-		err := l.drainAbandoned()
+// read is the lane's reader: it waits for input on the connection (an
+// idle lane costs a parked goroutine, no wake-up per command), relays each
+// answer in turn into its session's client output, drops those of
+// abandoned turns, and ends with the lane.
+func (l *Lane) read() {
+	for {
 		l.mu.Lock()
-		if err != nil && !mysql.IsSQLError(err) {
-			l.breakLocked(fmt.Errorf("read an abandoned answer: %w", err))
+		if l.err != nil || l.retired && len(l.queue) == 0 {
+			failed := l.err != nil
 			l.mu.Unlock()
-			l.close(true)
+			l.close(failed)
 			return
 		}
-		l.pop() // not recycled: its owner may not have taken its token yet
-	}
-	if len(l.queue) > 0 {
-		l.queue[0].ready <- struct{}{}
+		// An abandoned turn at the head is killed at once, before its
+		// answer comes: it may run for long.
+		ahead := len(l.queue) > 0 && l.queue[0].abandoned
 		l.mu.Unlock()
-		return
-	}
-	leave := l.retired
-	l.mu.Unlock()
-	if leave {
-		l.close(false)
+		if !ahead {
+			if err := l.c.WaitInput(0); err != nil {
+				l.mu.Lock()
+				l.breakLocked(fmt.Errorf("read: %w", err))
+				l.mu.Unlock()
+				continue
+			}
+		}
+		l.mu.Lock()
+		if len(l.queue) == 0 {
+			// Not an answer: the server's word before it closes the
+			// connection (or garbage).
+			l.breakLocked(errors.New("the server sent a packet no command asked for"))
+			l.mu.Unlock()
+			continue
+		}
+		t := l.queue[0]
+		t.reading = true
+		abandoned := t.abandoned
+		l.mu.Unlock()
+		var err error
+		switch {
+		case t.ping:
+			err = l.c.DrainResponse()
+		case abandoned:
+			err = l.drainAbandoned()
+			if mysql.IsSQLError(err) {
+				err = nil
+			}
+		default:
+			err = l.relay(t)
+		}
+		l.mu.Lock()
+		l.pop()
+		if err != nil {
+			l.breakLocked(err)
+		}
+		if !t.abandoned {
+			t.Err = err
+			t.done <- struct{}{}
+		}
+		l.mu.Unlock()
+		if err == nil && !abandoned {
+			l.pool.Stats.Pipelined.Add(1)
+		}
 	}
 }
 
-// drainAbandoned reads and drops the answer of an abandoned turn, the
-// head now: its session was answered 1317 (KILL QUERY) and left, but the
-// server runs its statement, which could hold the lane for as long as it
-// runs. It is killed, and killed again while its answer has not come: a
-// kill that reaches the server thread before it read the statement is
-// lost. A kill that reaches the statement after it instead is answered
-// 1317, which the frontend runs again for a session that did not ask.
+// relay reads t's answer into its client's output.
+func (l *Lane) relay(t *Turn) error {
+	r := l.c.Relay(t.client, t.caps)
+	r.RenameTable, r.HoldFlush = t.rename, true
+	mark := t.client.BytesWritten()
+	err := r.Query()
+	t.Sent = t.client.BytesWritten() != mark
+	t.Info = r.Info
+	t.state = append(t.state[:0], r.Info.SessionState...)
+	t.Info.SessionState = t.state
+	return err
+}
+
+// drainAbandoned reads and drops the answer of an abandoned turn: its
+// session was answered 1317 (KILL QUERY) and left, but the server runs
+// its statement, which could hold the lane for as long as it runs. It is
+// killed, and killed again while its answer has not come: a kill that
+// reaches the server thread before it read the statement is lost. A kill
+// that reaches the statement after it instead is answered 1317, which
+// the frontend runs again for a session that did not ask.
 func (l *Lane) drainAbandoned() error {
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -235,31 +290,29 @@ func (l *Lane) pop() {
 }
 
 // Abandon gives up t (KILL QUERY of its statement) unless it is the head,
-// whose answer is being read: then the server may be running its
-// statement, and it reports true. An abandoned turn's Wait returns
-// ErrTurnAbandoned at once; its answer is read and dropped by the turn
-// before it.
-func (t *Turn) Abandon() (head bool) {
+// whose statement the server runs (or has run, its answer on the way):
+// then it reports true. An abandoned turn's Wait returns at once with
+// ErrTurnAbandoned; its answer is read and dropped.
+func (t *Turn) Abandon() (reading bool) {
 	l := t.lane
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.err != nil || len(l.queue) == 0 {
-		return false
-	}
-	if l.queue[0] == t {
-		return true
+	i := slices.Index(l.queue, t)
+	switch {
+	case i == 0:
+		return true // the server runs it, or ran it
+	case i < 0 || t.abandoned:
+		return false // ended already
 	}
 	t.abandoned = true
-	select {
-	case t.ready <- struct{}{}:
-	default:
-	}
+	t.Err = ErrTurnAbandoned
+	t.done <- struct{}{}
 	return false
 }
 
-// breakLocked stops the lane for err: every turn queued is woken to find
-// it broken (ErrLaneBroken), and the connection is closed so that the
-// head's read ends too. l.mu is held.
+// breakLocked stops the lane for err: every turn queued but not being
+// read ends with ErrLaneBroken (the reader ends the one it reads), and the
+// connection is closed so that the reader's read ends too. l.mu is held.
 func (l *Lane) breakLocked(err error) {
 	if l.err != nil {
 		return
@@ -268,12 +321,16 @@ func (l *Lane) breakLocked(err error) {
 	l.pool.log.Warn("pipelined backend connection failed; its statements run again on connections of their own",
 		"backend", l.pool.Addr(), "thread_id", l.c.ThreadID, "err", err)
 	for _, t := range l.queue {
-		select {
-		case t.ready <- struct{}{}:
-		default:
+		if !t.reading && !t.abandoned {
+			t.Err = ErrLaneBroken
+			t.done <- struct{}{}
 		}
 	}
-	l.queue = nil
+	if len(l.queue) > 0 && l.queue[0].reading {
+		l.queue = l.queue[:1]
+	} else {
+		l.queue = l.queue[:0]
+	}
 	_ = l.c.Close()
 }
 
@@ -284,25 +341,26 @@ func (l *Lane) breakLocked(err error) {
 func (l *Lane) Retire(dirty bool) {
 	l.pool.dropLane(l)
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.retired || l.err != nil {
+		return
+	}
 	l.retired = true
 	l.dirty = l.dirty || dirty
-	leave := len(l.queue) == 0 && l.err == nil
-	l.mu.Unlock()
-	if leave {
-		l.close(false)
-	}
+	// A COM_PING after the last command: its answer wakes the reader,
+	// which waits for input, to find the queue empty and leave.
+	ping := &Turn{lane: l, done: make(chan struct{}, 1), ping: true, abandoned: true}
+	l.queue = append(l.queue, ping)
+	l.out = append(l.out, 1, 0, 0, 0, mysql.ComPing)
+	l.writeOut()
 }
 
 // close gives the lane's connection back to the pool, or discards it when
-// the lane broke or its state is not known; once.
+// the lane broke or its state is not known. The reader calls it as it
+// ends.
 func (l *Lane) close(failed bool) {
 	l.pool.dropLane(l)
 	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return
-	}
-	l.closed = true
 	dirty := l.dirty
 	l.mu.Unlock()
 	switch {
@@ -315,7 +373,8 @@ func (l *Lane) close(failed bool) {
 	}
 }
 
-// inFlight is how many commands wait for their answers on l.
+// inFlight is how many commands wait for their answers on l; -1 when it
+// takes no more.
 func (l *Lane) inFlight() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -342,18 +401,18 @@ func (p *Pool) Pipelines() bool { return p.lanes.on.Load() }
 
 // PickLane returns the lane for a statement of a session in the state
 // (db, vars of fingerprint fp, foundRows) with the fewest commands in
-// flight, if one has fewer than pipeline_depth. Otherwise open says
-// whether the caller may open one (OpenLane): the pool has fewer than
-// pipeline_connections lanes, or one of another state idle, which it
-// retires. Neither: the statement runs the one-at-a-time way.
-func (p *Pool) PickLane(db string, fp uint64, vars Vars, foundRows bool) (l *Lane, open bool) {
+// flight, and whether it has pipeline_depth of them already (full).
+// Without one, open says whether the caller may open one (OpenLane): the
+// pool has fewer than pipeline_connections lanes, or one of another state
+// idle, which it retires.
+func (p *Pool) PickLane(db string, fp uint64, vars Vars, foundRows bool) (l *Lane, full, open bool) {
 	ls := &p.lanes
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.max == 0 {
-		return nil, false
+		return nil, false, false
 	}
-	best, bestN := (*Lane)(nil), ls.depth
+	bestN := 0
 	var idle *Lane
 	for _, x := range ls.all {
 		n := x.inFlight()
@@ -364,21 +423,20 @@ func (p *Pool) PickLane(db string, fp uint64, vars Vars, foundRows bool) (l *Lan
 			}
 			continue
 		}
-		if n >= 0 && n < bestN {
-			best, bestN = x, n
+		if n >= 0 && (l == nil || n < bestN) {
+			l, bestN = x, n
 		}
 	}
-	if best != nil {
-		return best, false
-	}
-	if len(ls.all) < ls.max {
-		return nil, true
-	}
-	if idle != nil {
+	switch {
+	case l != nil && (bestN < ls.depth || len(ls.all) >= ls.max):
+		return l, bestN >= ls.depth, false
+	case len(ls.all) < ls.max:
+		return nil, false, true
+	case idle != nil:
 		go idle.Retire(false) // it takes ls.mu
-		return nil, true
+		return nil, false, true
 	}
-	return nil, false
+	return l, true, false
 }
 
 // OpenLane makes c, a connection of p in the state of the sessions it is

@@ -464,6 +464,13 @@ func (p *Pool) Release(c *Conn) {
 	p.mu.Unlock()
 }
 
+// HasIdle reports whether an Acquire would find an idle connection now.
+func (p *Pool) HasIdle(foundRows bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle[b2i(foundRows)]) > 0
+}
+
 // Reclaim takes back a specific idle connection if nobody used it since the
 // caller released it (uses unchanged). Sessions use it to see their previous
 // statement's diagnostics (warnings, FOUND_ROWS, ROW_COUNT).

@@ -47,59 +47,49 @@ func (s *Session) runPipelined(p []byte, st router.Stmt) (handled, ok bool) {
 	if l == nil {
 		return false, false
 	}
-	t, err := l.Send(p)
+	t, err := l.Send(p, s.client, s.caps, s.renamer)
 	if err != nil {
 		return false, false
 	}
-	s.mu.Lock()
-	s.pipe = t
-	s.publishRunning()
-	s.mu.Unlock()
+	defer t.Release()
+	s.setPipe(t)
 	srv.Begin()
-	defer srv.End()
-	if err := t.Wait(); err != nil {
-		s.setPipe(nil)
-		if err == backend.ErrTurnAbandoned {
-			return true, s.writeErr(errInterrupted)
-		}
-		return false, false
-	}
-	c := l.Conn()
-	mark := s.client.BytesWritten()
-	r := c.Relay(s.client, s.caps)
-	r.RenameTable = s.renamer
-	err = r.Query()
-	info := r.Info // the relay is the lane's: the next turn reuses it
-	changed := len(info.SessionState) > 0 || info.Status&mysql.StatusInTrans != 0
-	if changed {
-		s.scratch = append(s.scratch[:0], info.SessionState...)
-		info.SessionState = s.scratch
-	}
-	victim := err == nil && info.Err != nil && info.Err.Code == mysql.ERQueryInterrupted &&
-		!s.queryKilled.Load() && s.client.BytesWritten() == mark
-	s.setPipe(nil) // before Done recycles t: no KILL may reach it then
-	t.Done(err == nil)
-	s.teleRan(s.cl, c)
+	t.Wait()
+	srv.End()
+	s.setPipe(nil) // no KILL may reach t once it is released
+	info := &t.Info
 	switch {
-	case err != nil && !mysql.IsBackendError(err):
-		return true, false // the client went away: the lane broke with its answer half read
-	case err != nil && s.client.BytesWritten() == mark:
+	case t.Err == backend.ErrTurnAbandoned:
+		return true, s.writeErr(errInterrupted)
+	case t.Err == backend.ErrLaneBroken:
+		return false, false // it may not have run: run it on a connection of its own
+	}
+	s.teleRan(s.cl, l.Conn())
+	switch {
+	case t.Err != nil && !mysql.IsBackendError(t.Err):
+		s.relayFailedPipelined(t.Err)
+		return true, false // the client went away
+	case t.Err != nil && !t.Sent:
 		s.client.DiscardOutput()
 		return false, false // the lane failed: run it on a connection of its own
-	case err != nil:
-		return true, s.backendFailedMidAnswer(err)
-	case victim:
+	case t.Err != nil:
+		return true, s.backendFailedMidAnswer(t.Err)
+	case info.Err != nil && info.Err.Code == mysql.ERQueryInterrupted && !s.queryKilled.Load() && !t.Sent:
 		// A KILL QUERY of the statement before it on the lane, which had
 		// already ended, reached this one: it runs again on its own.
 		s.client.DiscardOutput()
 		return false, false
 	}
-	s.teleResult(&info)
-	srv.StatementOK()
-	if changed {
-		s.pipelineStateChanged(l, &info)
+	if err := s.client.Flush(); err != nil {
+		s.relayFailedPipelined(err)
+		return true, false
 	}
-	s.afterPipelined(&info, st)
+	s.teleResult(info)
+	srv.StatementOK()
+	if len(info.SessionState) > 0 || info.Status&mysql.StatusInTrans != 0 {
+		s.pipelineStateChanged(l, info)
+	}
+	s.afterPipelined(info, st)
 	switch {
 	case info.Err != nil && interrupted(info.Err.Code):
 		// Run again, it would run as long: its error is its diagnostics.
@@ -109,6 +99,12 @@ func (s *Session) runPipelined(p []byte, st router.Stmt) (handled, ok bool) {
 		s.diagnosticsFor(p, srv, int(info.Warnings))
 	}
 	return true, true
+}
+
+// relayFailedPipelined logs a client that went away while its pipelined
+// read was answered; the session ends.
+func (s *Session) relayFailedPipelined(err error) {
+	s.logger().Debug("client went away during a pipelined read", "err", err)
 }
 
 // interrupted reports the errors of a statement stopped while it ran
@@ -121,22 +117,35 @@ func interrupted(code uint16) bool {
 // while it waited for its turn on a lane.
 var errInterrupted = mysql.NewError(mysql.ERQueryInterrupted, mysql.StateQueryInterrupted, "Query execution was interrupted")
 
-// setPipe publishes the turn the session's statement waits for on a lane,
-// for KILL.
+// setPipe publishes the turn of the session's statement on a lane, for
+// KILL, and the statement as running.
 func (s *Session) setPipe(t *backend.Turn) {
 	s.mu.Lock()
 	s.pipe = t
+	if t != nil {
+		s.publishRunning()
+	}
 	s.mu.Unlock()
 }
 
-// pickLane returns the lane of srv for the session's state with room for
-// a statement, opening one when the pool allows; nil when none can be
-// had.
+// pickLane returns the lane of srv for the session's state with the
+// fewest reads in flight, opening one when the pool allows; nil when the
+// read runs the one-at-a-time way. A lane with pipeline_depth reads in
+// flight takes more only when the pool has no idle connection: under
+// saturation every read then queues on a lane, in order, rather than some
+// there and the rest for connections, which would leave those behind
+// waiting far longer.
 func (s *Session) pickLane(srv *backend.Server) *backend.Lane {
 	foundRows := s.caps&mysql.ClientFoundRows != 0
-	l, open := srv.Pool.PickLane(s.connDB(), s.varsFP, s.vars, foundRows)
-	if l != nil || !open {
+	l, full, open := srv.Pool.PickLane(s.connDB(), s.varsFP, s.vars, foundRows)
+	if l != nil {
+		if full && srv.Pool.HasIdle(foundRows) {
+			return nil
+		}
 		return l
+	}
+	if !open {
+		return nil
 	}
 	c, err := srv.Pool.Acquire(context.Background(), foundRows)
 	if err != nil {

@@ -81,6 +81,9 @@ type Relay struct {
 	// holdErr: an ERR among the rows is read into Info.Err, not
 	// forwarded (RowStream.RelayRows: the merge answers it).
 	holdErr bool
+	// HoldFlush leaves Query's last output unflushed: its caller
+	// flushes it, or discards it (a pipelined read run again).
+	HoldFlush bool
 }
 
 func (r *Relay) sameEOF() bool {
@@ -149,6 +152,9 @@ func (r *Relay) Query() error {
 		if !more {
 			break
 		}
+	}
+	if r.HoldFlush {
+		return nil
 	}
 	if err := r.Client.Flush(); err != nil {
 		return clientErr(err)
