@@ -18,15 +18,15 @@ import (
 // text-protocol read of a table (which replaces the diagnostics with its
 // own) that sets nothing and reads nothing of the session's (no user
 // variables, LAST_INSERT_ID(), FOUND_ROWS(), locking or side-effect
-// functions: router.IsReadOnly), outside a transaction, with autocommit
-// on, and with no connection held for the session. Its answer is then
+// functions: router.IsReadOnly), outside a transaction, and with no
+// connection held for the session (and with autocommit on: runPipelined). Its answer is then
 // all it leaves, and running it twice (after a lane failed) changes
 // nothing.
 func (s *Session) pipelinable(p []byte, n needs, rk relayKind, st router.Stmt) bool {
 	return rk == relayQuery && st.Kind == router.KindSelect && !st.NoTable && router.IsReadOnly(st) &&
 		len(p) > 0 && p[0] == mysql.ComQuery && s.exec.ps == nil && s.stream == nil &&
 		s.pinned == nil && s.pins == 0 && n&(lastIDNeedsMask|needBegin) == 0 &&
-		s.waitGTID == "" && s.lastIDConn == nil && s.autocommit()
+		s.waitGTID == "" && s.lastIDConn == nil
 }
 
 // runPipelined runs the current read on a lane of its server. handled
@@ -40,7 +40,7 @@ func (s *Session) runPipelined(p []byte, st router.Stmt) (handled, ok bool) {
 			return false, false
 		}
 	}
-	if !srv.Pool.Pipelines() {
+	if !srv.Pool.Pipelines() || !s.autocommit() {
 		return false, false
 	}
 	l := s.pickLane(srv)

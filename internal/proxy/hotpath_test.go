@@ -21,11 +21,19 @@ type hotClient struct {
 
 func newHotClient(t testing.TB) *hotClient {
 	t.Helper()
+	return newHotClientLanes(t, 0)
+}
+
+// newHotClientLanes is newHotClient through a proxy with lanes
+// pipelining connections (pool.pipeline_connections).
+func newHotClientLanes(t testing.TB, lanes int) *hotClient {
+	t.Helper()
 	srv := testenv.Shared(t)
 	srv.Exec(t, "CREATE DATABASE IF NOT EXISTS hot",
 		"CREATE TABLE IF NOT EXISTS hot.sbtest1 (id INT PRIMARY KEY, c CHAR(120))",
 		"REPLACE INTO hot.sbtest1 VALUES (5000, REPEAT('c', 120))")
 	cfg := proxyConfig(t, srv, "")
+	cfg.Clusters[0].Pool.PipelineConnections = lanes
 	p := startProxy(t, cfg)
 	cl := mfDial(t, p.Addrs()[0])
 	cl.mustLogin(t)
@@ -85,6 +93,16 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 		}
 	}
 	h.telemetryRecorded(t, "SELECT c FROM sbtest1 WHERE id = ?", 1000)
+
+	// Pipelined (issue 23): a lane's turns and buffers are reused too.
+	h = newHotClientLanes(t, 1)
+	h.roundTrip(t, h.query)
+	if n := testing.AllocsPerRun(500, func() { h.roundTrip(t, h.query) }); n != 0 {
+		t.Errorf("pipelined: %.2f allocations per query, want 0", n)
+	}
+	if got := poolMetric(t, h.p, "shardgate_backend_pool_pipelined_total"); got < 500 {
+		t.Errorf("%v queries pipelined, want the 500 measured", got)
+	}
 }
 
 // telemetryRecorded checks that statement telemetry was on while the
@@ -117,5 +135,17 @@ func BenchmarkPointSelectBinary(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		h.roundTrip(b, h.execute)
+	}
+}
+
+// BenchmarkPointSelectPipelined is BenchmarkPointSelectText on a lane: one
+// client, so what pipelining adds to a read's path, not what it spares
+// the server (for that, sgbench's pipelined target).
+func BenchmarkPointSelectPipelined(b *testing.B) {
+	h := newHotClientLanes(b, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h.roundTrip(b, h.query)
 	}
 }
