@@ -134,7 +134,7 @@ type Run struct {
 	// ProxyCS and ServerCS are the context switches of the proxy's and
 	// mariadbd's threads during the run (0 for direct's proxy).
 	ProxyCS, ServerCS int64
-	ProxyRSS    int64         // proxy VmRSS after the run, bytes (0 for direct)
+	ProxyRSS          int64 // proxy VmRSS after the run, bytes (0 for direct)
 	// ProxyAllocs are the heap allocations of a shardgate target during
 	// the run (go_memstats_mallocs_total; 0 for other targets).
 	ProxyAllocs int64
@@ -420,7 +420,7 @@ type Summary struct {
 	// ProxyCSPerQuery and ServerCSPerQuery are the medians of the context
 	// switches per query.
 	ProxyCSPerQuery, ServerCSPerQuery float64
-	ProxyRSS          int64 // median, bytes
+	ProxyRSS                          int64 // median, bytes
 	// AllocsPerQuery is the median of a shardgate target's heap
 	// allocations per query.
 	AllocsPerQuery float64

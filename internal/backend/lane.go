@@ -39,13 +39,13 @@ type Lane struct {
 	pool *Pool
 
 	mu      sync.Mutex
-	out     []byte    // commands framed and not written yet
-	spare   []byte    // the other output buffer, swapped with out by the writer
-	writing bool      // a sender is writing out
-	queue   []*Turn   // the commands written or to write whose answers are unread, oldest first
-	err     error     // why the lane broke: it takes no more commands
-	retired bool      // it takes no more commands and leaves when its queue is empty
-	dirty   bool      // its connection's state is not what the lane was opened with
+	out     []byte  // commands framed and not written yet
+	spare   []byte  // the other output buffer, swapped with out by the writer
+	writing bool    // a sender is writing out
+	queue   []*Turn // the commands written or to write whose answers are unread, oldest first
+	err     error   // why the lane broke: it takes no more commands
+	retired bool    // it takes no more commands and leaves when its queue is empty
+	dirty   bool    // its connection's state is not what the lane was opened with
 }
 
 // A Turn is one command's place in a lane's queue: where its answer goes,
