@@ -78,6 +78,10 @@ func (cfg PoolConfig) evaluatorConfig() PoolConfig {
 	return e
 }
 
+// ErrWaitTimedOut marks the error of an Acquire that waited wait_timeout
+// for a connection in vain (beside the *mysql.SQLError the client gets).
+var ErrWaitTimedOut = errors.New("timed out waiting for a connection")
+
 // Error codes of the proxy's own backend errors. 9001 is what ProxySQL uses
 // for "no connection to the backend could be had", so tooling recognises it.
 const ErrCodeBackendUnavailable uint16 = 9001
@@ -293,9 +297,9 @@ func (p *Pool) awaitTurn(ctx context.Context, w *waiter) (*Conn, error) {
 	if c == waitExpired {
 		p.Stats.Timeouts.Add(1)
 		cfg := p.config()
-		return nil, mysql.NewError(ErrCodeBackendUnavailable, mysql.StateGeneral,
+		return nil, errors.Join(ErrWaitTimedOut, mysql.NewError(ErrCodeBackendUnavailable, mysql.StateGeneral,
 			"shardgate: timed out after %s waiting for a connection to backend %s (%s); pool %s=%d",
-			cfg.WaitTimeout, p.Name, p.dial.Addr, p.limitKey(), cfg.MaxOpen)
+			cfg.WaitTimeout, p.Name, p.dial.Addr, p.limitKey(), cfg.MaxOpen))
 	}
 	return p.granted(ctx, foundRows, c)
 }

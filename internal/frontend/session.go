@@ -1128,12 +1128,45 @@ func lostBackendError() *mysql.SQLError {
 
 // acquireFailed reports a backend that could not be had.
 func (s *Session) acquireFailed(err error) bool {
+	if errors.Is(err, backend.ErrWaitTimedOut) && s.holdsOtherTrx() {
+		return s.connectionDeadlock(err)
+	}
 	var se *mysql.SQLError
 	if !errors.As(err, &se) {
 		se = mysql.NewError(backend.ErrCodeBackendUnavailable, mysql.StateGeneral, "shardgate: %v", err)
 	}
 	return s.writeErr(se)
 }
+
+// holdsOtherTrx reports a transaction holding connections of other
+// clusters (shards) than the one the session waits for.
+func (s *Session) holdsOtherTrx() bool {
+	for _, h := range s.others {
+		if h.pins&pinTrx != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// connectionDeadlock ends a transaction over several shards that waited
+// wait_timeout for a connection of one shard while holding connections of
+// others: with more such transactions at once than a shard's max_open,
+// each can hold what the others wait for, a deadlock no server sees. It
+// is rolled back on every shard and answered as a server answers a
+// deadlock (1213), which clients retry, so that the connections it held
+// let the others go on.
+func (s *Session) connectionDeadlock(err error) bool {
+	s.logger().Warn("a transaction over several shards waited for a backend connection while holding others: rolled back as a deadlock (1213). Raise pool.max_open to the number of sessions running such transactions at once",
+		"err", err)
+	s.rollbackHeld()
+	s.beginPending = false
+	s.savepoints = s.savepoints[:0]
+	return s.writeErr(errConnectionDeadlock)
+}
+
+var errConnectionDeadlock = mysql.NewError(1213, "40001",
+	"Deadlock found when trying to get lock; try restarting transaction (shardgate: waited for a backend connection held by other transactions over several shards)")
 
 // syncFailed reports a failure to bring a backend connection to the
 // session's state (a database that no longer exists, say). The statement

@@ -50,8 +50,9 @@ func poolMetric(t *testing.T, p *proxy.Proxy, name string) float64 {
 }
 
 // TestPipelinedReadsExact runs 32 clients' point selects over two lanes
-// of depth 8: every answer is its own statement's, and the lanes carried
-// them (the pipelined count); statements that may not be pipelined
+// of depth 8: every answer is its own statement's, and so are the
+// warnings or the error a client's read raised among the others' (SHOW
+// WARNINGS right after it); the lanes carried them (the pipelined count); statements that may not be pipelined
 // (a transaction's, user variables) still run, and the session state they
 // set is kept.
 func TestPipelinedReadsExact(t *testing.T) {
@@ -72,6 +73,14 @@ func TestPipelinedReadsExact(t *testing.T) {
 			defer conn.Close()
 			for k := range each {
 				id := 1 + (i*each+k*7)%1000
+				if k%10 == 9 {
+					// Diagnostics of one session's read among the others'.
+					if err := pipelinedDiagnosticsRead(conn, id, k%20 == 19); err != nil {
+						errs <- fmt.Errorf("client %d: %w", i, err)
+						return
+					}
+					continue
+				}
 				var c string
 				var n sql.NullInt64
 				if err := conn.QueryRowContext(context.Background(), "SELECT c, n FROM t WHERE id = ?", id).Scan(&c, &n); err != nil {
@@ -118,6 +127,44 @@ func TestPipelinedReadsExact(t *testing.T) {
 	if got := queryString(t, c, `SELECT "c" FROM t WHERE id = 4`); got != "row-4" {
 		t.Fatalf("ANSI_QUOTES read: %q", got)
 	}
+}
+
+// pipelinedDiagnosticsRead runs a read of row id that raises a warning
+// (a conversion), or an error, and checks what SHOW WARNINGS then lists:
+// that read's own, though other sessions' reads ran on its lane since.
+func pipelinedDiagnosticsRead(conn *sql.Conn, id int, failing bool) error {
+	ctx := context.Background()
+	want := fmt.Sprintf("Warning 1292 Truncated incorrect INTEGER value: 'row-%d'", id)
+	if failing {
+		want = fmt.Sprintf("Error 1054 Unknown column 'nosuch%d' in ", id)
+		_, err := conn.ExecContext(ctx, fmt.Sprintf("SELECT nosuch%d FROM t WHERE id = %d", id, id))
+		if mysqlErrCode(err) != 1054 {
+			return fmt.Errorf("unknown column: %v", err)
+		}
+	} else {
+		var n int64
+		if err := conn.QueryRowContext(ctx, "SELECT CAST(c AS SIGNED) FROM t WHERE id = ?", id).Scan(&n); err != nil {
+			return fmt.Errorf("conversion: %w", err)
+		}
+	}
+	rows, err := conn.QueryContext(ctx, "SHOW WARNINGS")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var level, msg string
+		var code int
+		if err := rows.Scan(&level, &code, &msg); err != nil {
+			return err
+		}
+		got = append(got, fmt.Sprintf("%s %d %s", level, code, msg))
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], want) {
+		return fmt.Errorf("SHOW WARNINGS after the read of %d: %q, want %q…", id, got, want)
+	}
+	return rows.Err()
 }
 
 // TestPipelinedDiagnostics compares, statement by statement, a session
