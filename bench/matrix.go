@@ -132,8 +132,10 @@ type Run struct {
 	ProxyCPU    time.Duration // CPU used by the proxy process during the run (0 for direct)
 	ServerCPU   time.Duration // CPU used by mariadbd during the run
 	// ProxyCS and ServerCS are the context switches of the proxy's and
-	// mariadbd's threads during the run (0 for direct's proxy).
+	// mariadbd's threads during CSWindow, the middle of the run (0 for
+	// direct's proxy; sampleSwitches).
 	ProxyCS, ServerCS int64
+	CSWindow          time.Duration
 	ProxyRSS          int64 // proxy VmRSS after the run, bytes (0 for direct)
 	// ProxyAllocs are the heap allocations of a shardgate target during
 	// the run (go_memstats_mallocs_total; 0 for other targets).
@@ -344,21 +346,19 @@ func measure(ctx context.Context, env *Env, r sysbenchRun, t Target) Run {
 	var run Run
 	proxyPid, serverPid := env.ProxyPid(t), env.Server.Pid()
 	allocs0, err5 := env.mallocs(ctx, t)
-	proxyCS0, err7 := ctxSwitchesOrZero(proxyPid)
-	serverCS0, err8 := ctxSwitches(serverPid)
 	proxy0, err1 := cpuTimeOrZero(proxyPid)
 	server0, err2 := cpuTime(serverPid)
+	cs := sampleSwitches(ctx, proxyPid, serverPid, time.Duration(r.seconds)*time.Second)
 	out, err := r.exec(ctx, "run")
 	proxy1, err3 := cpuTimeOrZero(proxyPid)
 	server1, err4 := cpuTime(serverPid)
-	proxyCS1, err9 := ctxSwitchesOrZero(proxyPid)
-	serverCS1, err10 := ctxSwitches(serverPid)
+	sw := <-cs
 	allocs1, err6 := env.mallocs(ctx, t)
 	if ctx.Err() != nil {
 		run.Failure = "interrupted"
 		return run
 	}
-	if err := errors.Join(err, err1, err2, err3, err4, err5, err6, err7, err8, err9, err10); err != nil {
+	if err := errors.Join(err, err1, err2, err3, err4, err5, err6, sw.err); err != nil {
 		run.Failure = err.Error()
 		return run
 	}
@@ -371,7 +371,7 @@ func measure(ctx context.Context, env *Env, r sysbenchRun, t Target) Run {
 	run.P50, run.P95, run.P99, run.ReportedP99 = st.P50, st.P95, st.P99, st.ReportedP99
 	run.Ignored, run.Reconnects = st.Ignored, st.Reconnects
 	run.ProxyCPU, run.ServerCPU = proxy1-proxy0, server1-server0
-	run.ProxyCS, run.ServerCS = proxyCS1-proxyCS0, serverCS1-serverCS0
+	run.ProxyCS, run.ServerCS, run.CSWindow = sw.proxy, sw.server, sw.window
 	run.ProxyAllocs = allocs1 - allocs0
 	if proxyPid != 0 {
 		if run.ProxyRSS, err = rssBytes(proxyPid); err != nil {
@@ -450,8 +450,10 @@ func (c *Cell) Summary() Summary {
 		rss = append(rss, float64(r.ProxyRSS))
 		if r.Queries > 0 {
 			allocs = append(allocs, float64(r.ProxyAllocs)/float64(r.Queries))
-			pcs = append(pcs, float64(r.ProxyCS)/float64(r.Queries))
-			scs = append(scs, float64(r.ServerCS)/float64(r.Queries))
+			if q := r.QPS * r.CSWindow.Seconds(); q > 0 {
+				pcs = append(pcs, float64(r.ProxyCS)/q)
+				scs = append(scs, float64(r.ServerCS)/q)
+			}
 		}
 		s.Ignored += r.Ignored
 		s.Reconnects += r.Reconnects
@@ -471,6 +473,8 @@ func (c *Cell) Summary() Summary {
 	s.ProxyRSS = int64(median(rss))
 	if len(allocs) > 0 {
 		s.AllocsPerQuery = median(allocs)
+	}
+	if len(pcs) > 0 {
 		s.ProxyCSPerQuery, s.ServerCSPerQuery = median(pcs), median(scs)
 	}
 	return s

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -176,6 +177,56 @@ func ctxSwitchesOrZero(pid int) (int64, error) {
 		return 0, nil
 	}
 	return ctxSwitches(pid)
+}
+
+// switches are the context switches of a run's window (sampleSwitches).
+type switches struct {
+	proxy, server int64
+	window        time.Duration
+	err           error
+}
+
+// sampleSwitches counts the context switches of the proxy (pid 0: none)
+// and of mariadbd over the middle of a run of length d, from 1 s after
+// its start to 1 s before its end (a run under 3 s: its whole length):
+// the threads mariadbd makes for connections and ends with them take
+// their counts along, so a count over the whole run would miss those.
+// The result comes once the window is over.
+func sampleSwitches(ctx context.Context, proxyPid, serverPid int, d time.Duration) <-chan switches {
+	ch := make(chan switches, 1)
+	margin := time.Second
+	if d < 3*time.Second {
+		margin = 0
+	}
+	go func() {
+		var sw switches
+		defer func() { ch <- sw }()
+		if !sleepCtx(ctx, margin) {
+			return
+		}
+		p0, err1 := ctxSwitchesOrZero(proxyPid)
+		s0, err2 := ctxSwitches(serverPid)
+		start := time.Now()
+		if !sleepCtx(ctx, d-2*margin) {
+			return
+		}
+		p1, err3 := ctxSwitchesOrZero(proxyPid)
+		s1, err4 := ctxSwitches(serverPid)
+		sw = switches{proxy: p1 - p0, server: s1 - s0, window: time.Since(start), err: errors.Join(err1, err2, err3, err4)}
+	}()
+	return ch
+}
+
+// sleepCtx sleeps d unless ctx ends first (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // rssBytes returns VmRSS of process pid from /proc/PID/status.

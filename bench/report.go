@@ -383,9 +383,9 @@ const columnsLegend = `## Columns
   (10 ms ticks), divided by the queries of the run.
 - **server CPU µs/q**: the same for mariadbd.
 - **proxy cs/q**, **server cs/q**: context switches (voluntary and not) of
-  the proxy's and of mariadbd's threads during the run, summed over
-  /proc/PID/task/*/status, per query: how often each was put to sleep and
-  woken for a query.
+  the proxy's and of mariadbd's threads from 1 s after the run's start to
+  1 s before its end, summed over /proc/PID/task/*/status, per query of
+  that window: how often each was put to sleep and woken for a query.
 - **proxy RSS MiB**: VmRSS of the proxy process after the run.
 - **pipelined**: shardgate with pool.pipeline_connections: 4 and
   pipeline_depth: 8 (4 of its 16 connections carry several sessions'

@@ -371,3 +371,41 @@ func TestPipelinedConnectionDies(t *testing.T) {
 		t.Fatalf("after: %q", got)
 	}
 }
+
+// TestPipelinedReload: pool.pipeline_connections applies at once on
+// RELOAD: set to 0, the lanes leave (their connections go back to the
+// pool) and reads run one at a time; set again, reads are pipelined again.
+func TestPipelinedReload(t *testing.T) {
+	srv := testenv.Shared(t)
+	p := pipelineProxy(t, srv, 1, 8)
+	c := oneConn(t, openDB(t, proxyDSN(p, testenv.User, testenv.Password, "pl", "interpolateParams=true")))
+	read := func() {
+		t.Helper()
+		if got := queryString(t, c, "SELECT c FROM t WHERE id = ?", 42); got != "row-42" {
+			t.Fatalf("read: %q", got)
+		}
+	}
+	read()
+	waitFor(t, "a read pipelined", 20*time.Second, func() bool {
+		return poolMetric(t, p, "shardgate_backend_pool_pipelined_total") >= 1
+	})
+	cfg := proxyConfig(t, srv, "")
+	mustReload(t, p, cfg)
+	waitFor(t, "the lane gone", 20*time.Second, func() bool {
+		return poolMetric(t, p, "shardgate_backend_pool_pipeline_connections") == 0
+	})
+	before := poolMetric(t, p, "shardgate_backend_pool_pipelined_total")
+	for range 5 {
+		read()
+	}
+	if got := poolMetric(t, p, "shardgate_backend_pool_pipelined_total"); got != before {
+		t.Fatalf("%v reads pipelined with pipeline_connections 0", got-before)
+	}
+	cfg = proxyConfig(t, srv, "")
+	cfg.Clusters[0].Pool.PipelineConnections = 2
+	mustReload(t, p, cfg)
+	read()
+	waitFor(t, "reads pipelined again", 20*time.Second, func() bool {
+		return poolMetric(t, p, "shardgate_backend_pool_pipelined_total") > before
+	})
+}
