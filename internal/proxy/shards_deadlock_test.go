@@ -42,7 +42,7 @@ func TestShardedConnectionDeadlock(t *testing.T) {
 		}
 	}
 	mustExec(t, a, "BEGIN", fmt.Sprintf("INSERT INTO u VALUES (1, %d)", on0)) // a holds s0
-	mustExec(t, b, "BEGIN", fmt.Sprintf("SELECT * FROM u WHERE k = %d", on1))  // b holds s1
+	mustExec(t, b, "BEGIN", fmt.Sprintf("SELECT * FROM u WHERE k = %d", on1)) // b holds s1
 	aDone := make(chan error, 1)
 	go func() {
 		_, err := a.ExecContext(context.Background(), fmt.Sprintf("SELECT * FROM u WHERE k = %d", on1))
