@@ -220,6 +220,11 @@ func (l *Lane) read() {
 		l.pop()
 		if err != nil {
 			l.breakLocked(err)
+		} else if !abandoned && !t.ping && (len(t.Info.SessionState) > 0 || t.Info.Status&mysql.StatusInTrans != 0) {
+			// The read changed the connection's state (a stored function
+			// setting a variable): no more reads go there, and its
+			// connection is closed once the answers queued are read.
+			l.retired, l.dirty = true, true
 		}
 		if !t.abandoned {
 			t.Err = err
@@ -253,6 +258,11 @@ func (l *Lane) relay(t *Turn) error {
 // that reaches the statement after it instead is answered 1317, which
 // the frontend runs again for a session that did not ask.
 func (l *Lane) drainAbandoned() error {
+	if err := l.c.WaitInput(abandonedGrace); err == nil {
+		return l.c.DrainResponse() // it ended on its own: no kill to miss it
+	} else if !isTimeout(err) {
+		return err
+	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -276,6 +286,17 @@ func (l *Lane) drainAbandoned() error {
 	return err
 }
 
+// abandonedGrace is how long an abandoned read may take to answer before
+// it is killed: most reads end in less, and a kill after a read has ended
+// reaches the one behind it.
+const abandonedGrace = 50 * time.Millisecond
+
+// isTimeout reports a wait that timed out.
+func isTimeout(err error) bool {
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 // abandonedKillAfter are the waits between the kills of an abandoned
 // read (about 30 s in all, as the frontend's repeats of a KILL QUERY).
 var abandonedKillAfter = []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond,
@@ -289,9 +310,9 @@ func (l *Lane) pop() {
 	l.queue = l.queue[:n]
 }
 
-// Abandon gives up t (KILL QUERY of its statement) unless it is the head,
-// whose statement the server runs (or has run, its answer on the way):
-// then it reports true. An abandoned turn's Wait returns at once with
+// Abandon gives up t (KILL QUERY of its statement) unless it is the head:
+// then it reports whether the server may still be running its statement,
+// whose answer has not begun to come (the caller kills it there). An abandoned turn's Wait returns at once with
 // ErrTurnAbandoned; its answer is read and dropped.
 func (t *Turn) Abandon() (reading bool) {
 	l := t.lane
@@ -300,7 +321,10 @@ func (t *Turn) Abandon() (reading bool) {
 	i := slices.Index(l.queue, t)
 	switch {
 	case i == 0:
-		return true // the server runs it, or ran it
+		// The server runs it, unless its answer has begun to come: then
+		// it has run (or is sending its rows), and a kill would reach the
+		// statement after it.
+		return !t.reading
 	case i < 0 || t.abandoned:
 		return false // ended already
 	}
@@ -342,11 +366,11 @@ func (l *Lane) Retire(dirty bool) {
 	l.pool.dropLane(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.dirty = l.dirty || dirty
 	if l.retired || l.err != nil {
 		return
 	}
 	l.retired = true
-	l.dirty = l.dirty || dirty
 	// A COM_PING after the last command: its answer wakes the reader,
 	// which waits for input, to find the queue empty and leave.
 	ping := &Turn{lane: l, done: make(chan struct{}, 1), ping: true, abandoned: true}
@@ -362,15 +386,22 @@ func (l *Lane) close(failed bool) {
 	l.pool.dropLane(l)
 	l.mu.Lock()
 	dirty := l.dirty
+	// A client that failed mid-answer leaves the connection out of step,
+	// not the server in doubt: the pool's other connections stay.
+	serverFailed := failed && !clientFailure(l.err)
 	l.mu.Unlock()
 	switch {
-	case failed:
-		l.pool.Discard(l.c, true)
-	case dirty:
-		l.pool.Discard(l.c, false)
+	case failed || dirty:
+		l.pool.Discard(l.c, serverFailed)
 	default:
 		l.pool.Release(l.c)
 	}
+}
+
+// clientFailure reports a relay error on the client's side.
+func clientFailure(err error) bool {
+	var re *mysql.RelayError
+	return errors.As(err, &re) && !re.Backend
 }
 
 // inFlight is how many commands wait for their answers on l; -1 when it

@@ -64,7 +64,7 @@ func (cfg PoolConfig) withDefaults(dc *DialConfig) PoolConfig {
 	if cfg.PipelineDepth <= 0 {
 		cfg.PipelineDepth = DefaultPipelineDepth
 	}
-	cfg.PipelineConnections = min(max(cfg.PipelineConnections, 0), cfg.MaxOpen)
+	cfg.PipelineConnections = max(min(cfg.PipelineConnections, cfg.MaxOpen-1), 0)
 	return cfg
 }
 

@@ -403,6 +403,9 @@ func TestProblems(t *testing.T) {
 			f + ":4: server.auth_failure_delay.max_delay: must be >= min_delay (0s; got -1s)"}},
 		{"max_idle above max_open", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary: {address: \"h:1\"}\n    pool:\n      max_idle: 17\n", []string{
 			f + ":7: clusters[0].pool.max_idle: must be <= max_open (16)"}},
+		{"pipelining every connection", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary: {address: \"h:1\"}\n    pool:\n      max_open: 4\n      pipeline_connections: 4\n      pipeline_depth: 0\n", []string{
+			f + ":8: clusters[0].pool.pipeline_connections: must be between 0 and max_open - 1 (3) (got 4)",
+			f + ":9: clusters[0].pool.pipeline_depth: must be > 0 (got 0)"}},
 		{"min_idle above max_idle", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary: {address: \"h:1\"}\n    pool:\n      max_idle: 4\n      min_idle: 5\n", []string{
 			f + ":8: clusters[0].pool.min_idle: must be <= max_idle (4)"}},
 		{"pool zero and negative values", "users: [{name: a, password: x}]\nclusters:\n  - name: m\n    user: u\n    primary: {address: \"h:1\"}\n    pool:\n      max_open: 0\n      max_idle: -1\n      min_idle: -1\n      wait_timeout: 0s\n      max_lifetime: -1m\n      max_waiters: 0\n      prepared_statements_per_conn: -3\n      evaluator_max_open: 0\n", []string{

@@ -388,8 +388,9 @@ func (v *validator) pool(p string, pl *Pool) {
 	v.positive(p+".prepared_statements_per_conn", pl.PreparedStatementsPerConn)
 	v.positiveDuration(p+".health_check_interval", pl.HealthCheckInterval)
 	v.positive(p+".evaluator_max_open", pl.EvaluatorMaxOpen)
-	if pl.PipelineConnections < 0 || pl.PipelineConnections > pl.MaxOpen {
-		v.fail(p+".pipeline_connections", "must be between 0 and max_open (%d) (got %d)", pl.MaxOpen, pl.PipelineConnections)
+	if pl.PipelineConnections < 0 || pl.PipelineConnections > 0 && pl.PipelineConnections >= pl.MaxOpen {
+		// At least one connection is left for writes and transactions.
+		v.fail(p+".pipeline_connections", "must be between 0 and max_open - 1 (%d) (got %d)", pl.MaxOpen-1, pl.PipelineConnections)
 	}
 	v.positive(p+".pipeline_depth", pl.PipelineDepth)
 }

@@ -47,12 +47,16 @@ func (s *Session) runPipelined(p []byte, st router.Stmt) (handled, ok bool) {
 	if l == nil {
 		return false, false
 	}
+	s.setPipe(nil) // running from here: a KILL QUERY marks it (queryKilled)
 	t, err := l.Send(p, s.client, s.caps, s.renamer)
 	if err != nil {
 		return false, false
 	}
 	defer t.Release()
 	s.setPipe(t)
+	if s.queryKilled.Load() {
+		s.killQuery() // the KILL that came before t was published
+	}
 	srv.Begin()
 	t.Wait()
 	srv.End()
@@ -118,13 +122,13 @@ func interrupted(code uint16) bool {
 var errInterrupted = mysql.NewError(mysql.ERQueryInterrupted, mysql.StateQueryInterrupted, "Query execution was interrupted")
 
 // setPipe publishes the turn of the session's statement on a lane, for
-// KILL, and the statement as running.
+// KILL, and the statement as running; nil before the turn is had, or
+// once it is over (the statement still listed as running until the
+// session is idle, as on a connection of its own).
 func (s *Session) setPipe(t *backend.Turn) {
 	s.mu.Lock()
 	s.pipe = t
-	if t != nil {
-		s.publishRunning()
-	}
+	s.publishRunning()
 	s.mu.Unlock()
 }
 

@@ -412,6 +412,7 @@ func (s *Session) pinBefore(st router.Stmt) {
 func (s *Session) execute(p []byte, n needs, rk relayKind, st router.Stmt) bool {
 	if s.pipelinable(p, n, rk, st) {
 		if handled, ok := s.runPipelined(p, st); handled {
+			s.target = nil // one statement's (acquire clears it otherwise)
 			return ok
 		}
 	}

@@ -1128,7 +1128,7 @@ func lostBackendError() *mysql.SQLError {
 
 // acquireFailed reports a backend that could not be had.
 func (s *Session) acquireFailed(err error) bool {
-	if errors.Is(err, backend.ErrWaitTimedOut) && s.holdsOtherTrx() {
+	if errors.Is(err, backend.ErrWaitTimedOut) && !s.cmd.parts && s.holdsOtherTrx() {
 		return s.connectionDeadlock(err)
 	}
 	var se *mysql.SQLError
@@ -1151,7 +1151,9 @@ func (s *Session) holdsOtherTrx() bool {
 
 // connectionDeadlock ends a transaction over several shards that waited
 // wait_timeout for a connection of one shard while holding connections of
-// others: with more such transactions at once than a shard's max_open,
+// others (a statement in one part: one in several has parts written on
+// the connections held, whose answers the merge must read first, and gets
+// 9001 as before): with more such transactions at once than a shard's max_open,
 // each can hold what the others wait for, a deadlock no server sees. It
 // is rolled back on every shard and answered as a server answers a
 // deadlock (1213), which clients retry, so that the connections it held
@@ -1161,7 +1163,7 @@ func (s *Session) connectionDeadlock(err error) bool {
 		"err", err)
 	s.rollbackHeld()
 	s.beginPending = false
-	s.savepoints = s.savepoints[:0]
+	s.savepoints, s.trxCharSQL = s.savepoints[:0], s.trxCharSQL[:0]
 	return s.writeErr(errConnectionDeadlock)
 }
 

@@ -409,3 +409,58 @@ func TestPipelinedReload(t *testing.T) {
 		return poolMetric(t, p, "shardgate_backend_pool_pipelined_total") > before
 	})
 }
+
+// TestPipelinedReplicaThenPin: a read pipelined on a replica leaves no
+// routing behind it: a statement after it that pins the session (a user
+// variable) runs on the primary, and the writes after that too (found by
+// review: the read's server was kept for the next statement).
+func TestPipelinedReplicaThenPin(t *testing.T) {
+	r := testenv.StartReplicated(t, 1)
+	r.Primary.Exec(t, "CREATE DATABASE pr", "CREATE TABLE pr.t (id INT PRIMARY KEY, c VARCHAR(20))",
+		"INSERT INTO pr.t VALUES (1, 'one')")
+	r.WaitCaughtUp(t)
+	ids := serverIDs(t, r)
+	cfg := asApp(proxyConfig(t, r.Primary, splitConfig(t, r, []int{1}, "")))
+	for i := range cfg.Clusters {
+		cfg.Clusters[i].Pool.PipelineConnections = 1
+	}
+	p := startProxy(t, cfg)
+	waitChecked(t, p)
+	c := oneConn(t, openDB(t, proxyDSN(p, appUser, appPass, "pr", "interpolateParams=true")))
+	if got := queryString(t, c, "SELECT c FROM t WHERE id = 1"); got != "one" {
+		t.Fatalf("read: %q", got)
+	}
+	waitFor(t, "the read pipelined", 20*time.Second, func() bool {
+		return poolMetric(t, p, "shardgate_backend_pool_pipelined_total") >= 1
+	})
+	mustExec(t, c, "SET @a = 2", "INSERT INTO t VALUES (@a, 'two')")
+	if got := ids[queryString(t, c, "SELECT @@server_id")]; got != 0 {
+		t.Fatalf("the pinned session is on server %d, want the primary", got)
+	}
+}
+
+// TestPipelinedStateChange: a pipelined read calling a stored function
+// that sets a session variable changes the session's state, as on a
+// connection of its own, and the lane leaves pipelining: another
+// session's read does not run in that state.
+func TestPipelinedStateChange(t *testing.T) {
+	srv := testenv.Shared(t)
+	p := pipelineProxy(t, srv, 1, 8)
+	srv.Exec(t, "CREATE FUNCTION pl.setprec() RETURNS INT NO SQL BEGIN SET SESSION div_precision_increment = 9; RETURN 1; END")
+	db := openDB(t, proxyDSN(p, testenv.User, testenv.Password, "pl", "interpolateParams=true"))
+	a, b := oneConn(t, db), oneConn(t, db)
+	if got := queryString(t, b, "SELECT 1/3 FROM t WHERE id = 1"); got != "0.3333" {
+		t.Fatalf("b before: %q", got)
+	}
+	if got := queryString(t, a, "SELECT setprec() FROM t WHERE id = 1"); got != "1" {
+		t.Fatalf("a: %q", got)
+	}
+	if got := queryString(t, a, "SELECT 1/3 FROM t WHERE id = 1"); got != "0.333333333" {
+		t.Fatalf("a after its function set div_precision_increment: %q", got)
+	}
+	for range 5 {
+		if got := queryString(t, b, "SELECT 1/3 FROM t WHERE id = 1"); got != "0.3333" {
+			t.Fatalf("b after a's function: %q", got)
+		}
+	}
+}
