@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/shardgate/shardgate/internal/testenv"
@@ -39,41 +38,40 @@ func TestBusyPollOnlyForASingleClient(t *testing.T) {
 	for i := 0; i < 100; i++ { // prepare, execute, close: 300 commands in a row
 		queryString(t, one, "SELECT ?", i) // opens the gate (200 in a row)
 	}
-	caught0, _ := busyPolls(t, scrapeMetrics(t, p))
+	caught0, missed0 := busyPolls(t, scrapeMetrics(t, p))
 	for i := 0; i < 200; i++ {
 		queryString(t, one, "SELECT ?", i)
 	}
 	caught1, missed1 := busyPolls(t, scrapeMetrics(t, p))
-	if caught1-caught0 < 100 {
-		t.Fatalf("one client, 200 queries: %d polls caught their input, want most of 400 waits", caught1-caught0)
+	// Whether a poll catches its input within the budget depends on the
+	// machine's load (CI once caught 72); that the waits poll does not.
+	if polls := (caught1 - caught0) + (missed1 - missed0); polls < 100 {
+		t.Fatalf("one client, 200 queries: %d waits polled, want most of 400", polls)
 	}
 
 	// Two clients at once: polling stops after at most the first commands.
-	// Both stop when the first has run its queries: a client left alone
-	// for long is single-stream traffic again, and may poll.
+	// They run their queries in rounds, one each at a time: left free, one
+	// could run 200 commands in a row while the other waits for a CPU on
+	// a loaded machine, which is single-stream traffic again, and polls
+	// (CI failed so: 91 polls).
 	two := oneConn(t, db)
 	queryString(t, two, "SELECT 1")
 	const queries = 300
-	var wg sync.WaitGroup
-	var done atomic.Bool
-	for _, c := range []*sql.Conn{one, two} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer done.Store(true)
-			for i := 0; i < queries && !done.Load(); i++ {
+	for i := 0; i < queries; i++ {
+		var wg sync.WaitGroup
+		for _, c := range []*sql.Conn{one, two} {
+			wg.Go(func() {
 				var n int
 				if err := c.QueryRowContext(ctx, "SELECT ?", i).Scan(&n); err != nil {
 					t.Error(err)
-					return
 				}
-			}
-		}()
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	caught2, missed2 := busyPolls(t, scrapeMetrics(t, p))
 	polls := (caught2 - caught1) + (missed2 - missed1)
-	t.Logf("one client: %d caught, %d missed; two clients: %d polls", caught1-caught0, missed1, polls)
+	t.Logf("one client: %d caught, %d missed; two clients: %d polls", caught1-caught0, missed1-missed0, polls)
 	if polls > 2*queries/10 {
 		t.Fatalf("two busy clients, %d queries: %d waits polled, want (almost) none", 2*queries, polls)
 	}

@@ -27,9 +27,10 @@ func TestShardedConnectionDeadlock(t *testing.T) {
       - {name: u, shard_key: k, rule: hash, shards: [s0, s1], sub_tables: 2}
 `, ""), "deadlock.yaml")
 	cfg.Admin.HTTP = "127.0.0.1:0"
-	for i := range cfg.Clusters {
-		cfg.Clusters[i].Pool.WaitTimeout = time.Second
-	}
+	// a waits for s1, b for s0: a times out first, by far, whatever the
+	// machine's load; the connection its rollback frees is b's.
+	cfg.Clusters[0].Pool.WaitTimeout = 30 * time.Second
+	cfg.Clusters[1].Pool.WaitTimeout = time.Second
 	p := startProxy(t, cfg)
 	conns := openDB(t, proxyDSN(p, appUser, appPass, db, ""))
 	a, b := oneConn(t, conns), oneConn(t, conns)
