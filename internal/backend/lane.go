@@ -46,6 +46,8 @@ type Lane struct {
 	err     error   // why the lane broke: it takes no more commands
 	retired bool    // it takes no more commands and leaves when its queue is empty
 	dirty   bool    // its connection's state is not what the lane was opened with
+	sends   uint64  // commands queued since it opened
+	seen    uint64  // sends at the pool's previous tick (retireIdleLanes)
 }
 
 // A Turn is one command's place in a lane's queue: where its answer goes,
@@ -122,6 +124,7 @@ func (l *Lane) Send(p []byte, client *mysql.Conn, caps uint32, rename mysql.Tabl
 	l.out = append(l.out, byte(n), byte(n>>8), byte(n>>16), 0)
 	l.out = append(l.out, p...)
 	l.queue = append(l.queue, t)
+	l.sends++
 	l.writeOut()
 	l.mu.Unlock()
 	return t, nil // a failed write ended t with ErrLaneBroken
@@ -511,6 +514,29 @@ func (p *Pool) setLaneLimits(max, depth int) {
 	}
 	ls.mu.Unlock()
 	for _, l := range surplus {
+		l.Retire(false)
+	}
+}
+
+// retireIdleLanes retires the lanes that took no command since the
+// previous tick, and those older than max_lifetime: a burst of reads does
+// not keep connections from writes and transactions after it, and a lane
+// is rotated as other connections are (retired, its connection goes back
+// to the pool, which closes it when too old).
+func (p *Pool) retireIdleLanes(cfg PoolConfig) {
+	ls := &p.lanes
+	ls.mu.Lock()
+	var idle []*Lane
+	for _, l := range ls.all {
+		l.mu.Lock()
+		if l.sends == l.seen && len(l.queue) == 0 || cfg.MaxLifetime > 0 && time.Since(l.c.createdAt) > cfg.MaxLifetime {
+			idle = append(idle, l)
+		}
+		l.seen = l.sends
+		l.mu.Unlock()
+	}
+	ls.mu.Unlock()
+	for _, l := range idle {
 		l.Retire(false)
 	}
 }

@@ -40,6 +40,7 @@ func (p *Pool) maintain(ticking bool) {
 // tick is maintenance's periodic work.
 func (p *Pool) tick(cfg PoolConfig) {
 	p.noteUses(time.Now())
+	p.retireIdleLanes(cfg)
 	p.expire(cfg)
 	p.healthCheck(cfg)
 	p.warm()
