@@ -310,7 +310,16 @@ func TestShardedSysbenchAtomic(t *testing.T) {
 	e := startClientShardsWith(t, testenv.Options{ExtraArgs: []string{"--innodb-lock-wait-timeout=1"}}, db, tables...)
 	clientsMustExec(t, 2*time.Minute, nil, bin, sbShardedArgs(clientsProxyTarget(t, e.p), db, "oltp_read_write", "prepare")...)
 	e.checkSbtestLayout(t, perShard)
-	px := clientsProxyTarget(t, startProxy(t, clientShardsConfig(t, db, e.shards, "    cross_shard_writes: atomic\n", tables)))
+	cfg := clientShardsConfig(t, db, e.shards, "    cross_shard_writes: atomic\n", tables)
+	for i := range cfg.Clusters {
+		// A connection per thread on each shard: with fewer, transactions
+		// holding one shard's connection wait for another's held by
+		// transactions waiting for theirs, until wait_timeout ends it
+		// with 1213 (TestShardedConnectionDeadlock; under a loaded CI it
+		// stalled this run to 16 transactions).
+		cfg.Clusters[i].Pool.MaxOpen = 16
+	}
+	px := clientsProxyTarget(t, startProxy(t, cfg))
 	for _, psMode := range []string{"disable", "auto"} {
 		t.Run("ps-"+psMode, func(t *testing.T) {
 			xa0 := xaStatements(t, e.shards)
