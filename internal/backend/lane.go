@@ -363,13 +363,10 @@ func (l *Lane) breakLocked(err error) {
 
 // Retire takes the lane out of use: it takes no more commands and its
 // connection goes back to the pool once the answers queued are read.
-// dirty says a statement changed the connection's state (a stored
-// function setting a variable): the connection is then closed instead.
-func (l *Lane) Retire(dirty bool) {
+func (l *Lane) Retire() {
 	l.pool.dropLane(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.dirty = l.dirty || dirty
 	if l.retired || l.err != nil {
 		return
 	}
@@ -467,7 +464,7 @@ func (p *Pool) PickLane(db string, fp uint64, vars Vars, foundRows bool) (l *Lan
 	case len(ls.all) < ls.max:
 		return nil, false, true
 	case idle != nil:
-		go idle.Retire(false) // it takes ls.mu
+		go idle.Retire() // it takes ls.mu
 		return nil, false, true
 	}
 	return l, true, false
@@ -514,7 +511,7 @@ func (p *Pool) setLaneLimits(max, depth int) {
 	}
 	ls.mu.Unlock()
 	for _, l := range surplus {
-		l.Retire(false)
+		l.Retire()
 	}
 }
 
@@ -537,7 +534,7 @@ func (p *Pool) retireIdleLanes(cfg PoolConfig) {
 	}
 	ls.mu.Unlock()
 	for _, l := range idle {
-		l.Retire(false)
+		l.Retire()
 	}
 }
 

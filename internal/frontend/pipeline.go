@@ -18,10 +18,10 @@ import (
 // text-protocol read of a table (which replaces the diagnostics with its
 // own) that sets nothing and reads nothing of the session's (no user
 // variables, LAST_INSERT_ID(), FOUND_ROWS(), locking or side-effect
-// functions: router.IsReadOnly), outside a transaction, and with no
-// connection held for the session (and with autocommit on: runPipelined). Its answer is then
-// all it leaves, and running it twice (after a lane failed) changes
-// nothing.
+// functions: router.IsReadOnly), outside a transaction, with no
+// connection held for the session (and with autocommit on, which
+// runPipelined checks once pipelining is on). Its answer is then all it
+// leaves, and running it twice (after a lane failed) changes nothing.
 func (s *Session) pipelinable(p []byte, n needs, rk relayKind, st router.Stmt) bool {
 	return rk == relayQuery && st.Kind == router.KindSelect && !st.NoTable && router.IsReadOnly(st) &&
 		len(p) > 0 && p[0] == mysql.ComQuery && s.exec.ps == nil && s.stream == nil &&
@@ -151,12 +151,8 @@ func (s *Session) pickLane(srv *backend.Server) *backend.Lane {
 	if !open {
 		return nil
 	}
-	c, err := srv.Pool.Acquire(context.Background(), foundRows)
-	if err != nil {
-		return nil
-	}
-	if err := s.sync(c, 0); err != nil {
-		c.Pool().Discard(c, !mysql.IsSQLError(err))
+	c := s.syncedConn(srv)
+	if c == nil {
 		return nil
 	}
 	l, ok := srv.Pool.OpenLane(c)
@@ -166,19 +162,27 @@ func (s *Session) pickLane(srv *backend.Server) *backend.Lane {
 	return l
 }
 
+// syncedConn takes a connection of srv's pool and brings it to the
+// session's state (a lane's, or the one a read's diagnostics are taken
+// on); nil when none could be had.
+func (s *Session) syncedConn(srv *backend.Server) *backend.Conn {
+	c, err := srv.Pool.Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
+	if err != nil {
+		return nil
+	}
+	if err := s.sync(c, 0); err != nil {
+		c.Pool().Discard(c, !mysql.IsSQLError(err))
+		return nil
+	}
+	return c
+}
+
 // afterPipelined learns from a lane's answer what after learns from a
 // connection of the session's own: ROW_COUNT() and FOUND_ROWS() for the
 // next statement, and the diagnostics, which are that read's own. The
 // connection that ran it is no one's to reclaim.
 func (s *Session) afterPipelined(info *mysql.ResponseInfo, st router.Stmt) {
-	switch {
-	case info.ResultSet:
-		s.lastRowCount, s.lastFoundRows = -1, info.Rows
-	case info.Err == nil:
-		s.lastRowCount = int64(info.AffectedRows)
-	default:
-		s.lastRowCount = -1
-	}
+	s.noteRowCounts(info)
 	s.diagnosticsAfter(info, st)
 	s.last = nil
 }
@@ -190,18 +194,13 @@ func (s *Session) afterPipelined(info *mysql.ResponseInfo, st router.Stmt) {
 // (partWarnings). Only reads that raise a condition pay for it.
 func (s *Session) diagnosticsFor(p []byte, srv *backend.Server, raised int) {
 	s.warns.rows, s.warns.count, s.warns.valid, s.warns.current = s.warns.rows[:0], 0, true, true
-	c, err := srv.Pool.Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
-	if err != nil {
-		s.warns.count = raised
-		return
-	}
-	if err := s.sync(c, 0); err != nil {
-		c.Pool().Discard(c, !mysql.IsSQLError(err))
+	c := s.syncedConn(srv)
+	if c == nil {
 		s.warns.count = raised
 		return
 	}
 	s.setRunning(c) // a KILL QUERY stops it
-	err = c.Exec(string(p[1:]))
+	err := c.Exec(string(p[1:]))
 	s.setRunning(nil)
 	if err != nil && !mysql.IsSQLError(err) {
 		c.Pool().Discard(c, true)
@@ -214,14 +213,14 @@ func (s *Session) diagnosticsFor(p []byte, srv *backend.Server, raised int) {
 
 // pipelineStateChanged handles a read whose answer says it changed the
 // session's state on the lane (a stored function setting a variable):
-// the session takes the change as from a connection of its own, and the
-// lane, whose connection is no longer in the state it serves, retires.
+// the session takes the change as from a connection of its own. The
+// lane, whose connection is no longer in the state it serves, was
+// retired by its reader, its connection to be closed (backend.Lane.read).
 // The reads written behind it on the lane ran in that state: pipelining
-// requires that reads change no state (docs/configuration.md).
+// requires that reads change no state (docs/routing.md).
 func (s *Session) pipelineStateChanged(l *backend.Lane, info *mysql.ResponseInfo) {
 	s.logger().Warn("a pipelined read changed the session state on its backend connection; the connection leaves pipelining. Set pool.pipeline_connections to 0 if reads call stored functions that set variables",
 		"backend", l.Conn().Pool().Addr())
-	l.Retire(true)
 	var scratch backend.Conn // the lane's connection is not the session's
 	s.applyStateChanges(&scratch, info.SessionState)
 	s.pins &^= pinSession // what it set is on the lane's connection, closed

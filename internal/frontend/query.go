@@ -701,14 +701,7 @@ func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stm
 	if len(info.SessionState) > 0 && s.applyStateChanges(c, info.SessionState) {
 		s.learnCollation(c, info)
 	}
-	switch {
-	case info.ResultSet:
-		s.lastRowCount, s.lastFoundRows = -1, info.Rows
-	case info.Err == nil:
-		s.lastRowCount = int64(info.AffectedRows)
-	default:
-		s.lastRowCount = -1 // ROW_COUNT() after an error
-	}
+	s.noteRowCounts(info)
 	inTrx := info.Status&mysql.StatusInTrans != 0
 	if info.Err != nil && info.Results <= 1 {
 		// An error response carries no status; the transaction state is
@@ -748,6 +741,19 @@ func (s *Session) after(c *backend.Conn, info *mysql.ResponseInfo, st router.Stm
 	}
 	if mayChangeLastID(info, st) {
 		s.learnLastID(c, info, st) // last: whether c stays pinned decides when
+	}
+}
+
+// noteRowCounts keeps the ROW_COUNT() and FOUND_ROWS() a statement
+// answered info leaves, for when the next statement runs elsewhere.
+func (s *Session) noteRowCounts(info *mysql.ResponseInfo) {
+	switch {
+	case info.ResultSet:
+		s.lastRowCount, s.lastFoundRows = -1, info.Rows
+	case info.Err == nil:
+		s.lastRowCount = int64(info.AffectedRows)
+	default:
+		s.lastRowCount = -1 // ROW_COUNT() after an error
 	}
 }
 

@@ -102,6 +102,9 @@ func resultString(conn *sql.Conn, q string) string {
 		}
 		var parts []string
 		for _, v := range vals {
+			if !v.Valid {
+				v.String = "NULL" // not the empty string's
+			}
 			parts = append(parts, v.String)
 		}
 		lines = append(lines, strings.Join(parts, ","))
