@@ -102,13 +102,14 @@ func Diff(ref, got Answer, ordered bool) string {
 	return diff(ref, got, rowCompare{ordered: ordered}, true)
 }
 
-// DiffStatement is Diff comparing rows as st asks: in order when
-// st.Ordered, columns st.Fold under their collation, and, when st has a
-// Superset, got's rows against superset, the reference's answer to it
-// (nil: st failed on the reference, so got must fail too).
-func DiffStatement(ref, got Answer, st *Statement, superset *Answer) string {
+// DiffStatement is Diff comparing rows as st asks, st being a statement
+// of database db: in order when st.Ordered, columns st.Fold under their
+// collation, and, when st has a Superset, got's rows against superset,
+// the reference's answer to it (nil: st failed on the reference, so got
+// must fail too).
+func DiffStatement(db string, ref, got Answer, st *Statement, superset *Answer) string {
 	c := rowCompare{ordered: st.Ordered, fold: st.Fold, foldAs: foldCollations(st), merged: len(st.Constructs) > 0,
-		planNotNull: st.PlanNotNull, planOrgTable: st.PlanOrgTable}
+		planNotNull: st.PlanNotNull, derived: derivedNamesOf(st.SQL, db)}
 	if st.Superset != nil && superset != nil {
 		c.superset = true
 		if len(superset.Results) > 0 {
@@ -119,16 +120,18 @@ func DiffStatement(ref, got Answer, st *Statement, superset *Answer) string {
 }
 
 // PlanFlags are the column flags MariaDB sets by its plan for a
-// statement, not by the column: the key flags of a table's field, which a
-// temporary table's field (a sort, a grouping, a join buffered for an
-// ORDER BY) does not have, and NUM_FLAG, which such fields have; and
+// statement, not by the column: the key flags and AUTO_INCREMENT of a
+// table's field, which a temporary table's field (a sort, a grouping, a
+// join buffered for an ORDER BY) does not have (seed 1795872948058684403
+// statement #4512: 0x4203 reading sf_note first, 0x0001 under the
+// STRAIGHT_JOIN reading it second, on the same rows), and NUM_FLAG, which such fields have; and
 // NO_DEFAULT_VALUE, which a MIN or MAX read by a loose index scan takes
 // from the table's field and one computed in a temporary table does not
 // (its string then has decimals 39, NOT_FIXED_DEC, against 0). A merge
 // takes its columns from the client's statement on one sub-table, whose
 // plan may differ from one server's over every row; the differential test
 // does not compare them for merged statements (docs/compatibility.md).
-const PlanFlags = 0x0002 | 0x0004 | 0x0008 | 0x1000 | 0x4000 | 0x8000
+const PlanFlags = 0x0002 | 0x0004 | 0x0008 | 0x0200 | 0x1000 | 0x4000 | 0x8000
 
 const (
 	binaryCharset = 63
@@ -142,11 +145,12 @@ type rowCompare struct {
 	merged bool
 	// planNotNull: NOT_NULL is a plan flag too (Statement.PlanNotNull).
 	planNotNull bool
-	// planOrgTable: org_table is the plan's (Statement.PlanOrgTable).
-	planOrgTable bool
-	ordered      bool
-	fold         []int // columns compared by their weight under foldAs
-	foldAs       []colldata.Collation
+	// derived: the statement's derived tables, whose columns' schema and
+	// org_table are the plan's (derivedNames).
+	derived derivedNames
+	ordered bool
+	fold    []int // columns compared by their weight under foldAs
+	foldAs  []colldata.Collation
 	// superset: got's rows (of the first result) must be supersetRows'
 	// sub-multiset, as many as the reference's.
 	superset     bool
@@ -333,8 +337,8 @@ func (d *differ) columns(at string, ref, got []Column) {
 			r.Flags &^= mysql.FlagNotNull
 			g.Flags &^= mysql.FlagNotNull
 		}
-		if d.rc.planOrgTable {
-			g.OrgTable = r.OrgTable
+		if d.rc.derived.planVariant(&r, &g) {
+			g.Schema, g.OrgTable = r.Schema, r.OrgTable
 		}
 		if d.rc.merged {
 			r.Flags &^= PlanFlags

@@ -222,16 +222,16 @@ func TestDiffMergedPlanDependentColumns(t *testing.T) {
 	merged := &Statement{Constructs: []string{"merge_group"}}
 	loose := str
 	loose.Flags, loose.Decimals = 0x1000, 0
-	if d := DiffStatement(answer(str), answer(loose), merged, nil); d != "" {
+	if d := DiffStatement("shop", answer(str), answer(loose), merged, nil); d != "" {
 		t.Errorf("a loose index scan's MIN column is a difference: %s", d)
 	}
-	if d := DiffStatement(answer(str), answer(loose), &Statement{}, nil); d == "" {
+	if d := DiffStatement("shop", answer(str), answer(loose), &Statement{}, nil); d == "" {
 		t.Error("an unmerged statement's plan-dependent column is no difference")
 	}
 	num := Column{Catalog: "def", Name: "MIN(score)", Charset: 63, Length: 14, Type: mysql.TypeNewDecimal, Decimals: 2}
 	other := num
 	other.Decimals = 0
-	if d := DiffStatement(answer(num), answer(other), merged, nil); !strings.Contains(d, "decimals: reference 2, got 0") {
+	if d := DiffStatement("shop", answer(num), answer(other), merged, nil); !strings.Contains(d, "decimals: reference 2, got 0") {
 		t.Errorf("a number's decimals are compared in a merge: %q", d)
 	}
 }
@@ -243,33 +243,58 @@ func TestDiffPlanNotNull(t *testing.T) {
 	ref, got := sampleAnswer(), sampleAnswer()
 	got.Results[0].Columns[0].Flags &^= mysql.FlagNotNull
 	outer := &Statement{Constructs: []string{"join_left"}, PlanNotNull: true}
-	if d := DiffStatement(ref, got, outer, nil); d != "" {
+	if d := DiffStatement("shop", ref, got, outer, nil); d != "" {
 		t.Errorf("NOT_NULL by the plan: %s", d)
 	}
-	if d := DiffStatement(ref, got, &Statement{Constructs: []string{"join_inner"}}, nil); !strings.Contains(d, "flags: reference") {
+	if d := DiffStatement("shop", ref, got, &Statement{Constructs: []string{"join_inner"}}, nil); !strings.Contains(d, "flags: reference") {
 		t.Errorf("NOT_NULL of an inner join's column: %q, want a difference", d)
 	}
 	got.Results[0].Columns[0].Type = mysql.TypeLongLong
-	if d := DiffStatement(ref, got, outer, nil); !strings.Contains(d, "type: reference") {
+	if d := DiffStatement("shop", ref, got, outer, nil); !strings.Contains(d, "type: reference") {
 		t.Errorf("type under PlanNotNull: %q, want a difference", d)
 	}
 }
 
-// TestDiffPlanOrgTable: a statement reading a mergeable derived table is
-// not compared on org_table, and on all else as usual.
-func TestDiffPlanOrgTable(t *testing.T) {
-	ref, got := sampleAnswer(), sampleAnswer()
-	got.Results[0].Columns[0].OrgTable = "u"
-	derived := &Statement{Constructs: []string{"join_empty_side"}, PlanOrgTable: true}
-	if d := DiffStatement(ref, got, derived, nil); d != "" {
-		t.Errorf("org_table by the plan: %s", d)
+// TestDiffDerivedOrgTable: a column of a derived table or WITH query is
+// named after the plan, by the derived table or the base table it reads,
+// with its schema or none; a name the statement does not give (a
+// sub-table), another table alias, and the columns of a statement with no
+// derived table are compared as usual.
+func TestDiffDerivedOrgTable(t *testing.T) {
+	derived := &Statement{Constructs: []string{"eval_derived"},
+		SQL: "WITH d AS (SELECT DISTINCT o.user_id FROM sf_order AS o), e AS (SELECT d.user_id FROM d) SELECT u.id FROM e AS u"}
+	empty := &Statement{Constructs: []string{"join_empty_side"},
+		SQL: "SELECT u.id FROM (SELECT * FROM sf_user WHERE 1 = 0) AS u JOIN sf_order o ON o.user_id = u.id"}
+	plain := &Statement{Constructs: []string{"join_inner"}, SQL: "SELECT u.id FROM sf_user u JOIN sf_order o ON o.user_id = u.id"}
+	variant := func(schema, orgTable string) Answer {
+		a := sampleAnswer()
+		a.Results[0].Columns[0].Schema, a.Results[0].Columns[0].OrgTable = schema, orgTable
+		return a
 	}
-	if d := DiffStatement(ref, got, &Statement{Constructs: []string{"join_inner"}}, nil); !strings.Contains(d, "org_table: reference") {
-		t.Errorf("org_table of a table's column: %q, want a difference", d)
+	for _, c := range []struct {
+		st       *Statement
+		ref, got Answer
+		want     string // "" for none
+	}{
+		{derived, variant("", "u"), variant("shop", "sf_order"), ""},
+		{derived, variant("", "u"), variant("", "sf_order"), ""},
+		{derived, variant("shop", "sf_order"), variant("", "d"), ""},
+		{empty, variant("", "u"), variant("shop", "sf_user"), ""},
+		{derived, variant("", "u"), variant("shop", "sf_order_0003"), "org_table: reference"},
+		{derived, variant("", "u"), variant("shop_0", "sf_order"), "schema: reference"},
+		{derived, variant("shop", "u"), variant("shop_0", "sf_order"), "schema: reference"},
+		{derived, variant("shop", "sf_user"), variant("shop", "sf_order"), "org_table: reference"},
+		{plain, variant("shop", "sf_user"), variant("", "u"), "org_table: reference"},
+	} {
+		d := DiffStatement("shop", c.ref, c.got, c.st, nil)
+		if c.want == "" && d != "" || c.want != "" && !strings.Contains(d, c.want) {
+			t.Errorf("%s: %+v against %+v: %q, want %q", c.st.SQL, c.got.Results[0].Columns[0], c.ref.Results[0].Columns[0], d, c.want)
+		}
 	}
+	got := variant("shop", "sf_order")
 	got.Results[0].Columns[0].Table = "x"
-	if d := DiffStatement(ref, got, derived, nil); !strings.Contains(d, "table: reference") {
-		t.Errorf("table under PlanOrgTable: %q, want a difference", d)
+	if d := DiffStatement("shop", variant("", "u"), got, derived, nil); !strings.Contains(d, "table: reference") {
+		t.Errorf("another table alias of a derived table's column: %q, want a difference", d)
 	}
 }
 
@@ -284,18 +309,18 @@ func TestDiffPlanOrgName(t *testing.T) {
 		return a
 	}
 	merged := &Statement{Constructs: []string{"group_by"}}
-	if d := DiffStatement(expr(""), expr("u.city_id % 3"), merged, nil); d != "" {
+	if d := DiffStatement("shop", expr(""), expr("u.city_id % 3"), merged, nil); d != "" {
 		t.Errorf("an expression's org_name by the plan: %s", d)
 	}
-	if d := DiffStatement(expr(""), expr("other"), merged, nil); !strings.Contains(d, "org_name") {
+	if d := DiffStatement("shop", expr(""), expr("other"), merged, nil); !strings.Contains(d, "org_name") {
 		t.Errorf("an expression's org_name other than its name: %q, want a difference", d)
 	}
-	if d := DiffStatement(expr(""), expr("u.city_id % 3"), &Statement{}, nil); !strings.Contains(d, "org_name") {
+	if d := DiffStatement("shop", expr(""), expr("u.city_id % 3"), &Statement{}, nil); !strings.Contains(d, "org_name") {
 		t.Errorf("an unmerged statement's org_name: %q, want a difference", d)
 	}
 	ref, got := sampleAnswer(), sampleAnswer()
 	got.Results[0].Columns[0].OrgName = ""
-	if d := DiffStatement(ref, got, merged, nil); !strings.Contains(d, "org_name") {
+	if d := DiffStatement("shop", ref, got, merged, nil); !strings.Contains(d, "org_name") {
 		t.Errorf("a table column's org_name: %q, want a difference", d)
 	}
 }
@@ -309,29 +334,29 @@ func TestDiffPlanTempField(t *testing.T) {
 	c := &got.Results[0].Columns[0]
 	c.OrgTable, c.OrgName, c.Flags = "", c.Name, c.Flags&^mysql.FlagNotNull
 	merged := &Statement{Constructs: []string{"rollup"}}
-	if d := DiffStatement(ref, got, merged, nil); d != "" {
+	if d := DiffStatement("shop", ref, got, merged, nil); d != "" {
 		t.Errorf("a temporary table's field: %s", d)
 	}
-	if d := DiffStatement(got, ref, merged, nil); d != "" {
+	if d := DiffStatement("shop", got, ref, merged, nil); d != "" {
 		t.Errorf("a temporary table's field on the reference: %s", d)
 	}
-	if d := DiffStatement(ref, got, &Statement{}, nil); !strings.Contains(d, "org_table") {
+	if d := DiffStatement("shop", ref, got, &Statement{}, nil); !strings.Contains(d, "org_table") {
 		t.Errorf("an unmerged statement: %q, want a difference", d)
 	}
 	c.Type = mysql.TypeLongLong
-	if d := DiffStatement(ref, got, merged, nil); !strings.Contains(d, "type: reference") || !strings.Contains(d, "org_table") {
+	if d := DiffStatement("shop", ref, got, merged, nil); !strings.Contains(d, "type: reference") || !strings.Contains(d, "org_table") {
 		t.Errorf("another type: %q, want a difference", d)
 	}
 }
 
 // TestDiffPlanTempFieldMergeable: the temporary table's field is told
-// apart on the definitions as sent, before PlanOrgTable's rule.
+// apart on the definitions as sent, before the derived table's rule.
 func TestDiffPlanTempFieldMergeable(t *testing.T) {
 	ref, got := sampleAnswer(), sampleAnswer()
 	c := &got.Results[0].Columns[0]
 	c.OrgTable, c.OrgName, c.Flags = "", c.Name, c.Flags&^mysql.FlagNotNull
-	st := &Statement{Constructs: []string{"rollup"}, PlanOrgTable: true}
-	if d := DiffStatement(ref, got, st, nil); d != "" {
-		t.Errorf("a temporary table's field with PlanOrgTable: %s", d)
+	st := &Statement{Constructs: []string{"rollup"}, SQL: "SELECT d.id FROM (SELECT id FROM sf_user) AS d"}
+	if d := DiffStatement("shop", ref, got, st, nil); d != "" {
+		t.Errorf("a temporary table's field of a derived table: %s", d)
 	}
 }

@@ -430,7 +430,6 @@ func (g *Generator) evalDone(m *mstmt, q *query) Statement {
 	st := m.done()
 	st.Refusable = false
 	st.PlanNotNull = slices.Contains(m.tags, cJoinLeft) || slices.Contains(m.tags, cJoinRight)
-	st.PlanOrgTable = m.mergeable
 	if len(q.limit) > 0 && !m.order {
 		full := newMstmt()
 		full.add(q.parts(false)...)
@@ -543,7 +542,6 @@ func (g *Generator) totalOrder(m *mstmt, f *fromClause) []string {
 func (g *Generator) tableItem(m *mstmt, s side) []any {
 	if g.r.IntN(12) == 0 {
 		m.tag(cJoinEmpty)
-		m.mergeable = true
 		return []any{"(SELECT * FROM " + s.t.name + " WHERE " + emptyCond(s.t, "") + ") AS " + s.alias}
 	}
 	return []any{s.t.name + pick(g.r, []string{" ", " AS "}) + s.alias}

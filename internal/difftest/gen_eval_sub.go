@@ -521,7 +521,6 @@ func (g *Generator) derivedWindow(m *mstmt, t *mtable) *derived {
 // derivedJoin is the rows of a join, its columns renamed apart.
 func (g *Generator) derivedJoin(m *mstmt) *derived {
 	m.tag(cDerivedJoined)
-	m.mergeable = true
 	f := g.joinFrom(m, 2+g.r.IntN(2), nil)
 	d := &derived{q: &query{from: f.parts}}
 	g.joinWhere(m, d.q, f)

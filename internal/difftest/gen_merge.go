@@ -209,9 +209,6 @@ type mstmt struct {
 	fold   []int
 	foldAs []string // the collation of each of fold
 	order  bool     // the ORDER BY is total
-	// mergeable: the statement reads a derived table or WITH query
-	// MariaDB may merge into it (Statement.PlanOrgTable).
-	mergeable bool
 }
 
 // foldAt compares column i under collation coll ("": as it is).

@@ -486,7 +486,7 @@ func (r *runner) statement(i int, st Statement) error {
 			}
 			superset = &a
 		}
-		if d := DiffStatement(ref, got, &st, superset); d != "" {
+		if d := DiffStatement(r.ref.target.Database, ref, got, &st, superset); d != "" {
 			differs(d)
 		}
 	}

@@ -47,12 +47,6 @@ type Statement struct {
 	// same rows with other statistics, as the reference's tables and the
 	// evaluator's temporary copies have, can give either).
 	PlanNotNull bool
-	// PlanOrgTable: the org_table of its columns depends on MariaDB's
-	// plan, so it is not compared: a column of a derived table or WITH
-	// query merged into the outer query names the table it reads when
-	// the plan joins another table before it, the derived table's alias
-	// when the plan reads it first.
-	PlanOrgTable bool
 	// InTrx: the statement is inside a transaction the generator began
 	// (Generator.Transactions); a write may be refused for it
 	// (Options.TrxRefusals).
