@@ -40,10 +40,15 @@ var compareConstructs = []string{cCmpString, cCmpNumber, cCmpDecimal, cCmpDate, 
 var memberColumns = []column{
 	{"name", ctStr, "utf8mb4_unicode_ci"}, {"id", ctInt, ""}, {"city", ctStr, "utf8mb4_unicode_520_ci"},
 	{"code", ctStr, "utf8mb4_bin"}, {"nick", ctStr, "latin1_swedish_ci"}, {"age", ctInt, ""},
-	{"score", ctDec, ""}, {"joined", ctDate, ""}, {"seen", ctDatetime, ""},
+	{"score", ctDec, ""}, {"joined", ctDate, ""}, {"seen", ctDatetime, ""}, {"tag", ctStr, nopadBin},
 }
 
-const memberCols = "(name, id, city, code, nick, age, score, joined, seen)"
+const memberCols = "(name, id, city, code, nick, age, score, joined, seen, tag)"
+
+// nopadBin is sf_member.tag's collation: NO PAD, so that 'ab', 'ab ' and
+// 'ab\t' are three values, which a merge must not compare as PAD SPACE
+// does; no two different strings are equal under it (nothing to fold).
+const nopadBin = "utf8mb4_nopad_bin"
 
 // The strings of sf_member's columns: ties and near-ties under their
 // collations (case, accents, ß and ss, trailing spaces, a tab, which
@@ -57,6 +62,7 @@ var (
 	memberCities = []string{"Köln", "koln", "KÖLN ", "Zürich", "zurich", "São Paulo", "sao paulo", "Ōsaka", "osaka",
 		"Łódź", "lodz", "東京", "Århus", "aarhus", "Bern", "bern "}
 	memberCodes = []string{"AB-1", "ab-1", "AB-1 ", "x", "X", "é", "e", "É", "z9", "Z9", "ß", "ss", `a\b`}
+	memberTags  = []string{"ab", "ab ", "ab  ", "ab\t", "AB", "a", "", " ab", "é", "e", "e ", "zz"}
 	memberNicks = []string{"Åsa", "åsa", "ASA", "Öz", "oz", "Ñoño", "nono", "Jürgen", "jurgen", "Ærø", "aero", "zé", "Zé", "o'neil"}
 )
 
@@ -69,6 +75,8 @@ func domain(c column) []string {
 		return memberCodes
 	case "nick":
 		return memberNicks
+	case "tag":
+		return memberTags
 	case "status":
 		return statuses
 	case "kind":
@@ -91,6 +99,7 @@ func (g *Generator) memberRow(r *rand.Rand, name string, id int) []lit {
 		g.maybeNull(r, decimal(r, 5, 2)),
 		g.maybeNull(r, dateLit(randDate(r))),
 		g.maybeNull(r, datetimeLit(randDatetime(r))),
+		g.maybeNull(r, strLit(pick(r, memberTags))),
 	}
 }
 

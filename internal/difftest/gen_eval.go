@@ -144,7 +144,7 @@ var nullCols = map[string]bool{
 	"sf_user.email": true, "sf_user.balance": true, "sf_user.score": true, "sf_user.born": true, "sf_user.created": true,
 	"sf_user.city_id": true, "sf_order.ordered_at": true, "sf_order.note": true, "sf_event.amount": true,
 	"sf_event.happened": true, "sf_log.level": true, "sf_tag.updated": true, "sf_note.created": true,
-	"sf_member.city": true, "sf_member.code": true, "sf_member.nick": true, "sf_member.age": true,
+	"sf_member.city": true, "sf_member.code": true, "sf_member.nick": true, "sf_member.tag": true, "sf_member.age": true,
 	"sf_member.score": true, "sf_member.joined": true, "sf_member.seen": true,
 }
 
@@ -306,6 +306,7 @@ var edges = []edge{
 	{a: tMember, ca: "code", b: tUser, cb: "name", tags: []string{cJoinColl, cJoinDup}},
 	{a: tMember, ca: "nick", b: tMember, cb: "nick", big: true, tags: []string{cJoinColl, cJoinDup, cJoinCI}},
 	{a: tMember, ca: "city", b: tMember, cb: "city", big: true, tags: []string{cJoinColl, cJoinDup, cJoinCI}},
+	{a: tMember, ca: "tag", b: tMember, cb: "tag", big: true, tags: []string{cJoinColl, cJoinDup}},
 	{a: tEvent, ca: "id", b: tMember, cb: "age", tags: []string{cJoinDup}},
 	{a: tOrder, ca: "user_id", b: tMember, cb: "id"},
 	{a: tOrder, ca: "status", b: tOrder, cb: "status", extra: "%[2]suser_id = %[1]suser_id + 1", tags: []string{cJoinCI, cJoinDup}},

@@ -213,7 +213,7 @@ type mstmt struct {
 
 // foldAt compares column i under collation coll ("": as it is).
 func (m *mstmt) foldAt(i int, coll string) {
-	if coll != "" {
+	if coll != "" && coll != nopadBin {
 		m.fold = append(m.fold, i)
 		m.foldAs = append(m.foldAs, coll)
 	}
@@ -507,7 +507,7 @@ func (g *Generator) groupKeys(t *mtable, p string) []groupKey {
 		tLog:   {{p + "level", ""}, {"MONTH(" + p + "day)", ""}, {p + "seq", ""}},
 		tTag:   {{p + "uses % 5", ""}, {"YEAR(" + p + "updated)", ""}},
 		tMember: {{p + "city", "utf8mb4_unicode_520_ci"}, {p + "code", "utf8mb4_bin"}, {p + "nick", "latin1_swedish_ci"},
-			{p + "age % 4", ""}, {"YEAR(" + p + "seen)", ""}, {"UPPER(" + p + "name)", "utf8mb4_unicode_ci"}},
+			{p + "tag", ""}, {p + "age % 4", ""}, {"YEAR(" + p + "seen)", ""}, {"UPPER(" + p + "name)", "utf8mb4_unicode_ci"}},
 		// the reference and the unsharded table, for the evaluated
 		// statements (gen_eval.go)
 		tCity: {{p + "country", generalCIName}, {p + "id % 4", ""}},

@@ -101,6 +101,7 @@ var createTables = []string{
   score DECIMAL(10,2) NULL,
   joined DATE NULL,
   seen DATETIME NULL,
+  tag VARCHAR(16) COLLATE utf8mb4_nopad_bin NULL,
   PRIMARY KEY (name, id)
 )` + tableOptions,
 }

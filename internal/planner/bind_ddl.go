@@ -60,9 +60,13 @@ func (b *Binder) ddl(st router.Stmt, p []byte, s Session) engine.Primitive {
 		return b.refuse("DDL on a sharded schema inside a transaction (it would commit the transaction on some shards only); COMMIT or ROLLBACK first")
 	}
 	plan.Run.Then = func() *mysql.SQLError {
-		// Plans may hold what the DDL changed (an INSERT's column list).
+		// Plans may hold what the DDL changed (an INSERT's column list, a
+		// merge's collation), and plans made while the tables were
+		// learnt again hold what they had before.
 		plan.Keyspace.ForgetPlans()
-		return learnAfterDDL(plan, s)
+		err := learnAfterDDL(plan, s)
+		plan.Keyspace.ForgetPlans()
+		return err
 	}
 	return plan.Run
 }

@@ -21,7 +21,7 @@ func TestEvalFetches(t *testing.T) {
 	for _, name := range []string{"sf_user", "sf_order"} {
 		tb := s.Table(name)
 		tb.SetColumns([]string{"id", "user_id", "name", "city_id", "born"})
-		tb.SetCollated(map[string]bool{"name": true})
+		tb.SetCollations(map[string]string{"name": "utf8mb4_general_ci"})
 		tb.SetNumeric(map[string]bool{"id": true, "user_id": true, "city_id": true})
 	}
 	k, err := NewKeyspace(s, map[string]*backend.Cluster{"s0": testCluster(t, 1), "s1": testCluster(t, 1)})
@@ -103,7 +103,7 @@ func TestEvalSemiJoin(t *testing.T) {
 	for _, name := range []string{"sf_user", "sf_order", "sf_name"} {
 		tb := s.Table(name)
 		tb.SetColumns([]string{"id", "user_id", "name", "city_id"})
-		tb.SetCollated(map[string]bool{"name": true})
+		tb.SetCollations(map[string]string{"name": "utf8mb4_general_ci"})
 		tb.SetNumeric(map[string]bool{"id": true, "user_id": true, "city_id": true})
 	}
 	k, err := NewKeyspace(s, map[string]*backend.Cluster{"s0": testCluster(t, 1), "s1": testCluster(t, 1)})

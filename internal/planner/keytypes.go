@@ -55,13 +55,13 @@ func (k *Keyspace) learnKeyType(ctx context.Context, t *sharding.SchemaTable) er
 	}
 	var r []string
 	columns := make([]string, len(rows))
-	collated, numeric := map[string]bool{}, map[string]bool{}
+	collations, numeric := map[string]string{}, map[string]bool{}
 	invisible := false
 	for i, row := range rows {
 		columns[i] = row[5]
 		invisible = invisible || strings.Contains(strings.ToUpper(row[6]), "INVISIBLE")
 		if row[4] != "" || strings.EqualFold(row[0], "enum") || strings.EqualFold(row[0], "set") {
-			collated[strings.ToLower(row[5])] = true
+			collations[strings.ToLower(row[5])] = row[4]
 		}
 		if numericTypes[strings.ToLower(row[0])] {
 			numeric[strings.ToLower(row[5])] = true
@@ -82,7 +82,7 @@ func (k *Keyspace) learnKeyType(ctx context.Context, t *sharding.SchemaTable) er
 	}
 	t.SetKeyType(ct)
 	t.SetColumns(columns)
-	t.SetCollated(collated)
+	t.SetCollations(collations)
 	t.SetNumeric(numeric)
 	t.SetInvisible(invisible)
 	return nil

@@ -131,7 +131,7 @@ func newMergePlan(p Parsed, an *Analysis, sh *router.Shape, rename Rename, k *Ke
 	if !ok {
 		return nil, notSupported("this statement across shards")
 	}
-	b := &mergeBuilder{client: sel, push: sqlparser.CloneRefOfSelect(sel), columns: k.tableColumns, collated: k.columnCollated, items: map[*sqlparser.AliasedExpr]int{}}
+	b := &mergeBuilder{client: sel, push: sqlparser.CloneRefOfSelect(sel), columns: k.tableColumns, collation: k.columnCollation, items: map[*sqlparser.AliasedExpr]int{}}
 	b.spec.Budget = budget // 0: engine.DefaultMergeBudget
 	b.spec.Spill = !k.Schema.MergeRefuse
 	if err := b.build(an); err != nil {
@@ -221,9 +221,10 @@ type mergeBuilder struct {
 	client  *sqlparser.Select
 	push    *sqlparser.Select
 	columns func(table string) ([]string, bool)
-	// collated says whether a column of a sharded table holds character
-	// strings, and whether that is known.
-	collated func(table, column string) (collated, known bool)
+	// collation says whether a column of a sharded table holds character
+	// strings, under which collation ("": not known), and whether that is
+	// known.
+	collation func(table, column string) (coll string, collated, known bool)
 	// visible is the number of columns the client sees (its select list
 	// with stars written out).
 	visible int

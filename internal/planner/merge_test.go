@@ -126,7 +126,7 @@ func TestMergePlans(t *testing.T) {
 func TestMergePlansWeighOnlyStrings(t *testing.T) {
 	schema := fixture(t)
 	schema.Table("sf_order").SetColumns([]string{"user_id", "order_no", "amount", "status"})
-	schema.Table("sf_order").SetCollated(map[string]bool{"status": true})
+	schema.Table("sf_order").SetCollations(map[string]string{"status": "utf8mb4_general_ci"})
 	k, err := NewKeyspace(schema, map[string]*backend.Cluster{"s0": testCluster(t, 1), "s1": testCluster(t, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -135,10 +135,37 @@ func TestMergePlansWeighOnlyStrings(t *testing.T) {
 		{"select user_id, amount from sf_order order by amount desc, user_id limit 5",
 			"select user_id, amount from {table 0: sf_order} order by 2 desc, 1 asc{limit} | order by 2 desc, 1 asc | hidden 0, order 1 desc,0, limit push=true"},
 		{"select o.status, count(*) from sf_order o group by o.status",
-			"select o.`status`, count(*){as item 1}, weight_string(if(collation(o.`status`) = 'binary' or collation(o.`status`) like '%nopad%' or collation(o.`status`) like '%0900%', o.`status`, trim(trailing ' ' from o.`status`))), if(collation(o.`status`) = 'binary' or collation(o.`status`) like '%nopad%' or collation(o.`status`) like '%0900%', '', weight_string(concat(left(o.`status`, 0), ' '))) from {table 0: sf_order} as o group by o.`status` order by 1 asc{limit} | order by 1 asc | hidden 2, order 0, groups 1, agg 1@1/0"},
+			"select o.`status`, count(*){as item 1}, weight_string(trim(trailing ' ' from o.`status`)), weight_string(concat(left(o.`status`, 0), ' ')) from {table 0: sf_order} as o group by o.`status` order by 1 asc{limit} | order by 1 asc | hidden 2, order 0, groups 1, agg 1@1/0"},
 	} {
 		if got := mergeOf(t, k, c.sql); got != c.want {
 			t.Errorf("%s\n got: %s\nwant: %s", c.sql, got, c.want)
+		}
+	}
+}
+
+// A string column's collation learnt from the shards is tested once, by
+// the planner: its weights are computed for PAD SPACE (above) or NO PAD,
+// and only a column whose collation is not known has the shards test it
+// per row.
+func TestMergeWeightsByLearntCollation(t *testing.T) {
+	schema := fixture(t)
+	schema.Table("sf_order").SetColumns([]string{"user_id", "order_no", "amount", "status"})
+	k, err := NewKeyspace(schema, map[string]*backend.Cluster{"s0": testCluster(t, 1), "s1": testCluster(t, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sql = "select status from sf_order order by status limit 3"
+	for coll, want := range map[string]string{
+		"utf8mb4_nopad_bin":  "select `status`, weight_string(`status`), '' from {table 0: sf_order} order by 1 asc{limit}",
+		"utf8mb4_0900_as_cs": "select `status`, weight_string(`status`), '' from {table 0: sf_order} order by 1 asc{limit}",
+		"latin1_swedish_ci":  "select `status`, weight_string(trim(trailing ' ' from `status`)), weight_string(concat(left(`status`, 0), ' ')) from {table 0: sf_order} order by 1 asc{limit}",
+		"": "select `status`, weight_string(if(collation(`status`) = 'binary' or collation(`status`) like '%nopad%' or collation(`status`) like '%0900%', `status`, trim(trailing ' ' from `status`))), " +
+			"if(collation(`status`) = 'binary' or collation(`status`) like '%nopad%' or collation(`status`) like '%0900%', '', weight_string(concat(left(`status`, 0), ' '))) from {table 0: sf_order} order by 1 asc{limit}",
+	} {
+		schema.Table("sf_order").SetCollations(map[string]string{"status": coll})
+		k.ForgetPlans()
+		if got, _, _ := strings.Cut(mergeOf(t, k, sql), " | "); got != want {
+			t.Errorf("collation %q:\n got: %s\nwant: %s", coll, got, want)
 		}
 	}
 }

@@ -104,7 +104,7 @@ func unionWeights(u *sqlparser.Union, spec *engine.MergeSpec, n int) error {
 				err = notSupported("SELECT * in a UNION with ORDER BY or DISTINCT across shards; list the columns")
 				return
 			}
-			w, space, werr := weightExprs(ae.Expr)
+			w, space, werr := weightExprs(ae.Expr, "") // (the collation of the UNION's column, not the branch's)
 			if werr != nil {
 				err = werr
 				return

@@ -55,7 +55,7 @@ func (b *mergeBuilder) addWeights() error {
 		if e == nil || notString(e) || b.plainColumn(e) {
 			continue
 		}
-		w, space, err := weightExprs(e)
+		w, space, err := weightExprs(e, b.knownCollation(e))
 		if err != nil {
 			return err
 		}
@@ -93,30 +93,48 @@ func (b *mergeBuilder) columnExpr(c int) sqlparser.Expr {
 // character strings (numbers, dates, binary strings): the merge compares
 // its values as they are, without weights.
 func (b *mergeBuilder) plainColumn(e sqlparser.Expr) bool {
+	_, collated, found := b.resolve(e)
+	return found && !collated
+}
+
+// knownCollation is the collation of e when it is a column of one
+// sharded table whose collation was learnt from the shards, else "".
+func (b *mergeBuilder) knownCollation(e sqlparser.Expr) string {
+	coll, collated, found := b.resolve(e)
+	if !found || !collated {
+		return ""
+	}
+	return coll
+}
+
+// resolve finds the column e names among the FROM's tables: found when
+// it is a column of exactly one of them, which is learnt (a column no
+// learnt table has, or that a table not learnt may have, is not found),
+// with its collation ("": not known) when it holds character strings.
+func (b *mergeBuilder) resolve(e sqlparser.Expr) (coll string, collated, found bool) {
 	c, ok := e.(*sqlparser.ColName)
-	if !ok || b.collated == nil {
-		return false
+	if !ok || b.collation == nil {
+		return "", false, false
 	}
 	tables, ok := b.fromTables()
 	if !ok {
-		return false
+		return "", false, false
 	}
-	found := false
 	for _, t := range tables {
 		if !c.Qualifier.IsEmpty() && !strings.EqualFold(c.Qualifier.Name.String(), t.exposed) {
 			continue
 		}
-		collated, known := b.collated(t.name, c.Name.String())
+		tc, tcollated, known := b.collation(t.name, c.Name.String())
 		switch {
-		case known && collated:
-			return false
+		case known && found:
+			return "", false, false // (ambiguous: the server refuses it)
 		case known:
-			found = true
+			coll, collated, found = tc, tcollated, true
 		case !c.Qualifier.IsEmpty() || len(tables) == 1:
-			return false // the table is not known
+			return "", false, false // the table is not known
 		}
 	}
-	return found
+	return coll, collated, found
 }
 
 // notString reports expressions whose value is never a string: their
@@ -141,19 +159,43 @@ func notString(e sqlparser.Expr) bool {
 // SPACE collation, so that values the collation holds equal have equal
 // weights (a SELECT DISTINCT with it keeps its rows, a set of weights
 // counts each value once). Binary strings and NO PAD collations have no
-// space weight and keep their spaces.
+// space weight and keep their spaces. The shards test X's collation per
+// row; for a column whose collation the proxy learnt (knownCollation)
+// the test is made once, by the planner, and the shards compute the
+// weights alone (the pad… or noPad… templates).
 const (
 	noPad          = "collation(X) = 'binary' or collation(X) like '%nopad%' or collation(X) like '%0900%'"
 	weightTemplate = "weight_string(if(" + noPad + ", X, trim(trailing ' ' from X)))"
 	spaceTemplate  = "if(" + noPad + ", '', weight_string(concat(left(X, 0), ' ')))"
+
+	padWeightTemplate   = "weight_string(trim(trailing ' ' from X))"
+	padSpaceTemplate    = "weight_string(concat(left(X, 0), ' '))"
+	noPadWeightTemplate = "weight_string(X)"
+	noPadSpaceTemplate  = "''"
 )
 
+// isNoPad reports whether collation coll compares trailing spaces: the
+// shards' test noPad, made on its name.
+func isNoPad(coll string) bool {
+	coll = strings.ToLower(coll)
+	return coll == "binary" || strings.Contains(coll, "nopad") || strings.Contains(coll, "0900")
+}
+
 // weightExprs are the weight and space columns of a value e (see
-// MergeSpec.Weights).
-func weightExprs(e sqlparser.Expr) (weight, space sqlparser.Expr, err error) {
+// MergeSpec.Weights), whose collation is coll ("": not known, tested by
+// the shards).
+func weightExprs(e sqlparser.Expr, coll string) (weight, space sqlparser.Expr, err error) {
+	wt, st := weightTemplate, spaceTemplate
+	switch {
+	case coll == "":
+	case isNoPad(coll):
+		wt, st = noPadWeightTemplate, noPadSpaceTemplate
+	default:
+		wt, st = padWeightTemplate, padSpaceTemplate
+	}
 	x := sqlparser.String(e)
-	if weight, err = weightParser().ParseExpr(strings.ReplaceAll(weightTemplate, "X", x)); err == nil {
-		space, err = weightParser().ParseExpr(strings.ReplaceAll(spaceTemplate, "X", x))
+	if weight, err = weightParser().ParseExpr(strings.ReplaceAll(wt, "X", x)); err == nil {
+		space, err = weightParser().ParseExpr(strings.ReplaceAll(st, "X", x))
 	}
 	if err != nil {
 		return nil, nil, notSupported(fmt.Sprintf("comparing %s across shards (%v)", x, err))

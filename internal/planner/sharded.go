@@ -133,14 +133,15 @@ func (k *Keyspace) buildParsed(parsed Parsed, sql []byte, sh *router.Shape, db s
 	return p, parsed.Exact
 }
 
-// columnCollated says whether a column of a sharded table of the schema
-// holds character strings, and whether that is known.
-func (k *Keyspace) columnCollated(table, column string) (collated, known bool) {
+// columnCollation says whether a column of a sharded table of the schema
+// holds character strings, under which collation ("": not known), and
+// whether that is known.
+func (k *Keyspace) columnCollation(table, column string) (coll string, collated, known bool) {
 	t := k.Schema.Table(table)
 	if t == nil {
-		return false, false
+		return "", false, false
 	}
-	return t.Collated(column)
+	return t.Collation(column)
 }
 
 // tableColumns returns the columns learnt for a sharded table of the

@@ -57,11 +57,12 @@ type SchemaTable struct {
 	// type: an INSERT without a column list gives its values in this
 	// order.
 	columns atomic.Pointer[[]string]
-	// collated are the lower-cased names of its columns that hold
-	// character strings (with a collation), learnt with columns; numeric,
-	// those that hold numbers (integers, DECIMAL, FLOAT, DOUBLE).
-	collated atomic.Pointer[map[string]bool]
-	numeric  atomic.Pointer[map[string]bool]
+	// collations are the collations of its columns that hold character
+	// strings, by lower-cased name ("": a collation not known), learnt
+	// with columns; numeric, the columns that hold numbers (integers,
+	// DECIMAL, FLOAT, DOUBLE).
+	collations atomic.Pointer[map[string]string]
+	numeric    atomic.Pointer[map[string]bool]
 	// invisible: a column is INVISIBLE (MariaDB), which SELECT * leaves
 	// out, learnt with the columns.
 	invisible atomic.Bool
@@ -140,9 +141,9 @@ func (t *SchemaTable) Columns() ([]string, bool) {
 // SetColumns records the table's columns in order.
 func (t *SchemaTable) SetColumns(cols []string) { t.columns.Store(&cols) }
 
-// SetCollated records which columns hold character strings: lower-cased
-// names.
-func (t *SchemaTable) SetCollated(names map[string]bool) { t.collated.Store(&names) }
+// SetCollations records which columns hold character strings, and their
+// collations: by lower-cased name, "" for a collation not known.
+func (t *SchemaTable) SetCollations(colls map[string]string) { t.collations.Store(&colls) }
 
 // SetInvisible records whether a column of the table is INVISIBLE.
 func (t *SchemaTable) SetInvisible(b bool) { t.invisible.Store(b) }
@@ -164,15 +165,22 @@ func (t *SchemaTable) Numeric(name string) bool {
 // Collated reports whether column name holds character strings (with a
 // collation), and whether that is known.
 func (t *SchemaTable) Collated(name string) (collated, known bool) {
-	m := t.collated.Load()
+	_, collated, known = t.Collation(name)
+	return collated, known
+}
+
+// Collation is Collated with the column's collation ("": not known).
+func (t *SchemaTable) Collation(name string) (coll string, collated, known bool) {
+	m := t.collations.Load()
 	if m == nil {
-		return false, false
+		return "", false, false
 	}
 	cols, _ := t.Columns()
 	for _, c := range cols {
 		if strings.EqualFold(c, name) {
-			return (*m)[strings.ToLower(name)], true
+			coll, collated = (*m)[strings.ToLower(name)]
+			return coll, collated, true
 		}
 	}
-	return false, false
+	return "", false, false
 }
