@@ -278,6 +278,8 @@ func TestDiffDerivedOrgTable(t *testing.T) {
 	}{
 		{derived, variant("", "u"), variant("shop", "sf_order"), ""},
 		{derived, variant("", "u"), variant("", "sf_order"), ""},
+		{derived, variant("", "u"), variant("", ""), ""},
+		{plain, variant("", "u"), variant("", ""), "org_table: reference"},
 		{derived, variant("shop", "sf_order"), variant("", "d"), ""},
 		{empty, variant("", "u"), variant("shop", "sf_user"), ""},
 		{derived, variant("", "u"), variant("shop", "sf_order_0003"), "org_table: reference"},

@@ -18,7 +18,8 @@ import (
 // table, ("shop", "sf_order") under the STRAIGHT_JOIN reading it first and
 // sorting through a temporary table, and ("", "sf_order") without the
 // merged WITH query between. The evaluator's copies hold fewer rows than
-// the reference's tables, so it reads them first more often.
+// the reference's tables, so it reads them first more often. A column the
+// derived table computes names it, or no table.
 type derivedNames struct {
 	db            string
 	derived, base map[string]bool // lower-cased
@@ -73,8 +74,10 @@ var namesParser = sqlparser.NewTestParser()
 
 // planVariant reports whether r and g are one column of a derived table
 // or WITH query as two plans name it (see derivedNames): one of them names
-// a derived table, the other a derived table or a table the statement
-// names, and their schemas are equal, or one is empty and the other the
+// a derived table, the other a derived table, a table the statement names
+// or none (a column the derived table computes, read by the plan from a
+// temporary table's field: seed 4242 #1511, COUNT(*) AS n in a WITH query
+// read first under STRAIGHT_JOIN), and their schemas are equal, or one is empty and the other the
 // statement's database.
 func (n derivedNames) planVariant(r, g *Column) bool {
 	if n.derived == nil {
@@ -84,7 +87,7 @@ func (n derivedNames) planVariant(r, g *Column) bool {
 	if !n.derived[rt] && !n.derived[gt] {
 		return false
 	}
-	named := func(t string) bool { return n.derived[t] || n.base[t] }
+	named := func(t string) bool { return t == "" || n.derived[t] || n.base[t] }
 	schemaOK := r.Schema == g.Schema || r.Schema == "" && g.Schema == n.db || g.Schema == "" && r.Schema == n.db
 	return named(rt) && named(gt) && schemaOK
 }

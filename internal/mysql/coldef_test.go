@@ -151,6 +151,9 @@ func TestColumnsDifferStringTypes(t *testing.T) {
 		{"VARCHAR and CHAR", with(TypeVarchar, utf8, 0), with(TypeString, utf8, 0), -1},
 		{"CHAR of another character set", with(TypeString, utf8, 0), with(TypeVarString, bin, 0), 1},
 		{"CHAR and BLOB", with(TypeString, utf8, 0), with(TypeBlob, utf8, 0), 1},
+		{"BLOB and LONG BLOB", with(TypeBlob, utf8, 0), with(TypeLongBlob, utf8, 0), -1},
+		{"TINY BLOB and MEDIUM BLOB", with(TypeTinyBlob, bin, 0), with(TypeMediumBlob, bin, 0), -1},
+		{"LONG BLOB of another character set", with(TypeBlob, utf8, 0), with(TypeLongBlob, bin, 0), 1},
 		{"INT and BIGINT", with(TypeLong, bin, 0), with(TypeLongLong, bin, 0), 1},
 		{"signedness", with(TypeLong, bin, 0), with(TypeLong, bin, FlagUnsigned), 1},
 	} {
