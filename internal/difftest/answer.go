@@ -124,8 +124,8 @@ func DiffStatement(db string, ref, got Answer, st *Statement, superset *Answer) 
 // table's field, which a temporary table's field (a sort, a grouping, a
 // join buffered for an ORDER BY) does not have (seed 1795872948058684403
 // statement #4512: 0x4203 reading sf_note first, 0x0001 under the
-// STRAIGHT_JOIN reading it second, on the same rows), and NUM_FLAG, which such fields have; and
-// NO_DEFAULT_VALUE, which a MIN or MAX read by a loose index scan takes
+// STRAIGHT_JOIN reading it second, on the same rows), and NUM_FLAG,
+// which such fields have; and NO_DEFAULT_VALUE, which a MIN or MAX read by a loose index scan takes
 // from the table's field and one computed in a temporary table does not
 // (its string then has decimals 39, NOT_FIXED_DEC, against 0). A merge
 // takes its columns from the client's statement on one sub-table, whose

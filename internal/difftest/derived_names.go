@@ -77,8 +77,8 @@ var namesParser = sqlparser.NewTestParser()
 // a derived table, the other a derived table, a table the statement names
 // or none (a column the derived table computes, read by the plan from a
 // temporary table's field: seed 4242 #1511, COUNT(*) AS n in a WITH query
-// read first under STRAIGHT_JOIN), and their schemas are equal, or one is empty and the other the
-// statement's database.
+// read first under STRAIGHT_JOIN), and their schemas are equal, or one is
+// empty and the other the statement's database.
 func (n derivedNames) planVariant(r, g *Column) bool {
 	if n.derived == nil {
 		return false

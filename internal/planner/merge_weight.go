@@ -52,10 +52,14 @@ func (b *mergeBuilder) addWeights() error {
 			continue
 		}
 		e := b.columnExpr(c)
-		if e == nil || notString(e) || b.plainColumn(e) {
+		if e == nil || notString(e) {
 			continue
 		}
-		w, space, err := weightExprs(e, b.knownCollation(e))
+		coll, collated, found := b.resolve(e)
+		if found && !collated {
+			continue // numbers, dates, binary strings: compared as they are
+		}
+		w, space, err := weightExprs(e, coll)
 		if err != nil {
 			return err
 		}
@@ -89,28 +93,12 @@ func (b *mergeBuilder) columnExpr(c int) sqlparser.Expr {
 	return nil
 }
 
-// plainColumn reports a column of a sharded table known to hold no
-// character strings (numbers, dates, binary strings): the merge compares
-// its values as they are, without weights.
-func (b *mergeBuilder) plainColumn(e sqlparser.Expr) bool {
-	_, collated, found := b.resolve(e)
-	return found && !collated
-}
-
-// knownCollation is the collation of e when it is a column of one
-// sharded table whose collation was learnt from the shards, else "".
-func (b *mergeBuilder) knownCollation(e sqlparser.Expr) string {
-	coll, collated, found := b.resolve(e)
-	if !found || !collated {
-		return ""
-	}
-	return coll
-}
-
 // resolve finds the column e names among the FROM's tables: found when
 // it is a column of exactly one of them, which is learnt (a column no
-// learnt table has, or that a table not learnt may have, is not found),
-// with its collation ("": not known) when it holds character strings.
+// learnt table has, or that a table not learnt may have, is not found).
+// A column found to hold no character strings (numbers, dates, binary
+// strings) is compared as it is, without weights; coll is the collation
+// of one that does, "" when not known (nor for a column not found).
 func (b *mergeBuilder) resolve(e sqlparser.Expr) (coll string, collated, found bool) {
 	c, ok := e.(*sqlparser.ColName)
 	if !ok || b.collation == nil {
@@ -160,8 +148,7 @@ func notString(e sqlparser.Expr) bool {
 // weights (a SELECT DISTINCT with it keeps its rows, a set of weights
 // counts each value once). Binary strings and NO PAD collations have no
 // space weight and keep their spaces. The shards test X's collation per
-// row; for a column whose collation the proxy learnt (knownCollation)
-// the test is made once, by the planner, and the shards compute the
+// row; for a column whose collation the proxy learnt (resolve) the test is made once, by the planner, and the shards compute the
 // weights alone (the pad… or noPad… templates).
 const (
 	noPad          = "collation(X) = 'binary' or collation(X) like '%nopad%' or collation(X) like '%0900%'"

@@ -163,14 +163,7 @@ func TestShardDown(t *testing.T) {
 	d := startShardedDiff(t, gen)
 	db := openDB(t, proxyDSN(d.proxy, appUser, appPass, diffDB, ""))
 	// Keys on each shard: sf_user sub-tables 0-3 live on s0, 4-7 on s1.
-	var onS0, onS1 int64
-	for id := int64(1); onS0 == 0 || onS1 == 0; id++ {
-		if subTableOf(t, id, 8) < 4 {
-			onS0 = id
-		} else {
-			onS1 = id
-		}
-	}
+	onS0, onS1 := keysOnBothShards(t, 8)
 	for _, id := range []int64{onS0, onS1} {
 		mustExec(t, db, fmt.Sprintf("INSERT INTO sf_user (id, name) VALUES (%d, 'k%d')", id, id))
 	}

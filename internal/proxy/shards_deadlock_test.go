@@ -34,14 +34,7 @@ func TestShardedConnectionDeadlock(t *testing.T) {
 	p := startProxy(t, cfg)
 	conns := openDB(t, proxyDSN(p, appUser, appPass, db, ""))
 	a, b := oneConn(t, conns), oneConn(t, conns)
-	var on0, on1 int64
-	for k := int64(1); on0 == 0 || on1 == 0; k++ {
-		if subTableOf(t, k, 4) < 2 {
-			on0 = k
-		} else {
-			on1 = k
-		}
-	}
+	on0, on1 := keysOnBothShards(t, 4)
 	mustExec(t, a, "BEGIN", fmt.Sprintf("INSERT INTO u VALUES (1, %d)", on0)) // a holds s0
 	mustExec(t, b, "BEGIN", fmt.Sprintf("SELECT * FROM u WHERE k = %d", on1)) // b holds s1
 	aDone := make(chan error, 1)

@@ -136,6 +136,22 @@ func subTableOf(t testing.TB, id int64, n int) int {
 	return i
 }
 
+// keysOnBothShards returns a key whose row the hash rule over n
+// sub-tables puts on each of two shards (the first n/2 sub-tables on s0,
+// the others on s1): the last of the keys from 1 on that lands there
+// before both are found.
+func keysOnBothShards(t testing.TB, n int) (onS0, onS1 int64) {
+	t.Helper()
+	for id := int64(1); onS0 == 0 || onS1 == 0; id++ {
+		if subTableOf(t, id, n) < n/2 {
+			onS0 = id
+		} else {
+			onS1 = id
+		}
+	}
+	return onS0, onS1
+}
+
 func TestShardedStatementsRouteByKey(t *testing.T) {
 	d0, d1, _, _, proxyDB := shardedPair(t, "sroute")
 	db := proxyDB("")
