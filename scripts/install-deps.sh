@@ -6,7 +6,8 @@
 #                               prometheus (for promtool, which checks
 #                               deploy/prometheus/rules.yml), chromium
 #                               chromium-driver (the status page's headless
-#                               browser test), and
+#                               browser test), etcd-server (the fleet's
+#                               configuration tests start their own etcd), and
 #                               MySQL Connector/J through maven, SQLAlchemy
 #                               (scripts/requirements-orm.txt, from PyPI into the
 #                               virtual environment SHARDGATE_PYTHON_VENV): the test suite (which includes
@@ -70,6 +71,7 @@ have_pkg() {
 	chromium) command -v chromium >/dev/null 2>&1 ;;
 	chromium-driver) command -v chromedriver >/dev/null 2>&1 ;;
 	prometheus) command -v promtool >/dev/null 2>&1 ;;
+	etcd-server) command -v etcd >/dev/null 2>&1 ;;
 	*) dpkg_installed "$1" ;;
 	esac
 }
@@ -81,7 +83,7 @@ if [[ "${1:-}" == --packages ]]; then
 fi
 SET="${1:-all}"
 case "$SET" in
-all | test) PACKAGES=(mariadb-server mariadb-client sysbench haproxy python3-pymysql python3-venv default-jdk-headless maven prometheus chromium chromium-driver) ;;
+all | test) PACKAGES=(mariadb-server mariadb-client sysbench haproxy python3-pymysql python3-venv default-jdk-headless maven prometheus chromium chromium-driver etcd-server) ;;
 demo) PACKAGES=(mariadb-server mariadb-client) ;;
 -h | --help)
 	sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
@@ -105,24 +107,27 @@ for pkg in "${PACKAGES[@]}"; do
 done
 
 # The distro service only needs taming if we are the ones installing it.
-installing_server=0 installing_prometheus=0
+installing_server=0 installing_prometheus=0 installing_etcd=0
 for pkg in "${missing[@]+"${missing[@]}"}"; do
 	case "$pkg" in
 	mariadb-server) installing_server=1 ;;
 	prometheus) installing_prometheus=1 ;;
+	etcd-server) installing_etcd=1 ;;
 	esac
 done
 
-stop_distro_prometheus() {
-	log "stopping and disabling the distro's prometheus service (only promtool is used)"
+# stop_distro_service NAME WHY: stops and disables a service a package
+# started, of which only the binaries are wanted.
+stop_distro_service() {
+	log "stopping and disabling the distro's $1 service ($2)"
 	if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1; then
-		as_root systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+		as_root systemctl disable --now "$1.service" >/dev/null 2>&1 || true
 	else
 		if command -v service >/dev/null 2>&1; then
-			as_root service prometheus stop >/dev/null 2>&1 || true
+			as_root service "$1" stop >/dev/null 2>&1 || true
 		fi
 		if command -v update-rc.d >/dev/null 2>&1; then
-			as_root update-rc.d prometheus disable >/dev/null 2>&1 || true
+			as_root update-rc.d "$1" disable >/dev/null 2>&1 || true
 		fi
 	fi
 }
@@ -173,7 +178,10 @@ if ((${#missing[@]} > 0)); then
 		stop_distro_mariadb
 	fi
 	if ((installing_prometheus)); then
-		stop_distro_prometheus
+		stop_distro_service prometheus "only promtool is used"
+	fi
+	if ((installing_etcd)); then
+		stop_distro_service etcd "tests start their own etcd"
 	fi
 	still=()
 	for pkg in "${missing[@]}"; do

@@ -309,6 +309,18 @@ func Load(path string) (*Config, error) {
 // and as the base directory of relative file paths in the configuration.
 // On failure the error is a *ValidationError listing every problem found.
 func Parse(data []byte, filename string) (*Config, error) {
+	baseDir, err := filepath.Abs(filepath.Dir(filename))
+	if err != nil {
+		return nil, fmt.Errorf("config: resolve directory of %s: %w", filename, err)
+	}
+	return ParseIn(data, filename, baseDir)
+}
+
+// ParseIn is Parse for a configuration that is not a file of its own, such
+// as a revision read from etcd: source names it in messages, and relative
+// file paths in it are relative to baseDir.
+func ParseIn(data []byte, source, baseDir string) (*Config, error) {
+	filename := source
 	root, syntaxErr := parseYAML(data, filename)
 	if syntaxErr != nil {
 		return nil, &ValidationError{Problems: []Problem{*syntaxErr}}
@@ -324,10 +336,6 @@ func Parse(data []byte, filename string) (*Config, error) {
 		d.value(root, "", reflect.ValueOf(cfg).Elem())
 	}
 
-	baseDir, err := filepath.Abs(filepath.Dir(filename))
-	if err != nil {
-		return nil, fmt.Errorf("config: resolve directory of %s: %w", filename, err)
-	}
 	v := newValidator(filename, baseDir, d.lines, d.bad)
 	v.plaintextWarnings = true
 	v.config(cfg)

@@ -1,0 +1,251 @@
+package testenv
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Etcd is a real etcd server (Debian's etcd-server package) started for a
+// test: one member, its own data directory and free client and peer ports
+// on 127.0.0.1, no TLS, no authentication.
+type Etcd struct {
+	Endpoint string // "127.0.0.1:<client port>"
+	Log      string // etcd's stderr
+
+	bin      string
+	dir      string
+	peerPort int
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	removed bool
+}
+
+// StartEtcd starts etcd for the test and registers its removal with
+// tb.Cleanup. A missing etcd binary fails the test: run
+// scripts/install-deps.sh (package etcd-server), or set SHARDGATE_ETCD.
+func StartEtcd(tb testing.TB) *Etcd {
+	tb.Helper()
+	e, err := StartEtcdE()
+	if err != nil {
+		tb.Fatalf("testenv: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			tb.Errorf("testenv: stop etcd: %v", err)
+		}
+	})
+	return e
+}
+
+// StartEtcdE starts etcd; the caller must call Stop.
+func StartEtcdE() (*Etcd, error) {
+	bin, err := binaryFromEnv("SHARDGATE_ETCD", "etcd")
+	if err != nil {
+		return nil, fmt.Errorf("%w: install Debian's etcd-server (scripts/install-deps.sh)", err)
+	}
+	base, err := baseDir()
+	if err != nil {
+		return nil, err
+	}
+	sweepStale(base)
+	dir, err := os.MkdirTemp(base, instancePrefix)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	e := &Etcd{bin: bin, dir: dir, Log: filepath.Join(dir, "etcd.log")}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	var lastErr error
+	for attempt := 0; attempt < startAttempts; attempt++ {
+		client, err1 := freePort()
+		peer, err2 := freePort()
+		if err := errors.Join(err1, err2); err != nil {
+			_ = e.Stop()
+			return nil, err
+		}
+		e.Endpoint = net.JoinHostPort("127.0.0.1", strconv.Itoa(client))
+		e.peerPort = peer
+		if lastErr = e.launch(); lastErr == nil {
+			return e, nil
+		}
+		if !errors.Is(lastErr, errPortInUse) {
+			break
+		}
+	}
+	_ = e.Stop()
+	return nil, lastErr
+}
+
+func (e *Etcd) args() []string {
+	client := "http://" + e.Endpoint
+	peer := "http://127.0.0.1:" + strconv.Itoa(e.peerPort)
+	return []string{
+		"--name=test",
+		"--data-dir=" + filepath.Join(e.dir, "data"),
+		"--listen-client-urls=" + client,
+		"--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=test=" + peer,
+		// A test's etcd is alone on a busy machine: small fsync and
+		// election delays must not make it step down.
+		"--heartbeat-interval=250",
+		"--election-timeout=2500",
+		"--logger=zap",
+	}
+}
+
+// launch starts etcd and waits until it answers /health.
+func (e *Etcd) launch() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.removed {
+		return errors.New("testenv: etcd has been removed")
+	}
+	if e.runningLocked() {
+		return errors.New("testenv: etcd is already running")
+	}
+	logf, err := os.OpenFile(e.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	logStart, _ := logf.Seek(0, 2)
+	cmd := exec.Command(e.bin, e.args()...)
+	cmd.Dir = e.dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	err = cmd.Start()
+	logf.Close()
+	if err != nil {
+		return fmt.Errorf("testenv: start %s: %w", e.bin, err)
+	}
+	done := make(chan struct{})
+	e.cmd, e.done = cmd, done
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	if err := waitEtcdHealthy(e.Endpoint, done); err != nil {
+		e.killLocked()
+		tail := fileTail(e.Log, logStart, 30)
+		if strings.Contains(tail, "address already in use") {
+			return fmt.Errorf("%w: %v", errPortInUse, err)
+		}
+		return fmt.Errorf("testenv: etcd on %s did not become ready: %v\n--- tail of %s ---\n%s", e.Endpoint, err, e.Log, tail)
+	}
+	return nil
+}
+
+// waitEtcdHealthy polls etcd's /health until it reports a leader.
+func waitEtcdHealthy(endpoint string, done chan struct{}) error {
+	deadline := time.Now().Add(readyTimeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			return errors.New("etcd exited")
+		default:
+		}
+		if lastErr = etcdHealth(endpoint); lastErr == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return lastErr
+}
+
+func etcdHealth(endpoint string) error {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + endpoint + "/health")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var health struct {
+		Health string `json:"health"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&health); err != nil {
+		return fmt.Errorf("etcd /health: %w", err)
+	}
+	if health.Health != "true" {
+		return fmt.Errorf("etcd /health: %q", health.Health)
+	}
+	return nil
+}
+
+func fileTail(name string, from int64, lines int) string {
+	b, err := os.ReadFile(name)
+	if err != nil || from > int64(len(b)) {
+		return ""
+	}
+	ls := strings.Split(strings.TrimRight(string(b[from:]), "\n"), "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	return strings.Join(ls, "\n")
+}
+
+func (e *Etcd) runningLocked() bool {
+	if e.cmd == nil || e.done == nil {
+		return false
+	}
+	select {
+	case <-e.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (e *Etcd) killLocked() {
+	if !e.runningLocked() {
+		return
+	}
+	pid := e.cmd.Process.Pid
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	done := e.done
+	e.mu.Unlock()
+	<-done
+	e.mu.Lock()
+}
+
+// Kill SIGKILLs etcd, keeping its data for Restart.
+func (e *Etcd) Kill() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.killLocked()
+}
+
+// Restart starts a killed etcd again on the same ports and data.
+func (e *Etcd) Restart() error {
+	e.Kill()
+	return e.launch()
+}
+
+// Stop kills etcd and removes its data directory; safe to call twice.
+func (e *Etcd) Stop() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.killLocked()
+	if e.removed {
+		return nil
+	}
+	e.removed = true
+	return os.RemoveAll(e.dir)
+}
