@@ -22,7 +22,7 @@ func TestDemoInstallsOnlyWhatItNeeds(t *testing.T) {
 	}
 	for set, want := range map[string]string{
 		"demo": "mariadb-server mariadb-client",
-		"test": "mariadb-server mariadb-client sysbench haproxy python3-pymysql python3-venv default-jdk-headless maven prometheus chromium chromium-driver",
+		"test": "mariadb-server mariadb-client sysbench haproxy python3-pymysql python3-venv default-jdk-headless maven prometheus chromium chromium-driver etcd-server",
 	} {
 		out, err := exec.Command("bash", "../../scripts/install-deps.sh", "--packages", set).Output()
 		if err != nil {
