@@ -1,7 +1,8 @@
 // Command shardgate is a MySQL-protocol proxy: it pools and multiplexes
 // backend connections behind one MySQL endpoint.
 //
-//	shardgate serve --config FILE
+//	shardgate serve --config FILE|etcd://HOST:PORT/PREFIX
+//	shardgate config push|get|history|rollback|diff --etcd etcd://HOST:PORT/PREFIX
 //	shardgate serve --listen 127.0.0.1:6033 --backend USER:PASSWORD@HOST:PORT[/DB] [--admin-http ADDR]
 //	shardgate check-config FILE
 //	shardgate check-schema FILE
@@ -11,24 +12,17 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
-	"time"
 
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/mysql/auth"
-	"github.com/shardgate/shardgate/internal/proxy"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; without
@@ -47,6 +41,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
+	case "config":
+		return configCommand(args[1:], stdout, stderr)
 	case "check-config":
 		return checkConfig(args[1:], stdout, stderr)
 	case "check-schema":
@@ -74,6 +70,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   shardgate serve --config FILE
+  shardgate serve --config etcd://HOST:PORT/PREFIX [--config-cache FILE]   (a fleet sharing its configuration)
+  shardgate config push|get|history|rollback|diff --etcd etcd://HOST:PORT/PREFIX
   shardgate serve --listen 127.0.0.1:6033 --backend USER:PASSWORD@HOST:PORT[/DB] [--admin-http ADDR]
   shardgate check-config FILE
   shardgate check-schema FILE           (compares the sub-tables' definitions on the shards)
@@ -203,162 +201,6 @@ func moduleVersion(mod, rev string) string {
 		return "v0.0.0-dev"
 	}
 	return mod
-}
-
-func serve(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("serve", "--config FILE | --backend USER:PASSWORD@HOST:PORT[/DB] [flags]",
-		"Runs the proxy until SIGTERM or SIGINT; SIGHUP (or RELOAD CONFIG on the admin SQL port) reloads --config.")
-	cfgFile := fs.String("config", "", "YAML configuration file")
-	listen := fs.String("listen", "", "quick start: address to listen on (default "+config.DefaultListenAddress+")")
-	backendDSN := fs.String("backend", "", "quick start: USER:PASSWORD@HOST:PORT[/DB] of the one backend server")
-	adminHTTP := fs.String("admin-http", "", "address of the admin HTTP server: /metrics, /healthz, /readyz, /debug/pprof (overrides admin.http)")
-	if code, done := parseFlags(fs, args, stdout, stderr); done {
-		return code
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "shardgate serve: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	cfg, err := loadServeConfig(*cfgFile, *listen, *backendDSN, *adminHTTP)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	log, level := newLogger(cfg, stderr)
-	for _, w := range cfg.Warnings() {
-		log.Warn(w)
-	}
-	applyGOMAXPROCS(cfg.Server.GOMAXPROCS, log)
-	p, err := proxy.New(cfg, log)
-	if err != nil {
-		log.Error("cannot start", "err", err)
-		return 1
-	}
-	p.SetBuildVersion(buildVersion())
-	r := &reloader{p: p, src: reloadSource{*cfgFile, *listen, *adminHTTP}, log: log, level: level}
-	r.shutdownTimeout.Store(int64(cfg.Server.ShutdownTimeout))
-	if *cfgFile != "" {
-		p.SetReloadFunc(r.reload)
-	}
-	p.Start()
-	go p.LogStartup(buildVersion())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-wait:
-	for {
-		select {
-		case s := <-sig:
-			log.Info("shutting down", "signal", s.String(), "deadline", time.Duration(r.shutdownTimeout.Load()).String())
-			break wait
-		case <-hup:
-			if *cfgFile == "" {
-				log.Warn("SIGHUP ignored: started without --config, nothing to reload")
-				continue
-			}
-			log.Debug("SIGHUP: reading the configuration", "file", *cfgFile)
-			_, _ = r.reload()
-		case err := <-p.Err():
-			log.Error("serving failed", "err", err)
-			p.Close()
-			return 1
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.shutdownTimeout.Load()))
-	defer cancel()
-	if err := p.Shutdown(ctx); err != nil {
-		log.Warn("shutdown deadline reached; remaining clients were disconnected", "err", err)
-	}
-	log.Info("stopped")
-	return 0
-}
-
-// reloadSource is where serve's configuration came from: the file and the
-// flags that override it, applied again on every reload.
-type reloadSource struct {
-	file, listen, adminHTTP string
-}
-
-// reloader re-reads the configuration file and applies what can change
-// while serving (proxy.Reload; the log level and shutdown timeout here),
-// logging one line per change and a summary. SIGHUP and the admin port's
-// RELOAD CONFIG both run it. A file with errors changes nothing.
-type reloader struct {
-	// mu makes reloads run one at a time, from reading the file to the
-	// log level: two at once could otherwise apply the file each read in
-	// the other order, leaving an older one in force.
-	mu    sync.Mutex
-	p     *proxy.Proxy
-	src   reloadSource
-	log   *slog.Logger
-	level *slog.LevelVar
-	// shutdownTimeout is server.shutdown_timeout as last reloaded.
-	shutdownTimeout atomic.Int64
-}
-
-// reload returns the changes found, or why nothing was applied.
-func (r *reloader) reload() ([]config.Change, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	cfg, err := loadServeConfig(r.src.file, r.src.listen, "", r.src.adminHTTP)
-	if err == nil {
-		var changes []config.Change
-		if changes, err = r.p.Reload(cfg); err == nil {
-			logReload(r.log, r.src.file, cfg, changes)
-			r.level.Set(logLevel(cfg.Log.Level))
-			r.shutdownTimeout.Store(int64(cfg.Server.ShutdownTimeout))
-			return changes, nil
-		}
-	}
-	var ve *config.ValidationError
-	if errors.As(err, &ve) {
-		for _, pr := range ve.Problems {
-			r.log.Error("configuration problem", "problem", pr.String())
-		}
-	}
-	r.log.Error("configuration not reloaded: nothing changed; fix the file and reload again", "file", r.src.file, "err", err)
-	return nil, err
-}
-
-func logReload(log *slog.Logger, file string, cfg *config.Config, changes []config.Change) {
-	for _, w := range cfg.Warnings() {
-		log.Warn(w)
-	}
-	applied, restart := 0, 0
-	for _, c := range changes {
-		if c.Restart {
-			restart++
-			log.Warn("configuration change needs a restart; the old value stays in effect", "key", c.Key, "old", c.Old, "new", c.New)
-			continue
-		}
-		applied++
-		log.Info("configuration change applied", "key", c.Key, "old", c.Old, "new", c.New)
-	}
-	log.Info("configuration reloaded", "file", file, "applied", applied, "need_restart", restart)
-}
-
-func loadServeConfig(file, listen, backendDSN, adminHTTP string) (*config.Config, error) {
-	switch {
-	case file != "" && backendDSN != "":
-		return nil, errors.New("shardgate serve: use either --config or --backend, not both")
-	case file != "":
-		cfg, err := config.Load(file)
-		if err != nil {
-			return nil, err
-		}
-		if adminHTTP != "" {
-			cfg.Admin.HTTP = adminHTTP
-		}
-		if listen != "" {
-			cfg.Listeners = cfg.Listeners[:1]
-			cfg.Listeners[0].Address = listen
-		}
-		return cfg, nil
-	case backendDSN != "":
-		return config.QuickStart(listen, backendDSN, adminHTTP)
-	}
-	return nil, errors.New("shardgate serve: need --config FILE or --backend USER:PASSWORD@HOST:PORT[/DB]")
 }
 
 // newLogger returns the proxy's logger and its level, which a reload sets.

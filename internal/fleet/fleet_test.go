@@ -170,7 +170,7 @@ func TestFollowerAppliesRejectsAndStartsFromCache(t *testing.T) {
 	}
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { f.Run(rctx); close(done) }()
+	go func() { f.Run(rctx, rec.apply); close(done) }()
 	defer func() { stop(); <-done }()
 
 	r2, _ := s.Put(ctx, []byte("v2"), r1, fleet.PushMeta{})
@@ -198,7 +198,7 @@ func TestFollowerAppliesRejectsAndStartsFromCache(t *testing.T) {
 	if st := f2.State(); !st.FromCache || st.Applied != r2 || rec2.last() != "v2" {
 		t.Fatalf("start while etcd is down: %+v, applied %q", st, rec2.last())
 	}
-	go f2.Run(rctx)
+	go f2.Run(rctx, rec2.apply)
 	if err := e.Restart(); err != nil {
 		t.Fatal(err)
 	}

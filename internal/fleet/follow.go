@@ -109,10 +109,22 @@ func (f *Follower) Start(ctx context.Context, timeout time.Duration, apply Apply
 	return nil
 }
 
-// Run follows etcd until ctx ends: a watch for new revisions, and a poll
-// every PollInterval that notices what a watch cannot (etcd back after an
-// outage with revisions the watch missed, a compaction).
-func (f *Follower) Run(ctx context.Context) {
+// SetLog replaces the logger Start used (the process's own, once the
+// configuration said how to log).
+func (f *Follower) SetLog(log *slog.Logger) {
+	f.mu.Lock()
+	f.log = log
+	f.mu.Unlock()
+}
+
+// Run follows etcd until ctx ends, applying new revisions with apply: a
+// watch for new revisions, and a poll every PollInterval that notices what
+// a watch cannot (etcd back after an outage with revisions the watch
+// missed, a compaction).
+func (f *Follower) Run(ctx context.Context, apply ApplyFunc) {
+	f.mu.Lock()
+	f.apply = apply
+	f.mu.Unlock()
 	tick := time.NewTicker(f.PollInterval)
 	defer tick.Stop()
 	for ctx.Err() == nil {

@@ -46,6 +46,7 @@ type Proxy struct {
 	admin    *admin.Server
 	registry *prometheus.Registry
 	metrics  *frontend.Metrics // the client listeners'
+	fleet    Fleet             // nil unless the configuration comes from etcd
 
 	// The admin SQL port (adminsource.go): its server and listener, nil
 	// when admin.sql is off, and its accounts, swapped whole by Reload.

@@ -1,0 +1,58 @@
+package proxy
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardgate/shardgate/internal/fleet"
+)
+
+// Fleet is the fleet of shardgates this instance belongs to, when its
+// configuration comes from etcd: the registered instances, and how the
+// configuration source stands.
+type Fleet interface {
+	Instances() []fleet.Instance
+	Self() fleet.Instance
+	ConfigState() fleet.State
+}
+
+// SetFleet makes the instance show its fleet (SHOW PROXIES, /api/proxies,
+// the status page) and export the configuration revision it applied, so
+// that an alert can tell when instances disagree. Call it before Start.
+func (p *Proxy) SetFleet(f Fleet) {
+	p.fleet = f
+	state := func(v func(fleet.State) float64) func() float64 {
+		return func() float64 { return v(f.ConfigState()) }
+	}
+	gauges := []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "shardgate_config_revision",
+			Help: "The configuration revision (etcd's mod revision) this instance applied; instances that disagree for long are out of step.",
+		}, state(func(s fleet.State) float64 { return float64(s.Applied) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "shardgate_config_rejected_revision",
+			Help: "The newest configuration revision this instance rejected, while it is newer than the one applied; 0 when none.",
+		}, state(func(s fleet.State) float64 { return float64(s.Rejected) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "shardgate_config_source_up",
+			Help: "1 while the last request to the configuration source (etcd) succeeded.",
+		}, state(func(s fleet.State) float64 { return b2f(s.Reachable) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "shardgate_config_from_cache",
+			Help: "1 while the configuration in force was read from the local cache because etcd could not be reached at start.",
+		}, state(func(s fleet.State) float64 { return b2f(s.FromCache) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "shardgate_fleet_instances",
+			Help: "The instances registered in the fleet, this one included, as this instance last saw them.",
+		}, func() float64 { return float64(len(f.Instances())) }),
+	}
+	for _, g := range gauges {
+		p.registry.MustRegister(g)
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
