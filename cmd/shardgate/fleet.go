@@ -57,7 +57,7 @@ type etcdSource struct {
 	follower *fleet.Follower
 	over     overrides
 	first    *config.Config // the configuration to start with
-	log      *slog.Logger // until the configuration says how to log
+	log      *slog.Logger   // until the configuration says how to log
 }
 
 // startTimeout bounds the wait for etcd at start before the cached
