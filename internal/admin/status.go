@@ -177,8 +177,13 @@ type statusTile struct {
 
 // digestPageColumns are the columns of SHOW QUERY DIGESTS the page shows;
 // the rest are in /api/digests.
-var digestPageColumns = []string{"digest", "user", "db", "text", "count", "total_ms", "mean_ms", "p50_ms", "p99_ms",
-	"max_ms", "rows_sent", "errors", "shards_touched", "last_seen"}
+var digestPageColumns = []string{"digest", "user", "db", "text", "count", "total_ms", "p50_ms", "p99_ms",
+	"max_ms", "rows_sent", "errors", "shards_touched"}
+
+// backendPageColumns are the columns of SHOW BACKENDS the page shows: up
+// and state are in each row's status cell.
+var backendPageColumns = []string{"cluster", "address", "role", "read_only", "replicating", "lag_seconds", "breaker",
+	"weight", "pool_open", "pool_idle", "pool_in_use", "pool_waiting", "running", "errors", "wait_timeouts", "last_error"}
 
 // statusSections renders the views the page shows.
 func statusSections(src Source, now time.Time) (sections, error) {
@@ -191,11 +196,27 @@ func statusSections(src Source, now time.Time) (sections, error) {
 		Status:   statusTiles(StatusView(src, now)),
 		Fleet:    fleetOf(src.Fleet()),
 		Charts:   statusCharts(src.History(), now),
-		Backends: sectionOf("backends", "Backends and pools", BackendsView(src), backendState),
+		Backends: backendsSection(src),
 		Sharding: shardGroups(src.Sharding()),
 		Digests: sectionOf("digests", fmt.Sprintf("Top %d query digests by total latency", statusTopDigests),
 			pick(digests, digestPageColumns...), nil),
 	}, nil
+}
+
+// backendsSection is SHOW BACKENDS with the columns the page shows, each
+// row's state read from the whole view.
+func backendsSection(src Source) section {
+	v := BackendsView(src)
+	states := make([]string, len(v.Rows))
+	for i, row := range v.Rows {
+		states[i] = backendState(v, row)
+	}
+	s := sectionOf("backends", "Backends and pools", pick(v, backendPageColumns...), nil)
+	s.Stateful = true
+	for i := range s.Rows {
+		s.Rows[i].State = states[i]
+	}
+	return s
 }
 
 // statusTiles are SHOW STATUS's rows, name and value.
