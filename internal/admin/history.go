@@ -20,11 +20,11 @@ type Sample struct {
 // Cluster "*" is the statements that ran on several clusters, "-" those
 // the proxy answered itself.
 type ClusterSample struct {
-	Cluster   string
-	QPS       float64 // statements per second
-	ErrorsPS  float64 // statements answered with an error, per second
-	P50, P99  float64 // latency in seconds; NaN when no statement ran
-	Statement uint64  // statements in the interval
+	Cluster            string
+	Statements, Errors uint64  // in the interval
+	QPS                float64 // statements per second
+	ErrorsPS           float64 // statements answered with an error, per second
+	P50, P99           float64 // latency in seconds; NaN when no statement ran
 }
 
 // ServerSample is a backend server's pool and replication.

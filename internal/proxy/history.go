@@ -22,13 +22,9 @@ func (p *Proxy) sampleHistory() {
 	defer p.wg.Done()
 	tick := time.NewTicker(admin.HistoryEvery)
 	defer tick.Stop()
-	s := historySampler{prev: map[string]telemetry.ClusterTotal{}}
-	s.prevAt = time.Now()
-	if p.telemetry != nil {
-		for _, t := range p.telemetry.ClusterTotals() {
-			s.prev[t.Name] = t
-		}
-	}
+	// The counters started at zero with the proxy: the first sample
+	// counts from then.
+	s := historySampler{prev: map[string]telemetry.ClusterTotal{}, prevAt: p.started}
 	for {
 		select {
 		case <-p.closed:
@@ -55,7 +51,7 @@ func (s *historySampler) sample(p *Proxy, now time.Time) admin.Sample {
 			s.prev[t.Name] = t
 			out.Clusters = append(out.Clusters, admin.ClusterSample{Cluster: t.Name,
 				QPS: float64(d.Count) / secs, ErrorsPS: float64(d.Errors) / secs,
-				P50: d.Quantile(0.5), P99: d.Quantile(0.99), Statement: d.Count})
+				P50: d.Quantile(0.5), P99: d.Quantile(0.99), Statements: d.Count, Errors: d.Errors})
 		}
 	}
 	s.prevAt = now

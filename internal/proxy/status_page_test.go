@@ -387,3 +387,59 @@ func colouredPixels(img image.Image, r image.Rectangle) int {
 	}
 	return n
 }
+
+// The history the status page charts: every 2 s a sample with each
+// cluster's statements per second, latency and errors since the sample
+// before, and each server's pool.
+func TestStatusHistory(t *testing.T) {
+	srv := testenv.Shared(t)
+	p := startProxy(t, proxyConfig(t, srv, ""))
+	db := openDB(t, proxyDSN(p, appUser, appPass, "", ""))
+	for range 50 {
+		mustExec(t, db, "SELECT 1")
+	}
+	for range 5 {
+		if _, err := db.Exec("SELECT * FROM mysql.no_such_table"); mysqlErrCode(err) != 1146 {
+			t.Fatalf("a missing table: %v, want 1146", err)
+		}
+	}
+	// The statements fall in one interval or two: wait until the samples
+	// have counted all of them.
+	var got struct {
+		statements, errors uint64
+		p50ms              float64
+	}
+	waitFor(t, "the history to count the statements", 60*time.Second, func() bool {
+		got.statements, got.errors = 0, 0
+		for _, s := range p.History() {
+			for _, c := range s.Clusters {
+				if c.Cluster != "main" {
+					continue
+				}
+				got.statements += c.Statements
+				got.errors += c.Errors
+				if c.Statements > 0 {
+					got.p50ms = c.P50 * 1000
+				}
+			}
+		}
+		return got.statements >= 55
+	})
+	samples := p.History()
+	if got.statements != 55 || got.errors != 5 {
+		t.Errorf("the samples count %d statements and %d errors on main, want 55 and 5", got.statements, got.errors)
+	}
+	if got.p50ms <= 0 || got.p50ms > 10_000 {
+		t.Errorf("p50 %g ms, want a latency", got.p50ms)
+	}
+	last := samples[len(samples)-1]
+	if len(last.Servers) != 1 || last.Servers[0].Cluster != "main" || last.Servers[0].Address != srv.Addr ||
+		last.Servers[0].Max != 4 || last.Servers[0].Replica {
+		t.Errorf("servers %+v, want main's primary with max_open 4", last.Servers)
+	}
+	if len(samples) > 1 {
+		if d := last.At.Sub(samples[len(samples)-2].At); d < time.Second || d > 10*time.Second {
+			t.Errorf("samples %s apart, want about 2 s", d)
+		}
+	}
+}
