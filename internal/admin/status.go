@@ -165,9 +165,10 @@ func (s section) Width() int {
 }
 
 // Heading is a column's name where a narrow column may break it: after
-// each underscore.
+// its first underscore only, so that a heading takes at most two lines
+// (pool_ in_use, not pool_ in_ use).
 func (section) Heading(name string) template.HTML {
-	return template.HTML(strings.ReplaceAll(template.HTMLEscapeString(name), "_", "_<wbr>"))
+	return template.HTML(strings.Replace(template.HTMLEscapeString(name), "_", "_<wbr>", 1))
 }
 
 // statusTile is one counter of SHOW STATUS.

@@ -113,6 +113,7 @@ func rowState(table, addr string) string {
 const (
 	statusViewportWidth  = 1280
 	statusViewportHeight = 900
+	statusNarrowWidth    = 720
 )
 
 // statusPageDB is the sharded schema the status page test serves.
@@ -255,6 +256,14 @@ func checkStatusPageLayout(t *testing.T, p *proxy.Proxy, b *testenv.Browser) {
 		}
 		DPR float64
 	}
+	// A narrow window too (a laptop's half screen): the wide tables
+	// scroll within their sections, the charts stack.
+	b.SetViewport(t, statusNarrowWidth, statusViewportHeight)
+	b.Execute(t, statusLayoutScript, &layout, statusNarrowWidth)
+	for _, problem := range layout.Problems {
+		t.Errorf("layout at %d px: %s", statusNarrowWidth, problem)
+	}
+	b.SetViewport(t, statusViewportWidth, statusViewportHeight)
 	b.Execute(t, statusLayoutScript, &layout, statusViewportWidth)
 	for _, problem := range layout.Problems {
 		t.Errorf("layout: %s", problem)
