@@ -83,6 +83,9 @@ func (c Chart) SVG() template.HTML {
 	escapeText(&b, c.Unit)
 	b.WriteString("</tspan></text>")
 
+	// The plot area, invisible: its box tells scripts and tests where the
+	// lines are drawn.
+	fmt.Fprintf(&b, `<rect class="plot" x="%d" y="%d" width="%s" height="%d" fill="none"/>`, chartLeft, chartTop, num(chartPlotW()), chartPlotH)
 	top, ticks := c.yScale()
 	c.writeYAxis(&b, top, ticks)
 	c.writeXAxis(&b)

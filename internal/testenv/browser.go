@@ -229,6 +229,25 @@ func (b *Browser) SetViewport(tb testing.TB, width, height int) {
 	if err := call(http.MethodPost, b.base+"/window/rect", rect, nil); err != nil {
 		tb.Fatalf("testenv: browser window size: %v", err)
 	}
+	// The page sees the new size, and lays itself out again, a moment
+	// later: wait for it, then for a frame to be rendered.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var size struct{ W, H int }
+		b.Execute(tb, "return {W: window.innerWidth, H: window.innerHeight};", &size)
+		if size.W == width && size.H == height {
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("testenv: browser viewport is %dx%d, want %dx%d", size.W, size.H, width, height)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := call(http.MethodPost, b.base+"/execute/async", map[string]any{
+		"script": "const done = arguments[arguments.length - 1]; requestAnimationFrame(() => requestAnimationFrame(() => done(true)));",
+		"args":   []any{}}, nil); err != nil {
+		tb.Fatalf("testenv: browser frame after resizing: %v", err)
+	}
 }
 
 // Screenshot returns a PNG of the whole page, beyond the viewport too,
