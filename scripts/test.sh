@@ -22,7 +22,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # whole; of internal/proxy, which assembles them, the tests that drive
 # them concurrently (many sessions on few connections, reloads under load,
 # KILL, parked sessions, merges stopped midway, recovery beside a
-# two-phase commit). All of internal/proxy
+# two-phase commit, the status page's sampler beside statements). All of internal/proxy
 # takes 10 minutes under -race on the 2-core machine, more than the
 # suite's budget (15 minutes). Measured there with a warm build cache and
 # other tests running: 45 s for the packages, 45 s for the proxy's tests;
@@ -39,7 +39,7 @@ RACE_PACKAGES=(
 	./internal/telemetry
 	./internal/xa
 )
-RACE_PROXY_TESTS='^(TestManySessionsFewBackendConns|TestReloadUnderLoad|TestKill|TestIdleSessionsPark|TestParkedSessionEnds|TestMergeKillQuery|TestMergeShardsStartTogether|TestMergeKillConnection|TestMergeClientDisconnects|TestMergeLimitStopsShards|TestMergeShardDies|TestKillQueryWhileAPartWaits|TestEvaluateKillQuery|TestEvaluatePoolsHoldAndWait|TestXARecoveryFencesAStoppedCoordinator|TestXAShardKilledBetweenPrepareAndCommit|TestAtomicTransactionEndsWithItsSession|TestPipelinedReadsExact|TestPipelinedKill|TestPipelinedConnectionDies|TestPipelinedReload)$'
+RACE_PROXY_TESTS='^(TestManySessionsFewBackendConns|TestReloadUnderLoad|TestKill|TestIdleSessionsPark|TestParkedSessionEnds|TestMergeKillQuery|TestMergeShardsStartTogether|TestMergeKillConnection|TestMergeClientDisconnects|TestMergeLimitStopsShards|TestMergeShardDies|TestKillQueryWhileAPartWaits|TestEvaluateKillQuery|TestEvaluatePoolsHoldAndWait|TestXARecoveryFencesAStoppedCoordinator|TestXAShardKilledBetweenPrepareAndCommit|TestAtomicTransactionEndsWithItsSession|TestPipelinedReadsExact|TestPipelinedKill|TestPipelinedConnectionDies|TestPipelinedReload|TestStatusHistory)$'
 
 if [[ "${SHARDGATE_SKIP_DEPS:-0}" != 1 ]]; then
 	./scripts/install-deps.sh

@@ -32,6 +32,12 @@ type Source interface {
 	// the last recovery pass left unresolved, of any instance.
 	Transactions() []xa.TrxView
 	InDoubt() []xa.Branch
+	// History is the samples the status page charts, oldest first.
+	History() []Sample
+	// Fleet lists the instances of shardgate that share this one's
+	// configuration, this one included (Self); empty when it is not part
+	// of a fleet.
+	Fleet() []Proxy
 
 	// SetBackendOffline drains (offline) or restores a server of a
 	// cluster, named by its configured address or by the address it was
@@ -78,6 +84,19 @@ type SubTable struct {
 	ShardKey      string
 	SubTable      string
 	Cluster       string
+}
+
+// Proxy is one instance of shardgate in a fleet: where it serves, what
+// it runs, and which revision of the shared configuration it applied.
+// Instances that agree show the same revision and checksum.
+type Proxy struct {
+	ID             string
+	Addr           string
+	Version        string
+	Started        time.Time
+	ConfigRevision int64
+	ConfigChecksum string
+	Self           bool // the instance answering
 }
 
 // Versions are shardgate's and its servers'.

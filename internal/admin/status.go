@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shardgate/shardgate/internal/frontend"
@@ -123,10 +124,16 @@ func (p *statusPage) serve(w http.ResponseWriter, r *http.Request, name string, 
 	_, _ = w.Write(b.Bytes())
 }
 
-// sections are the page's tables at one moment.
+// sections are the page's parts at one moment: the status counters as
+// tiles, the fleet, the charts of the history, and the tables.
 type sections struct {
-	At   string
-	List []section
+	At       string
+	Status   []statusTile
+	Fleet    fleetSection
+	Charts   []Chart
+	Backends section
+	Sharding []shardGroup
+	Digests  section
 }
 
 // section is a view as an HTML table. Stateful sections start each row
@@ -143,8 +150,10 @@ type sectionRow struct {
 	Cells []sectionCell
 }
 
+// sectionCell is a value's text; Title, when set, is the full text of a
+// cell the page may cut short.
 type sectionCell struct {
-	Text, Class string
+	Text, Class, Title string
 }
 
 // Width is the number of the table's columns.
@@ -155,18 +164,93 @@ func (s section) Width() int {
 	return len(s.Columns)
 }
 
+// Heading is a column's name where a narrow column may break it: after
+// its first underscore only, so that a heading takes at most two lines
+// (pool_ in_use, not pool_ in_ use).
+func (section) Heading(name string) template.HTML {
+	return template.HTML(strings.Replace(template.HTMLEscapeString(name), "_", "_<wbr>", 1))
+}
+
+// statusTile is one counter of SHOW STATUS.
+type statusTile struct {
+	Name, Value string
+}
+
+// digestPageColumns are the columns of SHOW QUERY DIGESTS the page shows;
+// the rest are in /api/digests.
+var digestPageColumns = []string{"digest", "user", "db", "text", "count", "total_ms", "p50_ms", "p99_ms",
+	"max_ms", "rows_sent", "errors", "shards_touched"}
+
+// backendPageColumns are the columns of SHOW BACKENDS the page shows: up
+// and state are in each row's status cell.
+var backendPageColumns = []string{"cluster", "address", "role", "read_only", "replicating", "lag_seconds", "breaker",
+	"weight", "pool_open", "pool_idle", "pool_in_use", "pool_waiting", "running", "errors", "wait_timeouts", "last_error"}
+
 // statusSections renders the views the page shows.
 func statusSections(src Source, now time.Time) (sections, error) {
 	digests, err := DigestsView(src, "total_ms", true, statusTopDigests)
 	if err != nil {
 		return sections{}, err
 	}
-	return sections{At: text(now), List: []section{
-		sectionOf("status", "Status", StatusView(src, now), nil),
-		sectionOf("backends", "Backends and pools", BackendsView(src), backendState),
-		sectionOf("sharding", "Sharding", ShardingView(src), nil),
-		sectionOf("digests", fmt.Sprintf("Top %d query digests by total latency", statusTopDigests), digests, nil),
-	}}, nil
+	return sections{
+		At:       text(now),
+		Status:   statusTiles(StatusView(src, now)),
+		Fleet:    fleetOf(src.Fleet()),
+		Charts:   statusCharts(src.History(), now),
+		Backends: backendsSection(src),
+		Sharding: shardGroups(src.Sharding()),
+		Digests: sectionOf("digests", fmt.Sprintf("Top %d query digests by total latency", statusTopDigests),
+			pick(digests, digestPageColumns...), nil),
+	}, nil
+}
+
+// backendsSection is SHOW BACKENDS with the columns the page shows, each
+// row's state read from the whole view.
+func backendsSection(src Source) section {
+	v := BackendsView(src)
+	states := make([]string, len(v.Rows))
+	for i, row := range v.Rows {
+		states[i] = backendState(v, row)
+	}
+	s := sectionOf("backends", "Backends and pools", pick(v, backendPageColumns...), nil)
+	s.Stateful = true
+	for i := range s.Rows {
+		s.Rows[i].State = states[i]
+	}
+	return s
+}
+
+// statusTiles are SHOW STATUS's rows, name and value.
+func statusTiles(v *View) []statusTile {
+	out := make([]statusTile, 0, len(v.Rows))
+	for _, row := range v.Rows {
+		val := "NULL"
+		if c := cell(row[1]); c != nil {
+			val = *c
+		}
+		out = append(out, statusTile{Name: fmt.Sprint(row[0]), Value: val})
+	}
+	return out
+}
+
+// pick is v with only the named columns, in that order.
+func pick(v *View, names ...string) *View {
+	var idx []int
+	out := &View{}
+	for _, n := range names {
+		if i := slices.IndexFunc(v.Columns, func(c Column) bool { return c.Name == n }); i >= 0 {
+			idx = append(idx, i)
+			out.Columns = append(out.Columns, v.Columns[i])
+		}
+	}
+	for _, row := range v.Rows {
+		r := make([]any, len(idx))
+		for j, i := range idx {
+			r[j] = row[i]
+		}
+		out.Rows = append(out.Rows, r)
+	}
+	return out
 }
 
 // sectionOf renders a view's cells as the SQL port does (cell), NULL for
@@ -199,6 +283,11 @@ func htmlCell(c Column, val any) sectionCell {
 	s := cell(val)
 	if s == nil {
 		return sectionCell{Text: "NULL", Class: class + " null"}
+	}
+	if c.Name == "text" || c.Name == "last_error" {
+		// Cut short by the page's style (an ellipsis); the title shows it
+		// whole.
+		return sectionCell{Text: *s, Class: class + " long", Title: *s}
 	}
 	return sectionCell{Text: *s, Class: class}
 }

@@ -531,6 +531,9 @@ func (p *Pool) config() PoolConfig {
 	return p.cfg
 }
 
+// MaxOpen is the pool's max_open now (a reload may change it).
+func (p *Pool) MaxOpen() int { return p.config().MaxOpen }
+
 // SetConfig applies new limits at once (a configuration reload). Idle
 // connections beyond a lowered max_open or max_idle close now, connections
 // in use beyond max_open as they are released; a raised max_open lets

@@ -63,6 +63,7 @@ type Proxy struct {
 	tracer       *tracing.Tracer // nil: tracing off
 	started      time.Time
 	qps          qpsSampler
+	history      *admin.History // the status page's charts (history.go)
 	buildVersion atomic.Pointer[string]
 	reloadFn     atomic.Pointer[ReloadFunc]
 
@@ -108,7 +109,8 @@ type Proxy struct {
 func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
 	p := &Proxy{log: log, clusters: map[string]*backend.Cluster{},
 		poolCollectors: map[*backend.Pool]prometheus.Collector{}, registry: prometheus.NewRegistry(), err: make(chan error, 1),
-		closed: make(chan struct{}), started: time.Now()}
+		closed: make(chan struct{}), started: time.Now(),
+		history: admin.NewHistory(admin.HistoryLength)}
 	p.cfg.Store(cfg)
 	if err := p.buildClusters(); err != nil {
 		p.closeClusters()
@@ -522,6 +524,8 @@ func (p *Proxy) Start() {
 	}
 	p.wg.Add(1)
 	go p.sampleQPS()
+	p.wg.Add(1)
+	go p.sampleHistory()
 	p.startRecovery()
 	if p.adminSQL != nil {
 		p.log.Info("admin SQL listening", "addr", p.adminLn.Addr().String())

@@ -95,6 +95,9 @@ type ClusterStats struct {
 	vec      *prometheus.HistogramVec
 	duration []atomic.Pointer[observer] // by router.Kind
 	backend  prometheus.Counter
+	// errors counts the statements answered with an error, added only on
+	// the error path; the status page's history reads it.
+	errors atomic.Uint64
 }
 
 type observer struct{ prometheus.Observer }

@@ -243,6 +243,9 @@ func (r *Recorder) Record(sess *Session, st *Statement) {
 	}
 	if st.ErrCode != 0 {
 		r.m.errorCounter(st.ErrCode).Inc()
+		if cs := st.Cluster; cs != nil {
+			cs.errors.Add(1)
+		}
 	}
 	if r.digests.Load() {
 		e := sess.entry(r, st)

@@ -206,6 +206,78 @@ func (b *Browser) Title(tb testing.TB) string {
 	return title
 }
 
+// Execute runs script in the page as a function body (its arguments in
+// the array arguments) and decodes what it returns into out (nil: not
+// read). A script that throws fails the test.
+func (b *Browser) Execute(tb testing.TB, script string, out any, args ...any) {
+	tb.Helper()
+	if args == nil {
+		args = []any{}
+	}
+	if err := call(http.MethodPost, b.base+"/execute/sync", map[string]any{"script": script, "args": args}, out); err != nil {
+		tb.Fatalf("testenv: browser script: %v", err)
+	}
+}
+
+// SetViewport sizes the browser window so that the page's viewport is
+// width by height CSS pixels (the window's frame, if any, added).
+func (b *Browser) SetViewport(tb testing.TB, width, height int) {
+	tb.Helper()
+	var frame struct{ W, H int }
+	b.Execute(tb, "return {W: window.outerWidth - window.innerWidth, H: window.outerHeight - window.innerHeight};", &frame)
+	rect := map[string]int{"width": width + frame.W, "height": height + frame.H}
+	if err := call(http.MethodPost, b.base+"/window/rect", rect, nil); err != nil {
+		tb.Fatalf("testenv: browser window size: %v", err)
+	}
+	// The page sees the new size, and lays itself out again, a moment
+	// later: wait for it, then for a frame to be rendered.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var size struct{ W, H int }
+		b.Execute(tb, "return {W: window.innerWidth, H: window.innerHeight};", &size)
+		if size.W == width && size.H == height {
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("testenv: browser viewport is %dx%d, want %dx%d", size.W, size.H, width, height)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := call(http.MethodPost, b.base+"/execute/async", map[string]any{
+		"script": "const done = arguments[arguments.length - 1]; requestAnimationFrame(() => requestAnimationFrame(() => done(true)));",
+		"args":   []any{}}, nil); err != nil {
+		tb.Fatalf("testenv: browser frame after resizing: %v", err)
+	}
+}
+
+// Screenshot returns a PNG of the whole page, beyond the viewport too,
+// taken through the DevTools protocol (WebDriver's own screenshot is of
+// the viewport only).
+func (b *Browser) Screenshot(tb testing.TB) []byte {
+	tb.Helper()
+	var metrics struct {
+		Content struct{ Width, Height float64 } `json:"cssContentSize"`
+	}
+	b.cdp(tb, "Page.getLayoutMetrics", map[string]any{}, &metrics)
+	var shot struct {
+		Data []byte `json:"data"` // base64 in JSON
+	}
+	b.cdp(tb, "Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true,
+		"clip": map[string]any{"x": 0, "y": 0, "width": metrics.Content.Width, "height": metrics.Content.Height, "scale": 1}}, &shot)
+	if len(shot.Data) == 0 {
+		tb.Fatalf("testenv: browser screenshot: no image")
+	}
+	return shot.Data
+}
+
+// cdp sends a DevTools protocol command through chromedriver.
+func (b *Browser) cdp(tb testing.TB, cmd string, params, out any) {
+	tb.Helper()
+	if err := call(http.MethodPost, b.base+"/goog/cdp/execute", map[string]any{"cmd": cmd, "params": params}, out); err != nil {
+		tb.Fatalf("testenv: browser %s: %v", cmd, err)
+	}
+}
+
 func (b *Browser) close(tb testing.TB) {
 	if b.session != "" {
 		_ = call(http.MethodDelete, b.base, nil, nil)
