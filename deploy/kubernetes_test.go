@@ -12,6 +12,7 @@ package deploy_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -530,9 +532,9 @@ func checkFleet(t *testing.T, f *fleet, cfg *config.Config) {
 		sleep = c.Lifecycle.PreStop.Sleep.Seconds
 	}
 	drain := int64(cfg.Server.ShutdownTimeout.Seconds())
-	if spec.TerminationGracePeriodSeconds == nil || *spec.TerminationGracePeriodSeconds <= sleep+drain {
-		t.Errorf("terminationGracePeriodSeconds %v: want more than the preStop sleep (%d s) plus server.shutdown_timeout (%d s)",
-			spec.TerminationGracePeriodSeconds, sleep, drain)
+	if grace := spec.TerminationGracePeriodSeconds; grace == nil || *grace <= sleep+drain {
+		t.Errorf("terminationGracePeriodSeconds %s: want more than the preStop sleep (%d s) plus server.shutdown_timeout (%d s)",
+			ptrString(grace), sleep, drain)
 	}
 
 	checkSecurity(t, &spec, c)
@@ -578,6 +580,13 @@ func checkFleet(t *testing.T, f *fleet, cfg *config.Config) {
 		t.Errorf("PodDisruptionBudget minAvailable %d with %d replicas: want 1..%d, or no node drain can evict a proxy",
 			pdb.MinAvailable.IntVal, minReplicas, minReplicas-1)
 	}
+}
+
+func ptrString(p *int64) string {
+	if p == nil {
+		return "unset"
+	}
+	return strconv.FormatInt(*p, 10)
 }
 
 // checkSecurity: non-root (the image's numeric user), no privileges, a
@@ -672,8 +681,12 @@ func checkArgs(t *testing.T, img *builtImage, c *corev1.Container) {
 	if len(c.Args) == 0 || c.Args[0] != "serve" {
 		t.Fatalf("container args %q: want serve ...", c.Args)
 	}
+	// A last flag that wants a value would take --help as it and serve
+	// would start: the deadline ends that as a failure.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	args := append(slices.Clone(c.Args), "--help")
-	out, err := exec.Command(img.binary, args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, img.binary, args...).CombinedOutput()
 	if err != nil {
 		t.Errorf("shardgate %s: %v: the binary does not accept the container's args\n%s", strings.Join(c.Args, " "), err, out)
 	}
