@@ -40,6 +40,9 @@ func (in instruction) String() string {
 	return fmt.Sprintf("Dockerfile:%d: %s %s", in.line, in.cmd, in.args)
 }
 
+// directive is a parser directive line: "# syntax=...", "# escape=...".
+var directive = regexp.MustCompile(`^#\s*(\w+)\s*=`)
+
 // parseDockerfile reads the subset of the Dockerfile syntax a plain
 // Dockerfile uses: comments, continuation lines ending in \, --flags,
 // exec-form JSON arrays. A parser directive other than syntax, or an
@@ -53,14 +56,18 @@ func parseDockerfile(file string) (*dockerfile, error) {
 	var cur *stage
 	var text strings.Builder
 	start := 0
+	directives := true // parser directives come first, before any other line
 	sc := bufio.NewScanner(strings.NewReader(string(data)))
 	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "#") {
-			if m := regexp.MustCompile(`^#\s*(\w+)\s*=`).FindStringSubmatch(trimmed); m != nil && len(df.stages) == 0 && text.Len() == 0 && !strings.EqualFold(m[1], "syntax") {
+		trimmed := strings.TrimSpace(sc.Text())
+		if m := directive.FindStringSubmatch(trimmed); directives && m != nil {
+			if !strings.EqualFold(m[1], "syntax") {
 				return nil, fmt.Errorf("%s:%d: parser directive %q not supported by this test's parser", file, n, m[1])
 			}
+			continue
+		}
+		directives = false
+		if strings.HasPrefix(trimmed, "#") {
 			continue
 		}
 		if trimmed == "" && text.Len() == 0 {
