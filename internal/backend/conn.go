@@ -251,6 +251,10 @@ func scrambleFor(plugin, password string, salt []byte) ([]byte, error) {
 		return auth.NativeScramble([]byte(password), salt), nil
 	case auth.PluginCachingSHA2:
 		return auth.SHA2Scramble([]byte(password), salt), nil
+	case auth.PluginEd25519:
+		// MariaDB's ed25519 accounts (users: from_backend logs in to them
+		// with the client's password).
+		return auth.Ed25519Sign([]byte(password), salt)
 	}
 	return nil, fmt.Errorf("server asks for unsupported auth plugin %q", plugin)
 }

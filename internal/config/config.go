@@ -208,6 +208,32 @@ type Cluster struct {
 	Replicas []Backend  `yaml:"replicas"`
 	Routing  Routing    `yaml:"routing"`
 	Health   Health     `yaml:"health"`
+	// Users is where the accounts clients log in with are: "configured"
+	// (users[] only, the default) or "from_backend": a name users[] does
+	// not list logs in with the account of that name on this cluster's
+	// servers, checked by the servers themselves, and its statements run
+	// on connections logged in as it (docs/configuration.md).
+	Users string `yaml:"users" reload:"restart"`
+	// UsersCacheTTL: with users: from_backend, a login whose password the
+	// servers accepted less than this long ago is not checked again.
+	UsersCacheTTL time.Duration `yaml:"users_cache_ttl" reload:"restart"`
+}
+
+// Where a cluster's accounts come from (Cluster.Users).
+const (
+	UsersConfigured  = "configured"
+	UsersFromBackend = "from_backend"
+)
+
+// AccountsCluster is the cluster whose servers' accounts log in when
+// users[] does not list a name (users: from_backend), or nil.
+func (c *Config) AccountsCluster() *Cluster {
+	for i := range c.Clusters {
+		if c.Clusters[i].Users == UsersFromBackend {
+			return &c.Clusters[i]
+		}
+	}
+	return nil
 }
 
 // Routing decides which server of a cluster a statement goes to.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -192,14 +193,14 @@ clusters:
 					HealthCheckInterval: 3 * time.Second, EvaluatorMaxOpen: 2, PipelineDepth: 8},
 				Primary:  Backend{Address: "db1.internal:3306", Weight: 1, State: "online"},
 				Replicas: []Backend{{Address: "db2.internal:3306", Weight: 3, State: "online"}, {Address: "db3.internal:3306", Weight: 1, State: "online"}},
-				Routing:  defaultRouting(), Health: defaultHealth(),
+				Routing:  defaultRouting(), Health: defaultHealth(), Users: UsersConfigured, UsersCacheTTL: 10 * time.Second,
 			},
 			{
 				Name: "reports", User: "ro", Password: "",
 				TLS:     BackendTLS{Mode: "off"},
 				Pool:    defaultPool,
 				Primary: Backend{Address: "[::1]:3307", Weight: 1, State: "online"},
-				Routing: defaultRouting(), Health: defaultHealth(),
+				Routing: defaultRouting(), Health: defaultHealth(), Users: UsersConfigured, UsersCacheTTL: 10 * time.Second,
 			},
 		},
 	}
@@ -262,7 +263,7 @@ func TestDefaults(t *testing.T) {
 				HealthCheckInterval: 10 * time.Second, EvaluatorMaxOpen: 4, PipelineDepth: 8,
 			},
 			Primary: Backend{Address: "127.0.0.1:3306", Weight: 1, State: "online"},
-			Routing: defaultRouting(), Health: defaultHealth(),
+			Routing: defaultRouting(), Health: defaultHealth(), Users: UsersConfigured, UsersCacheTTL: 10 * time.Second,
 		}},
 	}
 	if !reflect.DeepEqual(cfg, want) {
@@ -381,10 +382,10 @@ func TestProblems(t *testing.T) {
 		// --- impossible values ---
 		{"empty file", "", []string{
 			f + ":1: clusters: at least one cluster is required",
-			f + ":1: users: at least one user is required"}},
+			f + ":1: users: at least one user is required (or a cluster with users: from_backend)"}},
 		{"only comments", "# nothing\n", []string{
 			f + ":1: clusters: at least one cluster is required",
-			f + ":1: users: at least one user is required"}},
+			f + ":1: users: at least one user is required (or a cluster with users: from_backend)"}},
 		{"empty listeners list", "listeners: []\n" + validTail, []string{
 			f + ":1: listeners: must contain at least one listener (leave the key out to get one at 127.0.0.1:6033)"}},
 		{"connection limits", "listeners:\n  - address: h:1\n    reserved_admin_connections: -1\nserver:\n  handshake_timeout: 0s\n" + validTail, []string{
@@ -900,5 +901,52 @@ func TestRoutingAndHealthDefaults(t *testing.T) {
 	if h.Interval != time.Second || h.Timeout != time.Second || h.Failures != 3 ||
 		h.Backoff != time.Second || h.MaxBackoff != 30*time.Second || h.ReconnectInterval != 250*time.Millisecond {
 		t.Errorf("health defaults: %+v", h)
+	}
+}
+
+// users: from_backend on a cluster: users[] may then be empty, one cluster
+// at most has it, and unknown values are refused with FILE:LINE.
+func TestClusterUsersFromBackend(t *testing.T) {
+	const f = "shardgate.yaml"
+	cluster := func(name, extra string) string {
+		return "  - name: " + name + "\n    user: shardgate\n    password: secret\n    primary:\n      address: 127.0.0.1:3306\n" + extra
+	}
+	cfg, err := Parse([]byte("clusters:\n"+cluster("main", "    users: from_backend\n    users_cache_ttl: 2s\n")), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ac := cfg.AccountsCluster(); ac == nil || ac.Name != "main" || ac.UsersCacheTTL != 2*time.Second {
+		t.Fatalf("accounts cluster %+v, want main with a 2s cache", ac)
+	}
+	cfg, err = Parse([]byte(validTail), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cfg.Clusters[0]; c.Users != UsersConfigured || c.UsersCacheTTL != 10*time.Second || cfg.AccountsCluster() != nil {
+		t.Fatalf("defaults: users %q, users_cache_ttl %s", c.Users, c.UsersCacheTTL)
+	}
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"unknown value", "clusters:\n" + cluster("main", "    users: backend\n"), []string{
+			f + `:7: clusters[0].users: must be one of configured, from_backend (got "backend")`,
+			f + ":1: users: at least one user is required (or a cluster with users: from_backend)"}},
+		{"negative cache", "clusters:\n" + cluster("main", "    users: from_backend\n    users_cache_ttl: -1s\n"), []string{
+			f + ":8: clusters[0].users_cache_ttl: must be >= 0 (got -1s)"}},
+		{"two clusters", "users: [{name: a, password: x, cluster: a}]\nclusters:\n" + cluster("a", "    users: from_backend\n") + cluster("b", "    users: from_backend\n"), []string{
+			f + `:14: clusters[1].users: only one cluster may have users: from_backend (clusters[0] "a" has it): a client's user name must name one account`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.src), f)
+			got := problemsOf(t, err)
+			slices.Sort(got)
+			want := slices.Clone(tt.want)
+			slices.Sort(want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("problems:\n got: %s\nwant: %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
+			}
+		})
 	}
 }

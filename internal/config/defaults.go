@@ -120,7 +120,9 @@ func (c *Cluster) setDefaults() {
 			EvaluatorMaxOpen:          defaultPoolEvaluators,
 			PipelineDepth:             defaultPipelineDepth,
 		},
-		Primary: Backend{Weight: 1, State: "online"},
+		Primary:       Backend{Weight: 1, State: "online"},
+		Users:         UsersConfigured,
+		UsersCacheTTL: 10 * time.Second,
 		Routing: Routing{
 			ReadFrom:           "replica",
 			MaxReplicaLag:      10 * time.Second,

@@ -324,6 +324,27 @@ func (v *validator) clusters(cs []Cluster) {
 		v.oneOf(p+".primary.state", c.Primary.State, "online", "offline")
 		v.routing(p+".routing", &c.Routing)
 		v.health(p+".health", &c.Health)
+		v.clusterUsers(p, c, cs[:i])
+	}
+}
+
+// clusterUsers checks where the cluster's accounts come from: one cluster
+// at most takes logins with its servers' accounts, since a name users[]
+// does not list must mean one account.
+func (v *validator) clusterUsers(p string, c *Cluster, before []Cluster) {
+	v.oneOf(p+".users", c.Users, UsersConfigured, UsersFromBackend)
+	if c.UsersCacheTTL < 0 {
+		v.fail(p+".users_cache_ttl", "must be >= 0 (got %s)", c.UsersCacheTTL)
+	}
+	if c.Users != UsersFromBackend {
+		return
+	}
+	for j := range before {
+		if before[j].Users == UsersFromBackend {
+			v.fail(p+".users", "only one cluster may have users: from_backend (clusters[%d] %q has it): "+
+				"a client's user name must name one account", j, before[j].Name)
+			return
+		}
 	}
 }
 
@@ -396,8 +417,8 @@ func (v *validator) pool(p string, pl *Pool) {
 }
 
 func (v *validator) users(us []User, cs []Cluster, schemas []Schema) {
-	if len(us) == 0 {
-		v.fail("users", "at least one user is required")
+	if len(us) == 0 && !slices.ContainsFunc(cs, func(c Cluster) bool { return c.Users == UsersFromBackend }) {
+		v.fail("users", "at least one user is required (or a cluster with users: from_backend)")
 	}
 	seen := map[string]int{}
 	for i := range us {

@@ -156,7 +156,7 @@ func (s *Session) Aside(cl *backend.Cluster) (*backend.Conn, error) {
 	if w == nil {
 		return nil, fmt.Errorf("cluster %s has no primary", cl.Name)
 	}
-	c, err := w.Pool.Evaluator().Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
+	c, err := s.poolOf(w).Evaluator().Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
 	if err != nil {
 		return nil, err
 	}

@@ -133,6 +133,9 @@ func (s *Session) authenticate(user, plugin string, resp []byte) error {
 	s.paced = false
 	host, _, _ := splitHost(s.remote)
 	u := s.userOrStandIn(user)
+	if u.Accounts != nil {
+		return s.authenticateBackend(u, host, plugin, resp)
+	}
 	if plugin == "" || !u.Stored.Supports(plugin) || !knownPlugin(plugin) {
 		// Ask for the server default if the user's stored form allows it,
 		// else for the one it allows.
@@ -170,10 +173,16 @@ func (s *Session) authenticate(user, plugin string, resp []byte) error {
 	if !ok {
 		return s.denied(user, host, len(resp) > 0, "wrong password")
 	}
-	if err := s.pace(host, s.srv.opt.AuthGuard.Delay(host, user)); err != nil {
+	return s.becomeUser(u, host)
+}
+
+// becomeUser makes u the session's user once its password proved right,
+// after the wait the failures of its name from host earned.
+func (s *Session) becomeUser(u *User, host string) error {
+	if err := s.pace(host, s.srv.opt.AuthGuard.Delay(host, u.Name)); err != nil {
 		return err
 	}
-	s.srv.opt.AuthGuard.Succeeded(host, user)
+	s.srv.opt.AuthGuard.Succeeded(host, u.Name)
 	s.mu.Lock() // other goroutines read it: Sessions, Activity, KILL
 	s.user = u
 	s.mu.Unlock()
@@ -196,6 +205,11 @@ func (s *Session) userOrStandIn(name string) *User {
 	standIn := auth.DummyStored(s.srv.standInKey, name)
 	if u := s.srv.opt.Users(name); u != nil {
 		return u
+	}
+	if s.srv.opt.BackendUser != nil {
+		if u := s.srv.opt.BackendUser(name); u != nil {
+			return u
+		}
 	}
 	return &User{Name: name, Stored: standIn, unknown: true}
 }
@@ -265,52 +279,63 @@ func (s *Session) cachingSHA2(u *User, host string, resp []byte) (bool, error) {
 		// Empty password: nothing to exchange.
 		return fastOK, nil
 	}
-	// The request for full authentication tells a cached user's client
-	// that the fast path failed: the wait comes before it.
-	if err := s.pace(host, s.srv.opt.AuthGuard.Delay(host, u.Name)); err != nil {
+	password, ok, err := s.fullAuthPassword(host, u.Name)
+	if !ok || err != nil {
 		return false, err
-	}
-	if err := s.client.WritePacket([]byte{mysql.HeaderAuthMore, sha2FullAuth}); err != nil {
-		return false, err
-	}
-	if err := s.client.Flush(); err != nil {
-		return false, err
-	}
-	p, err := s.readLogin()
-	if err != nil {
-		return false, s.readFailedEarly("read full auth", err)
-	}
-	var password []byte
-	switch {
-	case s.tls:
-		password = bytes.TrimRight(p, "\x00")
-	case len(p) == 1 && p[0] == sha2RequestPublicKey:
-		if s.srv.opt.RSAKey == nil {
-			return false, nil
-		}
-		if err := s.client.WritePacket(append([]byte{mysql.HeaderAuthMore}, s.srv.pubPEM...)); err != nil {
-			return false, err
-		}
-		if err := s.client.Flush(); err != nil {
-			return false, err
-		}
-		enc, err := s.readLogin()
-		if err != nil {
-			return false, s.readFailedEarly("read encrypted password", err)
-		}
-		if password, err = auth.DecryptPassword(enc, s.salt[:], s.srv.opt.RSAKey); err != nil {
-			return false, nil
-		}
-	default:
-		// A cleartext password over an insecure channel is refused, as
-		// MySQL does.
-		return false, nil
 	}
 	if !u.Stored.MatchesPlain(password) || u.unknown {
 		return false, nil
 	}
 	s.srv.sha2Cache.Store(u.Name, struct{}{})
 	return true, nil
+}
+
+// fullAuthPassword runs caching_sha2_password's full authentication and
+// returns the client's cleartext password: sent over TLS, or encrypted
+// with the proxy's RSA key over plain TCP. ok is false when the client
+// sent none the proxy can read (cleartext over plain TCP, which MySQL
+// refuses too; a ciphertext that does not decrypt).
+func (s *Session) fullAuthPassword(host, user string) (password []byte, ok bool, err error) {
+	// The request for full authentication tells a cached user's client
+	// that the fast path failed: the wait comes before it.
+	if err := s.pace(host, s.srv.opt.AuthGuard.Delay(host, user)); err != nil {
+		return nil, false, err
+	}
+	if err := s.client.WritePacket([]byte{mysql.HeaderAuthMore, sha2FullAuth}); err != nil {
+		return nil, false, err
+	}
+	if err := s.client.Flush(); err != nil {
+		return nil, false, err
+	}
+	p, err := s.readLogin()
+	if err != nil {
+		return nil, false, s.readFailedEarly("read full auth", err)
+	}
+	switch {
+	case s.tls:
+		return bytes.TrimRight(p, "\x00"), true, nil
+	case len(p) == 1 && p[0] == sha2RequestPublicKey:
+		if s.srv.opt.RSAKey == nil {
+			return nil, false, nil
+		}
+		if err := s.client.WritePacket(append([]byte{mysql.HeaderAuthMore}, s.srv.pubPEM...)); err != nil {
+			return nil, false, err
+		}
+		if err := s.client.Flush(); err != nil {
+			return nil, false, err
+		}
+		enc, err := s.readLogin()
+		if err != nil {
+			return nil, false, s.readFailedEarly("read encrypted password", err)
+		}
+		if password, err = auth.DecryptPassword(enc, s.salt[:], s.srv.opt.RSAKey); err != nil {
+			return nil, false, nil
+		}
+		return password, true, nil
+	}
+	// A cleartext password over an insecure channel is refused, as
+	// MySQL does.
+	return nil, false, nil
 }
 
 func (s *Session) fastAuthAllowed(u *User) bool {

@@ -40,7 +40,9 @@ func (s *Session) runPipelined(p []byte, st router.Stmt) (handled, ok bool) {
 			return false, false
 		}
 	}
-	if !srv.Pool.Pipelines() || !s.autocommit() {
+	if !srv.Pool.Pipelines() || !s.autocommit() || s.user.Account != nil {
+		// (A backend account's statements run on its own pools, which
+		// do not pipeline.)
 		return false, false
 	}
 	l := s.pickLane(srv)

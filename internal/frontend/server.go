@@ -47,6 +47,12 @@ type User struct {
 	// user without it sees its own sessions only (processlist.go).
 	Process bool
 	policy  *atomic.Pointer[router.Policy]
+	// Accounts, when set, make this a user of the backend's own accounts
+	// (a cluster's users: from_backend): the backend checks its password
+	// (authenticateBackend), and the session's statements run on
+	// connections logged in as it, from Account's pools.
+	Accounts *backend.Accounts
+	Account  *backend.Account
 	// unknown: a stand-in for an account that does not exist, which no
 	// password opens (see Server.userOrStandIn).
 	unknown bool
@@ -96,12 +102,16 @@ type Identity struct {
 
 // Options configure a Server.
 type Options struct {
-	Identity          Identity // the initial one
-	FullAuth          string
-	TLS               *tls.Config // nil: TLS not offered
-	TLSRequired       bool
-	RSAKey            *rsa.PrivateKey
-	Users             func(name string) *User
+	Identity    Identity // the initial one
+	FullAuth    string
+	TLS         *tls.Config // nil: TLS not offered
+	TLSRequired bool
+	RSAKey      *rsa.PrivateKey
+	Users       func(name string) *User
+	// BackendUser returns the user a name that Users does not know logs
+	// in as when a cluster has users: from_backend (a User with
+	// Accounts), else nil; nil: no backend accounts.
+	BackendUser       func(name string) *User
 	ClientIdleTimeout time.Duration
 	// NetReadTimeout and NetWriteTimeout bound a client packet in progress
 	// (MySQL's net_read_timeout, net_write_timeout); 0: no bound.

@@ -795,11 +795,21 @@ func (s *Session) acquire(n needs) (*backend.Conn, error) {
 		}
 		srv = w
 	}
-	c, err := srv.Pool.Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
+	c, err := s.poolOf(srv).Acquire(context.Background(), s.caps&mysql.ClientFoundRows != 0)
 	if err == nil {
 		c.Poller = s.srv.opt.Poller
 	}
 	return c, err
+}
+
+// poolOf is the pool the session's statements take srv's connections
+// from: the server's, or for a user of the backend's own accounts, the
+// pool of connections logged in as that account.
+func (s *Session) poolOf(srv *backend.Server) *backend.Pool {
+	if a := s.user.Account; a != nil {
+		return a.Pool(srv)
+	}
+	return srv.Pool
 }
 
 // borrow takes the connection a statement runs on and brings it in step

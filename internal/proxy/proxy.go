@@ -69,6 +69,9 @@ type Proxy struct {
 
 	// users is swapped whole by Reload; a login looks a user up in it.
 	users atomic.Pointer[map[string]*frontend.User]
+	// accounts are the logins of the backend's own accounts (a cluster's
+	// users: from_backend); nil without.
+	accounts *backendAccounts
 
 	reloadMu sync.Mutex // one Reload at a time, from reading the running configuration to replacing it
 	// stepMu is held while a Reload changes the clusters' servers and the
@@ -129,6 +132,10 @@ func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
 		return nil, err
 	}
 	if err := p.buildUsers(); err != nil {
+		p.closeClusters()
+		return nil, err
+	}
+	if err := p.buildAccounts(); err != nil {
 		p.closeClusters()
 		return nil, err
 	}
@@ -432,7 +439,7 @@ func (p *Proxy) buildServers() error {
 		}
 		srv, err := frontend.NewServer(frontend.Options{
 			Identity: ident, FullAuth: cfg.Server.CachingSHA2FullAuth, TLS: tc, TLSRequired: l.TLS.Mode == "required",
-			RSAKey: rsaKey, Users: p.lookupUser, ClientIdleTimeout: cfg.Server.ClientIdleTimeout,
+			RSAKey: rsaKey, Users: p.lookupUser, BackendUser: p.backendUser, ClientIdleTimeout: cfg.Server.ClientIdleTimeout,
 			NetReadTimeout: cfg.Server.NetReadTimeout, NetWriteTimeout: cfg.Server.NetWriteTimeout,
 			HandshakeTimeout: cfg.Server.HandshakeTimeout, MaxConnections: l.MaxConnections,
 			ReservedAdmin: l.ReservedAdminConnections, MaxStmtsPerSess: cfg.Server.MaxPreparedStatementsPerSession,
@@ -630,6 +637,7 @@ func (p *Proxy) Close() {
 	p.closeTracer()
 	p.stopRecovery()
 	p.closeSequences()
+	p.closeAccounts()
 	p.closeClusters()
 }
 
