@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -140,6 +141,32 @@ func TestFleetFollowsEtcd(t *testing.T) {
 		return true
 	})
 
+	// Each lists the fleet: the three client addresses, itself once, all
+	// on one revision.
+	for i, fi := range fleetOf {
+		rows := apiRows(t, fi.admin, "/api/proxies")
+		var addrs []string
+		selves := 0
+		for _, r := range rows {
+			addrs = append(addrs, fmt.Sprint(r["address"]))
+			if r["self"] == true {
+				selves++
+				if r["address"] != fi.listen || r["admin"] != fi.admin {
+					t.Errorf("instance %d lists itself as %v", i, r)
+				}
+			}
+			if r["same_config"] != true || r["config_revision"] != float64(r1) {
+				t.Errorf("instance %d: %v is not on revision %d", i, r, r1)
+			}
+		}
+		slices.Sort(addrs)
+		want := []string{fleetOf[0].listen, fleetOf[1].listen, fleetOf[2].listen}
+		slices.Sort(want)
+		if !slices.Equal(addrs, want) || selves != 1 {
+			t.Errorf("instance %d's /api/proxies: %v, want addresses %v and itself once", i, rows, want)
+		}
+	}
+
 	// A push adding a user and a replica reaches all three at once.
 	out, errOut, code = pushFile(t, url, write("v2.yaml", fleetConfig(s0.Addr, map[string]string{"newbie": "n-pw"}, s1.Addr)))
 	if code != 0 {
@@ -197,6 +224,14 @@ func TestFleetFollowsEtcd(t *testing.T) {
 		}
 		if !strings.Contains(fi.p.stderr.String(), "configuration revision rejected") {
 			t.Errorf("instance %d did not log the rejection", i)
+		}
+		status := map[string]any{}
+		for _, r := range apiRows(t, fi.admin, "/api/status") {
+			status[fmt.Sprint(r["name"])] = r["value"]
+		}
+		if status["config_rejected_revision"] != float64(r3) || !strings.Contains(fmt.Sprint(status["config_rejected_error"]), "clusters") ||
+			status["config_revision"] != float64(r2) {
+			t.Errorf("instance %d's SHOW STATUS does not report the rejection: %v", i, status)
 		}
 	}
 
@@ -290,19 +325,25 @@ func pingAs(listen, user, password string) error {
 	return db.QueryRow("SELECT 1").Scan(&one)
 }
 
-// backendListed says whether /api/backends lists address in cluster.
-func backendListed(t *testing.T, admin, cluster, address string) bool {
+// apiRows reads one of the admin HTTP port's JSON views.
+func apiRows(t *testing.T, admin, path string) []map[string]any {
 	t.Helper()
-	resp, err := http.Get("http://" + admin + "/api/backends")
+	resp, err := http.Get("http://" + admin + path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	var rows []map[string]any
 	if err := json.NewDecoder(resp.Body).Decode(&rows); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", path, err)
 	}
-	for _, r := range rows {
+	return rows
+}
+
+// backendListed says whether /api/backends lists address in cluster.
+func backendListed(t *testing.T, admin, cluster, address string) bool {
+	t.Helper()
+	for _, r := range apiRows(t, admin, "/api/backends") {
 		if r["cluster"] == cluster && r["address"] == address {
 			return true
 		}

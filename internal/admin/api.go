@@ -40,6 +40,7 @@ func apiRoutes(mux *http.ServeMux, src Source) {
 	})
 	view("/api/status", func(*http.Request) (*View, error) { return StatusView(src, time.Now()), nil })
 	view("/api/transactions", func(*http.Request) (*View, error) { return TransactionsView(src), nil })
+	view("/api/proxies", func(*http.Request) (*View, error) { return ProxiesView(src), nil })
 }
 
 // digestsRequest is /api/digests?order=<column> [asc|desc]&limit=<n>.

@@ -22,6 +22,7 @@ const (
 	ShowVersion
 	ShowStatus
 	ShowTransactions
+	ShowProxies
 	SetBackend
 	KillSession
 	ReloadConfig
@@ -60,7 +61,7 @@ type SelectItem struct {
 
 // Syntax is the list of admin statements, for error messages and help.
 const Syntax = "SHOW BACKENDS; SHOW SESSIONS; SHOW QUERY DIGESTS [ORDER BY <column> [ASC|DESC]] [LIMIT <n>]; " +
-	"RESET QUERY DIGESTS; SHOW SHARDING; SHOW CONFIG; SHOW VERSION; SHOW STATUS; SHOW TRANSACTIONS; " +
+	"RESET QUERY DIGESTS; SHOW SHARDING; SHOW CONFIG; SHOW VERSION; SHOW STATUS; SHOW TRANSACTIONS; SHOW PROXIES; " +
 	"SET BACKEND <cluster>.<host:port> OFFLINE|ONLINE; KILL SESSION <id>; RELOAD CONFIG"
 
 // ParseError is a statement the admin port does not know, or a malformed
@@ -195,7 +196,7 @@ func (p *parser) statement() (*Statement, error) {
 
 func (p *parser) show() (*Statement, error) {
 	simple := map[string]Kind{"backends": ShowBackends, "sessions": ShowSessions, "sharding": ShowSharding,
-		"config": ShowConfig, "version": ShowVersion, "status": ShowStatus, "transactions": ShowTransactions, "warnings": SessionWarnings, "errors": SessionWarnings}
+		"config": ShowConfig, "version": ShowVersion, "status": ShowStatus, "transactions": ShowTransactions, "proxies": ShowProxies, "warnings": SessionWarnings, "errors": SessionWarnings}
 	t := p.peek()
 	if t.kind == tokWord {
 		if k, ok := simple[strings.ToLower(t.text)]; ok {

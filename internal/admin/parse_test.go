@@ -34,6 +34,7 @@ func TestParse(t *testing.T) {
 		{"SHOW VERSION", Statement{Kind: ShowVersion}},
 		{"SHOW STATUS", Statement{Kind: ShowStatus}},
 		{"show transactions", Statement{Kind: ShowTransactions}},
+		{"SHOW PROXIES", Statement{Kind: ShowProxies}},
 		{"SET BACKEND main.127.0.0.1:3306 OFFLINE", Statement{Kind: SetBackend, Cluster: "main", Address: "127.0.0.1:3306", Offline: true}},
 		{"set backend main.db-1.example.com:3306 online", Statement{Kind: SetBackend, Cluster: "main", Address: "db-1.example.com:3306"}},
 		{"SET BACKEND `main`.`127.0.0.1:3306` OFFLINE", Statement{Kind: SetBackend, Cluster: "main", Address: "127.0.0.1:3306", Offline: true}},

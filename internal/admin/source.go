@@ -94,9 +94,24 @@ type Proxy struct {
 	Addr           string
 	Version        string
 	Started        time.Time
+	Admin          string // its admin HTTP address
 	ConfigRevision int64
 	ConfigChecksum string
 	Self           bool // the instance answering
+}
+
+// ConfigSource is how an instance stands with its configuration in etcd.
+type ConfigSource struct {
+	URL       string
+	Revision  int64 // applied
+	Checksum  string
+	FromCache bool // started from the local copy while etcd was down
+	// Rejected is the newest revision that failed validation while it is
+	// newer than the one applied, with the reason; 0 when none.
+	Rejected      int64
+	RejectedError string
+	Reachable     bool
+	LastError     string
 }
 
 // Versions are shardgate's and its servers'.
@@ -126,4 +141,6 @@ type Status struct {
 	// RecentQPS is the client commands per second over the last 10 s
 	// (since start, in the first 10 s).
 	RecentQPS float64
+	// Config is nil unless the configuration comes from etcd.
+	Config *ConfigSource
 }

@@ -68,6 +68,8 @@ func (h *Handler) Answer(c frontend.LocalClient, sql string) (*frontend.LocalRes
 		v = StatusView(h.src, now)
 	case ShowTransactions:
 		v = TransactionsView(h.src)
+	case ShowProxies:
+		v = ProxiesView(h.src)
 	case SessionWarnings:
 		v = warningsView()
 	case SessionSelect:

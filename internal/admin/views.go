@@ -249,6 +249,35 @@ func StatusView(src Source, now time.Time) *View {
 	add("proxy_errors", st.ProxyErrors)
 	add("backend_failures", st.BackendFailures)
 	add("auth_failures", st.AuthFailures)
+	if c := st.Config; c != nil {
+		add("config_source", c.URL)
+		add("config_revision", c.Revision)
+		add("config_checksum", c.Checksum)
+		add("config_from_cache", c.FromCache)
+		add("config_rejected_revision", c.Rejected)
+		add("config_rejected_error", c.RejectedError)
+		add("config_source_reachable", c.Reachable)
+		add("config_source_last_error", c.LastError)
+	}
+	return v
+}
+
+// ProxiesView is SHOW PROXIES: the fleet's instances, as registered in
+// etcd, and whether each runs the configuration revision this one does.
+func ProxiesView(src Source) *View {
+	v := &View{Columns: cols("config_revision", "", "id", "address", "admin", "version", "started",
+		"config_revision", "config_checksum", "self", "same_config")}
+	list := src.Fleet()
+	var mine Proxy
+	for _, p := range list {
+		if p.Self {
+			mine = p
+		}
+	}
+	for _, p := range list {
+		same := p.ConfigRevision == mine.ConfigRevision && p.ConfigChecksum == mine.ConfigChecksum
+		v.Rows = append(v.Rows, []any{p.ID, p.Addr, p.Admin, p.Version, p.Started, p.ConfigRevision, p.ConfigChecksum, p.Self, same})
+	}
 	return v
 }
 

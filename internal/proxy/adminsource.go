@@ -222,7 +222,7 @@ func (p *Proxy) Status() admin.Status {
 		ClientsTotal: uint64(m["shardgate_client_connections_total"]), Queries: queries,
 		Errors: uint64(m["shardgate_statement_errors_total"]), ProxyErrors: uint64(m["shardgate_client_errors_total"]),
 		BackendFailures: uint64(m["shardgate_backend_failures_total"]), AuthFailures: uint64(m["shardgate_client_auth_failures_total"]),
-		RecentQPS: recent}
+		RecentQPS: recent, Config: p.configSource()}
 }
 
 // metricSums sums each metric of the registry over its labels (a

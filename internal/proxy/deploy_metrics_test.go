@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 	"gopkg.in/yaml.v3"
 
+	"github.com/shardgate/shardgate/internal/fleet"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
 
@@ -273,6 +274,9 @@ func sortedKeys(m map[string]bool) []string {
 func TestDeployMetricsExist(t *testing.T) {
 	srv := testenv.Shared(t)
 	p := startProxy(t, proxyConfig(t, srv, ""))
+	// The configuration's metrics exist in a fleet (etcd); TestFleetFollowsEtcd
+	// reads them from real instances.
+	p.SetFleet(standInFleet{})
 	db := openDB(t, proxyDSN(p, appUser, appPass, "", ""))
 	queryString(t, db, "SELECT 1")
 	queryString(t, db, "SELECT @@version")
@@ -298,6 +302,13 @@ func TestDeployMetricsExist(t *testing.T) {
 		t.Errorf("%s; used by:\n\t%s", pr, strings.Join(missing[pr], "\n\t"))
 	}
 }
+
+// standInFleet is a fleet of one, for the metrics SetFleet exports.
+type standInFleet struct{}
+
+func (standInFleet) Instances() []fleet.Instance { return []fleet.Instance{{ID: "self"}} }
+func (standInFleet) Self() fleet.Instance        { return fleet.Instance{ID: "self"} }
+func (standInFleet) ConfigState() fleet.State    { return fleet.State{Applied: 1, Reachable: true} }
 
 func toSet[V any](m map[string]V) map[string]bool {
 	out := make(map[string]bool, len(m))

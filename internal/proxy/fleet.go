@@ -3,6 +3,7 @@ package proxy
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shardgate/shardgate/internal/admin"
 	"github.com/shardgate/shardgate/internal/fleet"
 )
 
@@ -17,9 +18,9 @@ type Fleet interface {
 
 // SetFleet makes the instance show its fleet (SHOW PROXIES, /api/proxies,
 // the status page) and export the configuration revision it applied, so
-// that an alert can tell when instances disagree. Call it before Start.
+// that an alert can tell when instances disagree. Call it once.
 func (p *Proxy) SetFleet(f Fleet) {
-	p.fleet = f
+	p.fleet.Store(&f)
 	state := func(v func(fleet.State) float64) func() float64 {
 		return func() float64 { return v(f.ConfigState()) }
 	}
@@ -48,6 +49,34 @@ func (p *Proxy) SetFleet(f Fleet) {
 	for _, g := range gauges {
 		p.registry.MustRegister(g)
 	}
+}
+
+// Fleet implements admin.Source: the registered instances, this one
+// marked Self; nil when the configuration does not come from etcd.
+func (p *Proxy) Fleet() []admin.Proxy {
+	fp := p.fleet.Load()
+	if fp == nil {
+		return nil
+	}
+	f := *fp
+	self := f.Self().ID
+	var out []admin.Proxy
+	for _, in := range f.Instances() {
+		out = append(out, admin.Proxy{ID: in.ID, Addr: in.Address, Admin: in.Admin, Version: in.Version, Started: in.Started,
+			ConfigRevision: in.ConfigRevision, ConfigChecksum: in.ConfigChecksum, Self: in.ID == self})
+	}
+	return out
+}
+
+// configSource is SHOW STATUS's view of the etcd source; nil for a file.
+func (p *Proxy) configSource() *admin.ConfigSource {
+	fp := p.fleet.Load()
+	if fp == nil {
+		return nil
+	}
+	s := (*fp).ConfigState()
+	return &admin.ConfigSource{URL: s.Source, Revision: s.Applied, Checksum: s.Checksum, FromCache: s.FromCache,
+		Rejected: s.Rejected, RejectedError: s.RejectedError, Reachable: s.Reachable, LastError: s.LastError}
 }
 
 func b2f(b bool) float64 {

@@ -10,10 +10,6 @@ import (
 // History implements admin.Source: the samples the status page charts.
 func (p *Proxy) History() []admin.Sample { return p.history.Samples() }
 
-// Fleet implements admin.Source. The proxy is not part of a fleet yet:
-// each instance reads its own configuration, so there is nothing to list.
-func (p *Proxy) Fleet() []admin.Proxy { return nil }
-
 // sampleHistory adds a sample to the history every admin.HistoryEvery
 // until the proxy closes. It reads what statements update anyway (the
 // statement metrics' histograms and counters, the pools' and servers'

@@ -46,7 +46,7 @@ type Proxy struct {
 	admin    *admin.Server
 	registry *prometheus.Registry
 	metrics  *frontend.Metrics // the client listeners'
-	fleet    Fleet             // nil unless the configuration comes from etcd
+	fleet    atomic.Pointer[Fleet] // nil unless the configuration comes from etcd
 
 	// The admin SQL port (adminsource.go): its server and listener, nil
 	// when admin.sql is off, and its accounts, swapped whole by Reload.
