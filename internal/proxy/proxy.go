@@ -45,7 +45,7 @@ type Proxy struct {
 	lns      []net.Listener
 	admin    *admin.Server
 	registry *prometheus.Registry
-	metrics  *frontend.Metrics // the client listeners'
+	metrics  *frontend.Metrics     // the client listeners'
 	fleet    atomic.Pointer[Fleet] // nil unless the configuration comes from etcd
 
 	// The admin SQL port (adminsource.go): its server and listener, nil
