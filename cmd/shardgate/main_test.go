@@ -105,6 +105,11 @@ func startServeE(t testing.TB, env []string, args ...string) (*proc, string, err
 	}
 	listen := ln.Addr().String()
 	ln.Close()
+	return startServeOn(t, env, listen, args...)
+}
+
+// startServeOn is startServeE on a given address.
+func startServeOn(t testing.TB, env []string, listen string, args ...string) (*proc, string, error) {
 	cmd := exec.Command(binary, append([]string{"serve", "--listen", listen}, args...)...)
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)

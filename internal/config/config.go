@@ -50,6 +50,10 @@ type Listener struct {
 	// with admin set, as MySQL keeps one for SUPER: an operator can log in
 	// while clients hold every other connection.
 	ReservedAdminConnections int `yaml:"reserved_admin_connections"`
+	// ReusePort opens the listener with SO_REUSEPORT, so that a new process
+	// listens on the same port before the old one stops (restarts that
+	// refuse no client). Default true.
+	ReusePort bool `yaml:"reuse_port"`
 }
 
 // ListenerTLS controls TLS between clients and the proxy.

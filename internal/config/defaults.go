@@ -100,6 +100,7 @@ func (l *Listener) setDefaults() {
 		MaxConnections:           defaultMaxConnections,
 		ReservedAdminConnections: defaultReservedAdmin,
 		TLS:                      ListenerTLS{Mode: "optional"},
+		ReusePort:                true,
 	}
 }
 

@@ -267,7 +267,9 @@ func (v *validator) transactions(t *Transactions) {
 }
 
 // InstanceName is transactions.instance, or the host name and the first
-// listener's port: two processes cannot listen on one port of one host.
+// listener's port, which name one process of a host; with reuse_port,
+// under which two processes share the port while one replaces the other,
+// followed by a mark of this process's start.
 func (c *Config) InstanceName() string {
 	if c.Transactions.Instance != "" {
 		return c.Transactions.Instance
@@ -284,11 +286,18 @@ func (c *Config) InstanceName() string {
 	}
 	if len(c.Listeners) > 0 {
 		if _, port, err := net.SplitHostPort(c.Listeners[0].Address); err == nil {
-			return host + "-" + port
+			host += "-" + port
+		}
+		if c.Listeners[0].ReusePort {
+			host += "-" + processMark
 		}
 	}
 	return host
 }
+
+// processMark tells apart processes that share a listener's port: the
+// start time in milliseconds, in base 36, modulo 36^6 (25 days).
+var processMark = strconv.FormatInt(time.Now().UnixMilli()%2176782336, 36)
 
 func (v *validator) clusters(cs []Cluster) {
 	if len(cs) == 0 {

@@ -425,8 +425,17 @@ func (s *Server) ForgetFastAuth(user string) { s.sha2Cache.Delete(user) }
 // Clients reports the number of connected clients.
 func (s *Server) Clients() int64 { return s.count.Load() }
 
-// Shutdown stops accepting, closes idle clients with an error, lets running
-// statements finish until ctx ends, then closes what is left.
+// drainQuiet is how long a session must have waited for a command before
+// the drain closes it there. A busy client's session ends right after a
+// response instead (endDrainedCommand); one idle this long is, for a
+// pool, a spare connection it is not about to use.
+const drainQuiet = time.Second
+
+// Shutdown drains the server: it stops accepting; a session ends after its
+// next response once it holds nothing for a following command (the
+// shutdown error sent behind the response), or after drainQuiet waiting
+// for one; transactions and other held state run on until they end. When
+// ctx ends, what is left is closed.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shuttingDown.Store(true)
 	s.closeOnce.Do(func() { close(s.closing) })
@@ -444,9 +453,23 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	var buf []*Session
+	type seen struct {
+		seq uint32
+		at  time.Time
+	}
+	idle := map[*Session]seen{}
 	for {
+		now := time.Now()
 		s.sessions.each(&buf, func(sess *Session) bool {
-			sess.interruptIfIdle()
+			seq, closable := sess.idleMark()
+			switch m, ok := idle[sess]; {
+			case !closable:
+				delete(idle, sess)
+			case !ok || m.seq != seq:
+				idle[sess] = seen{seq, now}
+			case now.Sub(m.at) >= drainQuiet:
+				sess.interruptIfIdle(seq)
+			}
 			return true
 		})
 		select {

@@ -84,7 +84,9 @@ type Session struct {
 
 	// For KILL and shutdown, read by other goroutines.
 	mu   sync.Mutex
-	idle bool // blocked reading the next command
+	idle    bool   // blocked reading the next command
+	idleSeq uint32 // counts the waits for a command (the drain's idleMark)
+	idleXA  bool   // waiting with XA branches open
 	// command is the command being served (its first byte), published
 	// with the statement it runs, for the list of sessions.
 	command byte
@@ -244,14 +246,54 @@ func (s *Session) loop() (parked bool) {
 			return false
 		}
 		s.srv.opt.Poller.Begin(s.pollKey)
-		if !s.dispatch(p) {
-			return false
+		draining := s.srv.shuttingDown.Load()
+		if draining {
+			s.client.HoldOutput(true)
 		}
-		if s.stream != nil && !s.dropStream() {
-			return false // (every answer drops it first; this is a guard)
+		ok := s.dispatch(p)
+		if ok && s.stream != nil && !s.dropStream() {
+			ok = false // (every answer drops it first; this is a guard)
+		}
+		if draining {
+			ok = s.endDrainedCommand(p[0], ok)
+		}
+		if !ok {
+			return false
 		}
 		s.streamed = false
 	}
+}
+
+// endDrainedCommand ends a command that ran while the server drains: when
+// the session holds nothing for a next command, the shutdown error goes
+// out in the same write as the response and the session ends (false). A
+// pooled client then finds the error queued behind the response it read
+// before it uses the connection again, and takes another one, to the
+// process that replaces this one: no statement of it fails. Otherwise the
+// session goes on until what it holds ends (a transaction's COMMIT), or
+// the shutdown deadline.
+func (s *Session) endDrainedCommand(cmd byte, ok bool) bool {
+	s.client.HoldOutput(false)
+	if ok && drainBoundary(cmd) && s.heldPins() == 0 && s.xa.trx == nil {
+		s.client.ResetSeq()
+		_ = s.client.WriteErr(errShutdownInProgress())
+		ok = false
+	}
+	if err := s.client.Flush(); err != nil {
+		ok = false
+	}
+	return ok
+}
+
+// drainBoundary says whether a command completes a unit of work, after
+// which a client expects nothing more of the connection. Not a prepare
+// (its execute follows on the connection) nor a command without an answer.
+func drainBoundary(cmd byte) bool {
+	switch cmd {
+	case mysql.ComQuery, mysql.ComStmtExecute, mysql.ComPing, mysql.ComInitDB, mysql.ComResetConnection, mysql.ComStmtReset:
+		return true
+	}
+	return false
 }
 
 // readCommand waits for the next command; while it waits, the session counts
@@ -273,13 +315,10 @@ func (s *Session) readCommand() ([]byte, error) {
 	}
 	s.mu.Lock()
 	s.idle = true
+	s.idleSeq++
+	s.idleXA = s.xa.trx != nil
 	s.publishIdle()
-	shutting := s.srv.shuttingDown.Load()
 	s.mu.Unlock()
-	if shutting {
-		s.setIdle(false)
-		return nil, errShutdown
-	}
 	err := s.waitCommand()
 	if err == errParked {
 		return nil, err
@@ -593,8 +632,12 @@ func (s *Session) readFailed(err error) {
 
 func (s *Session) sendShutdown() {
 	s.client.ResetSeq()
-	_ = s.client.WriteErr(mysql.NewError(mysql.ERServerShutdown, mysql.StateGeneral, "Server shutdown in progress"))
+	_ = s.client.WriteErr(errShutdownInProgress())
 	_ = s.client.Flush()
+}
+
+func errShutdownInProgress() *mysql.SQLError {
+	return mysql.NewError(mysql.ERServerShutdown, mysql.StateGeneral, "Server shutdown in progress")
 }
 
 func isDisconnect(err error) bool {
@@ -602,12 +645,22 @@ func isDisconnect(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// interruptIfIdle wakes a session blocked waiting for a command, so it can
-// close with a shutdown error.
-func (s *Session) interruptIfIdle() {
+// idleMark reports, for the drain, whether the session waits for a
+// command holding nothing a close would lose (a transaction, locks, state
+// for its next statement), and which wait it is: a session seen in the
+// same wait twice, drainQuiet apart, is idle enough to close.
+func (s *Session) idleMark() (seq uint32, closable bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.idle {
+	return s.idleSeq, s.idle && s.act.pins == 0 && !s.idleXA
+}
+
+// interruptIfIdle wakes a session blocked in wait seq for a command, so it
+// can close with a shutdown error.
+func (s *Session) interruptIfIdle(seq uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idle && s.idleSeq == seq {
 		_ = s.client.NetConn().SetReadDeadline(time.Now())
 	}
 }

@@ -51,6 +51,9 @@ type Conn struct {
 	// replyPending: the output is a command whose write is left to the
 	// next read (FlushForReply).
 	replyPending bool
+	// holdOutput: Flush leaves output below the flush threshold queued
+	// (HoldOutput).
+	holdOutput bool
 
 	// Poller, when set, lets waits for input busy-poll briefly (see Poller).
 	Poller *Poller
@@ -237,6 +240,12 @@ func (c *Conn) fill(n int) error {
 			return err
 		}
 	}
+	if c.holdOutput && len(c.wbuf) > 0 {
+		// Never wait for the peer with output it may be waiting for.
+		if err := c.write(); err != nil {
+			return err
+		}
+	}
 	for c.rend < n {
 		m, err := c.readSome(c.rbuf[c.rend:])
 		c.rend += m
@@ -405,8 +414,12 @@ func (c *Conn) WriteFrame(payload []byte) error {
 // appendOut appends p to the output buffer, writing through for large p.
 func (c *Conn) appendOut(p []byte) error {
 	if len(p) > flushThreshold {
-		if err := c.Flush(); err != nil {
-			return err
+		// What is queued leaves first, held or not.
+		c.replyPending = false
+		if len(c.wbuf) > 0 {
+			if err := c.write(); err != nil {
+				return err
+			}
 		}
 		_, err := c.writeAll(p)
 		return err
@@ -454,9 +467,21 @@ func (c *Conn) Pending() int { return len(c.wbuf) }
 // Flush writes the pending output in one syscall.
 func (c *Conn) Flush() error {
 	c.replyPending = false
-	if len(c.wbuf) == 0 {
+	if len(c.wbuf) == 0 || (c.holdOutput && len(c.wbuf) < flushThreshold) {
 		return nil
 	}
+	return c.write()
+}
+
+// HoldOutput(true) makes Flush keep what is queued, until HoldOutput(false)
+// and the next Flush, unless it reaches the flush threshold or the
+// connection waits for input: a session can then add a packet to the end
+// of a response and have both leave in one write (the drain's farewell,
+// which the client must find behind the response it reads).
+func (c *Conn) HoldOutput(hold bool) { c.holdOutput = hold }
+
+// write writes the queued output.
+func (c *Conn) write() error {
 	_, err := c.writeAll(c.wbuf)
 	c.resetOutput()
 	if err != nil {

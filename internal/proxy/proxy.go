@@ -47,6 +47,7 @@ type Proxy struct {
 	registry *prometheus.Registry
 	metrics  *frontend.Metrics     // the client listeners'
 	fleet    atomic.Pointer[Fleet] // nil unless the configuration comes from etcd
+	draining atomic.Bool           // Shutdown began
 
 	// The admin SQL port (adminsource.go): its server and listener, nil
 	// when admin.sql is off, and its accounts, swapped whole by Reload.
@@ -450,7 +451,7 @@ func (p *Proxy) buildServers() error {
 		if err != nil {
 			return err
 		}
-		ln, err := net.Listen("tcp", l.Address)
+		ln, err := listen(l)
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", l.Address, err)
 		}
@@ -587,9 +588,11 @@ func (p *Proxy) Cluster(name string) *backend.Cluster {
 	return p.clusters[name]
 }
 
-// Shutdown stops accepting clients, lets running statements finish until
-// ctx ends, closes idle clients with an error, then closes the pools.
+// Shutdown drains the proxy (frontend.Server.Shutdown): /readyz says it is
+// draining, the listeners close, sessions end at a statement boundary or
+// once idle, transactions finish until ctx ends; then the pools close.
 func (p *Proxy) Shutdown(ctx context.Context) error {
+	p.draining.Store(true)
 	var errs []error
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -16,6 +16,9 @@ import (
 // of each of their servers, one line per cluster. It serves the admin
 // /readyz probe.
 func (p *Proxy) Ready() (ready bool, why string) {
+	if p.draining.Load() {
+		return false, "draining: shutting down; new clients go to the other instances\n"
+	}
 	var b strings.Builder
 	for _, nc := range p.clusterList() {
 		if problem := writerProblem(nc.cluster); problem != "" {
