@@ -83,7 +83,7 @@ type Session struct {
 	idleSince  time.Time // when the wait for the next command began
 
 	// For KILL and shutdown, read by other goroutines.
-	mu   sync.Mutex
+	mu      sync.Mutex
 	idle    bool   // blocked reading the next command
 	idleSeq uint32 // counts the waits for a command (the drain's idleMark)
 	idleXA  bool   // waiting with XA branches open
