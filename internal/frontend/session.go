@@ -83,13 +83,13 @@ type Session struct {
 	idleSince  time.Time // when the wait for the next command began
 
 	// For KILL and shutdown, read by other goroutines.
-	mu      sync.Mutex
-	idle    bool   // blocked reading the next command
-	idleSeq uint32 // counts the waits for a command (the drain's idleMark)
-	idleXA  bool   // waiting with XA branches open
+	mu     sync.Mutex
+	idle   bool // blocked reading the next command
+	idleXA bool // waiting with XA branches open
 	// command is the command being served (its first byte), published
 	// with the statement it runs, for the list of sessions.
 	command byte
+	idleSeq uint32 // counts the waits for a command (the drain's idleMark)
 	// queryKilled: a KILL QUERY came while the current statement ran;
 	// its parts not sent yet are not (killedError). Cleared when the
 	// session goes idle.
