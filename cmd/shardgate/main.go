@@ -43,6 +43,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return serve(args[1:], stdout, stderr)
 	case "config":
 		return configCommand(args[1:], stdout, stderr)
+	case "upgrade":
+		return upgradeCommand(args[1:], stdout, stderr)
 	case "check-config":
 		return checkConfig(args[1:], stdout, stderr)
 	case "check-schema":
@@ -72,6 +74,7 @@ func usage(w io.Writer) {
   shardgate serve --config FILE
   shardgate serve --config etcd://HOST:PORT/PREFIX [--config-cache FILE]   (a fleet sharing its configuration)
   shardgate config push|get|history|rollback|diff --etcd etcd://HOST:PORT/PREFIX
+  shardgate upgrade PID                 (live upgrade: the process hands its sockets and sessions to the binary now at its path)
   shardgate serve --listen 127.0.0.1:6033 --backend USER:PASSWORD@HOST:PORT[/DB] [--admin-http ADDR]
   shardgate check-config FILE
   shardgate check-schema FILE           (compares the sub-tables' definitions on the shards)

@@ -61,11 +61,17 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		log.Warn(w)
 	}
 	applyGOMAXPROCS(cfg.Server.GOMAXPROCS, log)
-	p, err := proxy.New(cfg, log)
+	up, err := inheritUpgrade(log)
+	if err != nil {
+		log.Error("cannot start as a live upgrade's new process", "err", err)
+		return 1
+	}
+	p, err := proxy.NewInherited(cfg, log, up.listeners)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1
 	}
+	p.SetNextSessionID(up.hello.NextID)
 	p.SetBuildVersion(buildVersion())
 	r := &reloader{p: p, log: log, level: level, file: *cfgFile, over: over}
 	r.shutdownTimeout.Store(int64(cfg.Server.ShutdownTimeout))
@@ -73,6 +79,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		p.SetReloadFunc(r.reload)
 	}
 	p.Start()
+	up.serve(p, log)
 	go p.LogStartup(buildVersion())
 	fleetCtx, leaveFleet := context.WithCancel(context.Background())
 	var fleetDone sync.WaitGroup
@@ -88,6 +95,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	usr2 := make(chan os.Signal, 1)
+	signal.Notify(usr2, syscall.SIGUSR2)
 wait:
 	for {
 		select {
@@ -101,6 +110,10 @@ wait:
 			}
 			log.Debug("SIGHUP: reading the configuration", "source", *cfgFile)
 			_, _ = r.reload()
+		case <-usr2:
+			if liveUpgrade(p, log, stderr, time.Duration(r.shutdownTimeout.Load())) {
+				break wait // the rest drains as at SIGTERM
+			}
 		case err := <-p.Err():
 			log.Error("serving failed", "err", err)
 			p.Close()

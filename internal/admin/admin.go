@@ -41,6 +41,12 @@ func Listen(addr string, reg *prometheus.Registry, ready ReadyFunc, src Source, 
 	if err != nil {
 		return nil, fmt.Errorf("admin listen on %s: %w", addr, err)
 	}
+	return ListenOn(ln, reg, ready, src, log), nil
+}
+
+// ListenOn is Listen on a listener opened already (one a live upgrade
+// handed over).
+func ListenOn(ln net.Listener, reg *prometheus.Registry, ready ReadyFunc, src Source, log *slog.Logger) *Server {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -57,7 +63,7 @@ func Listen(addr string, reg *prometheus.Registry, ready ReadyFunc, src Source, 
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	return &Server{ln: ln, srv: srv}, nil
+	return &Server{ln: ln, srv: srv}
 }
 
 // healthz answers 200 while the process serves HTTP at all: a liveness
@@ -90,6 +96,9 @@ func readyz(ready ReadyFunc) http.HandlerFunc {
 		fmt.Fprintln(w, "ready")
 	}
 }
+
+// Listener is the server's listener.
+func (s *Server) Listener() net.Listener { return s.ln }
 
 // Addr returns the listening address.
 func (s *Server) Addr() string { return s.ln.Addr().String() }

@@ -182,6 +182,8 @@ type Server struct {
 	wg       sync.WaitGroup
 
 	shuttingDown atomic.Bool
+	handoff      handoffPtr // a live upgrade's, while sessions move (handoff.go)
+	notAccepting atomic.Bool
 	parker       *parker // nil: idle sessions keep their goroutine
 	relief       *memoryRelief
 	stopSweep    chan struct{}
@@ -266,7 +268,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			if s.shuttingDown.Load() {
+			if s.shuttingDown.Load() || s.notAccepting.Load() {
 				return nil
 			}
 			var ne net.Error

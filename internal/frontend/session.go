@@ -88,7 +88,8 @@ type Session struct {
 	idleXA bool // waiting with XA branches open
 	// command is the command being served (its first byte), published
 	// with the statement it runs, for the list of sessions.
-	command byte
+	command     byte
+	handoffPoke bool // a live upgrade interrupted the wait (handoff.go)
 	idleSeq uint32 // counts the waits for a command (the drain's idleMark)
 	// queryKilled: a KILL QUERY came while the current statement ran;
 	// its parts not sent yet are not (killedError). Cleared when the
@@ -241,6 +242,9 @@ func (s *Session) loop() (parked bool) {
 		if err == errParked {
 			return true
 		}
+		if err == errMoved {
+			return false
+		}
 		if err != nil {
 			s.readFailed(err)
 			return false
@@ -313,6 +317,9 @@ func (s *Session) readCommand() ([]byte, error) {
 	case wakeKilled:
 		return nil, net.ErrClosed
 	}
+	if s.srv.handoff.Load() != nil && s.tryHandOff() {
+		return nil, errMoved
+	}
 	s.mu.Lock()
 	s.idle = true
 	s.idleSeq++
@@ -320,6 +327,19 @@ func (s *Session) readCommand() ([]byte, error) {
 	s.publishIdle()
 	s.mu.Unlock()
 	err := s.waitCommand()
+	for s.srv.handoff.Load() != nil && s.takePoke() {
+		// The upgrade interrupted the wait: move, or wait on.
+		_ = s.client.NetConn().SetReadDeadline(time.Time{})
+		if err == nil || !isTimeout(err) {
+			break
+		}
+		if s.tryHandOff() {
+			s.setIdle(false)
+			return nil, errMoved
+		}
+		s.idleSince = time.Time{}
+		err = s.waitCommand()
+	}
 	if err == errParked {
 		return nil, err
 	}
@@ -453,7 +473,7 @@ func (s *Session) waitCommand() error {
 	if s.idleSince.IsZero() {
 		s.idleSince = s.client.WaitStart
 	}
-	if s.srv.shuttingDown.Load() {
+	if s.srv.shuttingDown.Load() || s.poked() {
 		return err
 	}
 	if !canPark {
@@ -493,7 +513,7 @@ func (s *Session) parkOrWait(limit time.Duration) error {
 		}
 	}
 	err := s.client.WaitInput(left)
-	if err != nil && isTimeout(err) && !s.srv.shuttingDown.Load() {
+	if err != nil && isTimeout(err) && !s.srv.shuttingDown.Load() && !s.poked() {
 		return errIdleTimeout
 	}
 	return err

@@ -507,3 +507,20 @@ func (c *Conn) DiscardOutput() {
 		c.wbuf = c.wbuf[:0]
 	}
 }
+
+// Unread returns the input read from the peer and not consumed yet (a
+// live upgrade moves it with the connection).
+func (c *Conn) Unread() []byte { return c.rbuf[c.rpos:c.rend] }
+
+// Prefill makes b the first input read, before anything from the socket:
+// what another process had read and not served (Unread).
+func (c *Conn) Prefill(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	c.ensureReadBuf()
+	if len(b) > len(c.rbuf) {
+		c.rbuf = make([]byte, len(b))
+	}
+	c.rpos, c.rend = 0, copy(c.rbuf, b)
+}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -360,7 +359,7 @@ func (p *Proxy) buildAdminSQL(ident frontend.Identity, tc *tls.Config, tlsRequir
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Admin.SQL)
+	ln, err := p.listenTCP(cfg.Admin.SQL, false)
 	if err != nil {
 		return fmt.Errorf("admin SQL listen on %s: %w", cfg.Admin.SQL, err)
 	}

@@ -6,17 +6,21 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/shardgate/shardgate/internal/config"
 )
 
-// listen opens a client listener. With reuse_port, the socket shares its
-// port with the other processes that open it the same way: a new process
-// serves before the old one stops, and the kernel spreads new connections
-// over the processes listening.
-func listen(l config.Listener) (net.Listener, error) {
+// listenTCP opens a listener on addr, or serves on the socket a live
+// upgrade handed over for it. With reusePort, the socket shares its port
+// with the other processes that open it the same way: a new process serves
+// before the old one stops, and the kernel spreads new connections over
+// the processes listening.
+func (p *Proxy) listenTCP(addr string, reusePort bool) (net.Listener, error) {
+	if f := p.inherited[addr]; f != nil {
+		delete(p.inherited, addr)
+		defer f.Close()
+		return net.FileListener(f)
+	}
 	lc := net.ListenConfig{}
-	if l.ReusePort {
+	if reusePort {
 		lc.Control = func(_, _ string, c syscall.RawConn) error {
 			var serr error
 			err := c.Control(func(fd uintptr) {
@@ -28,5 +32,5 @@ func listen(l config.Listener) (net.Listener, error) {
 			return serr
 		}
 	}
-	return lc.Listen(context.Background(), "tcp", l.Address)
+	return lc.Listen(context.Background(), "tcp", addr)
 }

@@ -48,6 +48,9 @@ type Proxy struct {
 	metrics  *frontend.Metrics     // the client listeners'
 	fleet    atomic.Pointer[Fleet] // nil unless the configuration comes from etcd
 	draining atomic.Bool           // Shutdown began
+	// inherited are listening sockets a live upgrade handed over, by
+	// configured address, until a listener takes its own (upgrade.go).
+	inherited map[string]*os.File
 
 	// The admin SQL port (adminsource.go): its server and listener, nil
 	// when admin.sql is off, and its accounts, swapped whole by Reload.
@@ -111,7 +114,14 @@ type Proxy struct {
 
 // New builds the proxy and opens its listeners; Start begins serving.
 func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
-	p := &Proxy{log: log, clusters: map[string]*backend.Cluster{},
+	return NewInherited(cfg, log, nil)
+}
+
+// NewInherited is New for the new process of a live upgrade: it serves on
+// the listening sockets the old process handed over (by configured
+// address) where the configuration lists the same addresses.
+func NewInherited(cfg *config.Config, log *slog.Logger, listeners map[string]*os.File) (*Proxy, error) {
+	p := &Proxy{log: log, clusters: map[string]*backend.Cluster{}, inherited: listeners,
 		poolCollectors: map[*backend.Pool]prometheus.Collector{}, registry: prometheus.NewRegistry(), err: make(chan error, 1),
 		closed: make(chan struct{}), started: time.Now(),
 		history: admin.NewHistory(admin.HistoryLength)}
@@ -144,6 +154,11 @@ func New(cfg *config.Config, log *slog.Logger) (*Proxy, error) {
 		p.Close()
 		return nil, err
 	}
+	for addr, f := range p.inherited {
+		p.log.Warn("live upgrade: the old process listened on an address this configuration does not list; closed here", "addr", addr)
+		f.Close()
+	}
+	p.inherited = nil
 	return p, nil
 }
 
@@ -451,7 +466,7 @@ func (p *Proxy) buildServers() error {
 		if err != nil {
 			return err
 		}
-		ln, err := listen(l)
+		ln, err := p.listenTCP(l.Address, l.ReusePort)
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", l.Address, err)
 		}
@@ -459,11 +474,11 @@ func (p *Proxy) buildServers() error {
 		p.lns = append(p.lns, ln)
 	}
 	if cfg.Admin.HTTP != "" {
-		a, err := admin.Listen(cfg.Admin.HTTP, p.registry, p.Ready, p, p.log)
+		ln, err := p.listenTCP(cfg.Admin.HTTP, false)
 		if err != nil {
-			return err
+			return fmt.Errorf("admin listen on %s: %w", cfg.Admin.HTTP, err)
 		}
-		p.admin = a
+		p.admin = admin.ListenOn(ln, p.registry, p.Ready, p, p.log)
 	}
 	p.startLearning()
 	return nil
