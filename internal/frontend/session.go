@@ -89,8 +89,8 @@ type Session struct {
 	// command is the command being served (its first byte), published
 	// with the statement it runs, for the list of sessions.
 	command     byte
-	handoffPoke bool // a live upgrade interrupted the wait (handoff.go)
-	idleSeq uint32 // counts the waits for a command (the drain's idleMark)
+	handoffPoke bool   // a live upgrade interrupted the wait (handoff.go)
+	idleSeq     uint32 // counts the waits for a command (the drain's idleMark)
 	// queryKilled: a KILL QUERY came while the current statement ran;
 	// its parts not sent yet are not (killedError). Cleared when the
 	// session goes idle.
