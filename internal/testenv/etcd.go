@@ -121,26 +121,11 @@ func (e *Etcd) launch() error {
 	if e.runningLocked() {
 		return errors.New("testenv: etcd is already running")
 	}
-	logf, err := os.OpenFile(e.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	cmd, done, logStart, err := startLogged(e.bin, e.args(), e.dir, e.Log)
 	if err != nil {
-		return fmt.Errorf("testenv: %w", err)
+		return err
 	}
-	logStart, _ := logf.Seek(0, 2)
-	cmd := exec.Command(e.bin, e.args()...)
-	cmd.Dir = e.dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
-	logf.Close()
-	if err != nil {
-		return fmt.Errorf("testenv: start %s: %w", e.bin, err)
-	}
-	done := make(chan struct{})
 	e.cmd, e.done = cmd, done
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
 	if err := waitEtcdHealthy(e.Endpoint, done); err != nil {
 		e.killLocked()
 		tail := fileTail(e.Log, logStart, 30)

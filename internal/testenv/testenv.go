@@ -277,33 +277,11 @@ func (s *Server) launch() error {
 	if s.running() {
 		return errors.New("testenv: mariadbd is already running")
 	}
-	logf, err := os.OpenFile(s.ErrorLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	cmd, done, logStart, err := startLogged(s.bin.mariadbd, s.args(), s.dir, s.ErrorLog)
 	if err != nil {
-		return fmt.Errorf("testenv: %w", err)
+		return err
 	}
-	logStart, _ := logf.Seek(0, 2)
-	fmt.Fprintf(logf, "### testenv: %s %s\n", s.bin.mariadbd, strings.Join(s.args(), " "))
-	cmd := exec.Command(s.bin.mariadbd, s.args()...)
-	cmd.Dir = s.dir
-	cmd.Stdout = logf
-	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:   true,
-		Pdeathsig: syscall.SIGKILL,
-	}
-	err = cmd.Start()
-	logf.Close()
-	if err != nil {
-		return fmt.Errorf("testenv: start %s: %w", s.bin.mariadbd, err)
-	}
-	done := make(chan struct{})
-	s.cmd = cmd
-	s.done = done
-	// Wait reaps the process; ProcessState may be read once done is closed.
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
+	s.cmd, s.done = cmd, done
 
 	if err := s.waitReady(done); err != nil {
 		s.killLocked()
@@ -314,6 +292,35 @@ func (s *Server) launch() error {
 		return fmt.Errorf("testenv: mariadbd on %s did not become ready: %v\n--- tail of %s ---\n%s", s.Addr, err, s.ErrorLog, logTail)
 	}
 	return nil
+}
+
+// startLogged starts bin with args in dir, its output appended to logPath
+// (after a line naming the command), in a process group of its own that
+// dies with the test process. done closes once it has exited and been
+// reaped; logStart is where its output starts in the log.
+func startLogged(bin string, args []string, dir, logPath string) (cmd *exec.Cmd, done chan struct{}, logStart int64, err error) {
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("testenv: %w", err)
+	}
+	logStart, _ = logf.Seek(0, 2)
+	fmt.Fprintf(logf, "### testenv: %s %s\n", bin, strings.Join(args, " "))
+	cmd = exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	err = cmd.Start()
+	logf.Close()
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("testenv: start %s: %w", bin, err)
+	}
+	done = make(chan struct{})
+	// Wait reaps the process; ProcessState may be read once done is closed.
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	return cmd, done, logStart, nil
 }
 
 // waitReady polls a root connection over the unix socket until it succeeds,
