@@ -161,9 +161,9 @@ clusters:
 	want := &Config{
 		File: filepath.Join(dir, "shardgate.yaml"),
 		Listeners: []Listener{
-			{Address: "0.0.0.0:6033", MaxConnections: 500, ReservedAdminConnections: 3,
+			{Address: "0.0.0.0:6033", MaxConnections: 500, ReservedAdminConnections: 3, ReusePort: true,
 				TLS: ListenerTLS{Mode: "required", CertFile: abs("server.crt"), KeyFile: abs("server.key")}},
-			{Address: ":6034", MaxConnections: 10000, ReservedAdminConnections: 1, TLS: ListenerTLS{Mode: "optional"}},
+			{Address: ":6034", MaxConnections: 10000, ReservedAdminConnections: 1, ReusePort: true, TLS: ListenerTLS{Mode: "optional"}},
 		},
 		Admin: Admin{HTTP: "127.0.0.1:6080"},
 		Server: Server{
@@ -240,7 +240,7 @@ func TestDefaults(t *testing.T) {
 	}
 	want := &Config{
 		File:      "shardgate.yaml",
-		Listeners: []Listener{{Address: "127.0.0.1:6033", MaxConnections: 10000, ReservedAdminConnections: 1, TLS: ListenerTLS{Mode: "optional"}}},
+		Listeners: []Listener{{Address: "127.0.0.1:6033", MaxConnections: 10000, ReservedAdminConnections: 1, ReusePort: true, TLS: ListenerTLS{Mode: "optional"}}},
 		Server: Server{
 			Version: "", DefaultAuthPlugin: "", CachingSHA2FullAuth: "first_login",
 			ShutdownTimeout: 30 * time.Second, ClientIdleTimeout: 8 * time.Hour, NetReadTimeout: 30 * time.Second, NetWriteTimeout: time.Minute, MaxPreparedStatementsPerSession: 16382,
