@@ -29,8 +29,16 @@ type fleetInstance struct {
 	cache         string
 }
 
+// fleetSchema is the sharded schema the fleet test's second push adds.
+const fleetSchema = `schemas:
+  - name: fleetdb
+    default_cluster: main
+    tables:
+      - {name: t, shard_key: id, rule: hash, shards: [main], sub_tables: 2}
+`
+
 // fleetConfig is the configuration the fleet test pushes: its users and
-// its main cluster's replicas.
+// its main cluster's replicas, then schemas.
 func fleetConfig(primary string, users map[string]string, replicas ...string) string {
 	var b strings.Builder
 	b.WriteString("log: {level: info}\nusers:\n")
@@ -168,13 +176,15 @@ func TestFleetFollowsEtcd(t *testing.T) {
 	}
 
 	// A push adding a user and a replica reaches all three at once.
-	out, errOut, code = pushFile(t, url, write("v2.yaml", fleetConfig(s0.Addr, map[string]string{"newbie": "n-pw"}, s1.Addr)))
+	s0.Exec(t, "DROP DATABASE IF EXISTS fleetdb")
+	out, errOut, code = pushFile(t, url, write("v2.yaml", fleetConfig(s0.Addr, map[string]string{"newbie": "n-pw"}, s1.Addr)+fleetSchema))
 	if code != 0 {
 		t.Fatalf("second push: exit %d\n%s%s", code, out, errOut)
 	}
 	pushedAt := time.Now()
 	r2 := pushed(t, out)
-	for _, want := range []string{"users[newbie]: (none) -> (added)", "clusters[main].replicas[" + s1.Addr + "]: (none) -> (added)"} {
+	for _, want := range []string{"users[newbie]: (none) -> (added)", "clusters[main].replicas[" + s1.Addr + "]: (none) -> (added)",
+		"schemas[fleetdb]: (none) -> (added)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("config push's changes lack %q:\n%s", want, out)
 		}
@@ -192,6 +202,30 @@ func TestFleetFollowsEtcd(t *testing.T) {
 		if !backendListed(t, fi.admin, "main", s1.Addr) {
 			t.Errorf("instance %d does not list the pushed replica %s", i, s1.Addr)
 		}
+		subs := 0
+		for _, r := range apiRows(t, fi.admin, "/api/sharding") {
+			if r["schema"] == "fleetdb" && r["table"] == "t" {
+				subs++
+			}
+		}
+		if subs != 2 {
+			t.Errorf("instance %d lists %d sub-tables of the pushed sharded table fleetdb.t, want 2", i, subs)
+		}
+	}
+	// The sharded table, created through one instance, serves through all.
+	for i, stmt := range []string{"CREATE DATABASE fleetdb", "CREATE TABLE fleetdb.t (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO fleetdb.t (id, v) VALUES (1, 10), (2, 20), (3, 30)"} {
+		if _, err := open(t, fleetOf[i%3].listen, "").Exec(stmt); err != nil {
+			t.Fatalf("instance %d: %s: %v", i%3, stmt, err)
+		}
+	}
+	for i, fi := range fleetOf {
+		if got := scalar(t, open(t, fi.listen, ""), "SELECT SUM(v) FROM fleetdb.t WHERE id IN (1, 3)"); got != "40" {
+			t.Errorf("instance %d reads %s from the pushed sharded table, want 40", i, got)
+		}
+	}
+	if n := s0.Scalar(t, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'fleetdb' AND TABLE_NAME LIKE 't\\_%'"); n != "2" {
+		t.Errorf("the backend holds %s sub-tables of fleetdb.t, want 2", n)
 	}
 
 	// A broken file is refused by config push, with its line.
@@ -250,7 +284,7 @@ func TestFleetFollowsEtcd(t *testing.T) {
 	if err := etcd.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code = pushFile(t, url, write("v4.yaml", fleetConfig(s0.Addr, map[string]string{"newbie": "n-pw", "second": "s-pw"}, s1.Addr)))
+	out, errOut, code = pushFile(t, url, write("v4.yaml", fleetConfig(s0.Addr, map[string]string{"newbie": "n-pw", "second": "s-pw"}, s1.Addr)+fleetSchema))
 	if code != 0 {
 		t.Fatalf("push after etcd's return: exit %d\n%s%s", code, out, errOut)
 	}

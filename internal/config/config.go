@@ -27,9 +27,9 @@ type Config struct {
 	Users     []User     `yaml:"users"`
 	Clusters  []Cluster  `yaml:"clusters" reload:"addonly"`
 	// Schemas are the logical databases whose tables are sharded or
-	// copied to every shard (see schemas.go); the proxy does not route by
-	// them yet, so changing them needs a restart.
-	Schemas []Schema `yaml:"schemas" reload:"restart"`
+	// copied to every shard (see schemas.go). A reload adds schemas and
+	// tables; changing or removing a running one needs a restart.
+	Schemas []Schema `yaml:"schemas" reload:"additems"`
 	// Transactions configures atomic transactions across shards
 	// (schemas[].cross_shard_writes: atomic) and their recovery.
 	Transactions Transactions `yaml:"transactions" reload:"restart"`

@@ -37,6 +37,7 @@ type fieldTag struct {
 	restart    bool // changing it needs a restart
 	secret     bool // mask its values
 	addOnly    bool // list items may be added live; removing one needs a restart
+	addItems   bool // list items may be added live; changing or removing one needs a restart
 	byPosition bool // list items are paired by position, not name or address
 }
 
@@ -52,6 +53,10 @@ func parseFieldTag(f reflect.StructField, parent fieldTag) fieldTag {
 			t.addOnly = true
 		case "byposition":
 			t.byPosition = true
+		case "additems":
+			t.addItems = true
+		case "live":
+			t.restart = false // within an item that needs a restart, a key that does not
 		}
 	}
 	return t
@@ -117,12 +122,14 @@ func (d *differ) list(key string, a, b reflect.Value, tag fieldTag) {
 		oldByKey[itemKey(a.Index(i), i)] = a.Index(i)
 	}
 	newKeys := map[string]bool{}
+	itemTag := tag
+	itemTag.restart = tag.restart || tag.addItems
 	for i := 0; i < b.Len(); i++ {
 		k := itemKey(b.Index(i), i)
 		newKeys[k] = true
 		item := fmt.Sprintf("%s[%s]", key, k)
 		if o, ok := oldByKey[k]; ok {
-			d.value(item, o, b.Index(i), tag)
+			d.value(item, o, b.Index(i), itemTag)
 			continue
 		}
 		d.out = append(d.out, Change{Key: item, Old: "(none)", New: "(added)", Restart: tag.restart})
@@ -130,7 +137,7 @@ func (d *differ) list(key string, a, b reflect.Value, tag fieldTag) {
 	for i := 0; i < a.Len(); i++ {
 		if k := itemKey(a.Index(i), i); !newKeys[k] {
 			d.out = append(d.out, Change{Key: fmt.Sprintf("%s[%s]", key, k), Old: "(present)", New: "(removed)",
-				Restart: tag.restart || tag.addOnly})
+				Restart: tag.restart || tag.addOnly || tag.addItems})
 		}
 	}
 }

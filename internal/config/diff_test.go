@@ -128,3 +128,49 @@ clusters:
 		}
 	}
 }
+
+// Schemas and their tables may be added live; what changes or removes a
+// running one needs a restart.
+func TestDiffSchemasAddLive(t *testing.T) {
+	base := diffBase + `schemas:
+  - name: shop
+    default_cluster: main
+    tables:
+      - {name: t, shard_key: id, rule: hash, shards: [main], sub_tables: 2}
+      - {name: gone, shard_key: id, rule: hash, shards: [main], sub_tables: 2}
+`
+	next := diffBase + `schemas:
+  - name: shop
+    default_cluster: main
+    cross_shard_writes: allow
+    tables:
+      - {name: t, shard_key: v, rule: hash, shards: [main], sub_tables: 2}
+      - {name: u, shard_key: id, rule: mod, shards: [main], sub_tables: 1}
+  - name: shop2
+    default_cluster: main
+`
+	a, err := Parse([]byte(base), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Parse([]byte(next), "b.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{ // key -> needs a restart
+		"schemas[shop].cross_shard_writes":  true,
+		"schemas[shop].tables[t].shard_key": true,
+		"schemas[shop].tables[u]":           false,
+		"schemas[shop].tables[gone]":        true,
+		"schemas[shop2]":                    false,
+	}
+	got := map[string]bool{}
+	for _, c := range Diff(a, b) {
+		if strings.HasPrefix(c.Key, "schemas") {
+			got[c.Key] = c.Restart
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("schema changes (key: restart) = %v, want %v", got, want)
+	}
+}

@@ -15,7 +15,7 @@ type Schema struct {
 	Name string `yaml:"name"`
 	// DefaultCluster holds the tables not listed in Tables, unsharded.
 	DefaultCluster string  `yaml:"default_cluster"`
-	Tables         []Table `yaml:"tables"`
+	Tables         []Table `yaml:"tables" reload:"live,additems"`
 	// CrossShardWrites says what a transaction that writes on a second
 	// shard gets: refuse (an error before that write runs), allow (each
 	// shard commits in turn, without atomicity across shards) or atomic

@@ -109,7 +109,7 @@ func (s *Session) clientClosed() {
 // Relay implements engine.Cursor.
 func (s *Session) Relay(c *backend.Conn) *mysql.Relay {
 	r := c.Relay(s.client, s.caps)
-	r.RenameTable = s.renamer
+	r.RenameTable = s.tableRenamer()
 	return r
 }
 

@@ -242,9 +242,6 @@ func (s *Session) importState(h *Handoff, u *User, pinned *backend.Conn) {
 	s.user = u
 	s.home = s.homeCluster(u)
 	s.cl = s.home
-	if len(s.srv.opt.Keyspaces) > 0 {
-		s.renamer = s.renameSubTable
-	}
 	s.caps, s.multiStmts, s.db = h.Caps, h.MultiStmts, h.DB
 	s.vars = h.Vars
 	s.varsFP = s.vars.Fingerprint()

@@ -187,9 +187,6 @@ func (s *Session) becomeUser(u *User, host string) error {
 	s.user = u
 	s.mu.Unlock()
 	s.home = s.homeCluster(u)
-	if len(s.srv.opt.Keyspaces) > 0 && s.renamer == nil {
-		s.renamer = s.renameSubTable
-	}
 	s.cl = s.home
 	return nil
 }

@@ -50,7 +50,7 @@ func (s *Session) runPipelined(p []byte, st router.Stmt) (handled, ok bool) {
 		return false, false
 	}
 	s.setPipe(nil) // running from here: a KILL QUERY marks it (queryKilled)
-	t, err := l.Send(p, s.client, s.caps, s.renamer)
+	t, err := l.Send(p, s.client, s.caps, s.tableRenamer())
 	if err != nil {
 		return false, false
 	}

@@ -112,7 +112,7 @@ func (s *Session) statement(p []byte, st router.Stmt) bool {
 	if s.lastIDConn != nil && s.lastIDConn != s.pinned {
 		s.lostLastID()
 	}
-	if st.Flags&router.FlagHintExplain != 0 && (s.srv.opt.Keyspaces.Lookup(s.db) != nil || s.explainsOutside(st, p)) {
+	if st.Flags&router.FlagHintExplain != 0 && (s.srv.keyspaces().Lookup(s.db) != nil || s.explainsOutside(st, p)) {
 		return s.explain(st, p)
 	}
 	s.tele.trace.st.StartPlan()
@@ -135,7 +135,7 @@ func (s *Session) statement(p []byte, st router.Stmt) bool {
 // it is only ever opened on the writer.
 func (s *Session) plan(st router.Stmt, p []byte) engine.Primitive {
 	var prim engine.Primitive
-	ks := s.srv.opt.Keyspaces.Lookup(s.db)
+	ks := s.srv.keyspaces().Lookup(s.db)
 	if ps := s.exec.ps; ps != nil {
 		ks = ps.keyspace() // where it was prepared, not the current database
 		if e := s.outsidePrepared(ps); e != nil {
@@ -540,7 +540,7 @@ func (s *Session) run(c *backend.Conn, p []byte, rk relayKind) (info *mysql.Resp
 		return nil, err
 	}
 	r := c.Relay(s.client, s.caps)
-	r.RenameTable = s.renamer
+	r.RenameTable = s.tableRenamer()
 	switch rk {
 	case relaySingle:
 		err = r.Single()

@@ -201,10 +201,31 @@ type Server struct {
 
 	ident atomic.Pointer[Identity]
 
-	// schemaFilters are the names that make a statement ask which
-	// sharded schema plans it (planner.Keyspaces.Filters).
-	schemaFilters []planner.SchemaFilter
+	// shards are the sharded schemas and the names that make a statement
+	// ask which of them plans it; a reload that adds schemas or tables
+	// swaps them (SetKeyspaces).
+	shards atomic.Pointer[shardedSchemas]
 }
+
+// shardedSchemas are the keyspaces a server plans with.
+type shardedSchemas struct {
+	keyspaces planner.Keyspaces
+	// filters are the names that make a statement ask which sharded
+	// schema plans it (planner.Keyspaces.Filters).
+	filters []planner.SchemaFilter
+}
+
+// SetKeyspaces makes ks the sharded schemas from the next statement on (a
+// reload added schemas or tables).
+func (s *Server) SetKeyspaces(ks planner.Keyspaces) {
+	s.shards.Store(&shardedSchemas{keyspaces: ks, filters: ks.Filters()})
+}
+
+// keyspaces are the sharded schemas now.
+func (s *Server) keyspaces() planner.Keyspaces { return s.shards.Load().keyspaces }
+
+// schemaFilters are the sharded schemas' filters now.
+func (s *Server) schemaFilters() []planner.SchemaFilter { return s.shards.Load().filters }
 
 // NewServer prepares a server; Serve starts accepting.
 func NewServer(opt Options) (*Server, error) {
@@ -223,7 +244,8 @@ func NewServer(opt Options) (*Server, error) {
 	if opt.AuthGuard == nil {
 		opt.AuthGuard = NewAuthGuard(AuthDelayConfig{}, opt.Log, opt.Metrics)
 	}
-	s := &Server{opt: opt, ids: opt.IDs, standInKey: make([]byte, 32), closing: make(chan struct{}), schemaFilters: opt.Keyspaces.Filters()}
+	s := &Server{opt: opt, ids: opt.IDs, standInKey: make([]byte, 32), closing: make(chan struct{})}
+	s.SetKeyspaces(opt.Keyspaces)
 	if s.ids == nil {
 		s.ids = new(atomic.Uint32)
 	}

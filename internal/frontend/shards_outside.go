@@ -62,7 +62,7 @@ func (s *Session) outsidePrepared(ps *pstmt) *mysql.SQLError {
 // schema's shards are none of its schema's, whose cross-shard rules and
 // XA recovery cover its own shards only. Such a statement is refused.
 func (s *Session) goOutside(ks *planner.Keyspace, db string) *mysql.SQLError {
-	own := s.srv.opt.Keyspaces.Lookup(s.db)
+	own := s.srv.keyspaces().Lookup(s.db)
 	held := s.inTrx() || !s.autocommit()
 	if s.heldPins()&pinLock != 0 || held && (own == nil || !within(ks, own)) {
 		return mysql.NewError(mysql.ERNotSupportedYet, mysql.StateSyntax, "This version of shardgate doesn't yet support '%s'",
@@ -148,7 +148,7 @@ func (s *Session) namesSchema(st router.Stmt) bool {
 	if st.Schemas == 0 {
 		return false
 	}
-	for _, f := range s.srv.schemaFilters {
+	for _, f := range s.srv.schemaFilters() {
 		if st.Schemas&f.Bits == f.Bits && f.Name != s.db {
 			return true
 		}
@@ -167,5 +167,5 @@ func (s *Session) explainsOutside(st router.Stmt, p []byte) bool {
 // information_schema, whose tables a query names unqualified, when
 // sharded schemas are served.
 func (s *Session) onInformationSchema() bool {
-	return len(s.srv.schemaFilters) > 0 && len(s.db) == len("information_schema") && strings.EqualFold(s.db, "information_schema")
+	return len(s.srv.schemaFilters()) > 0 && len(s.db) == len("information_schema") && strings.EqualFold(s.db, "information_schema")
 }

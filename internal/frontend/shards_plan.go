@@ -1,8 +1,10 @@
 package frontend
 
 import (
+	"context"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/engine"
@@ -19,7 +21,7 @@ func (s *Session) homeCluster(u *User) *backend.Cluster {
 	if u.Cluster != nil {
 		return u.Cluster
 	}
-	return s.srv.opt.Keyspaces.Home(u.DefaultDB)
+	return s.srv.keyspaces().Home(u.DefaultDB)
 }
 
 // planSharded plans a statement on a sharded schema. What the session's
@@ -63,7 +65,29 @@ func (s *Session) planSharded(ks *planner.Keyspace, st router.Stmt, p []byte) en
 		}
 		return s.binder().Execute(&ps.sh.prep, st, s)
 	}
-	return s.binder().Statement(ks, st, p, s)
+	prim := s.binder().Statement(ks, st, p, s)
+	if r, ok := prim.(*engine.Refuse); ok && r.Err.Code == mysql.ERNotSupportedYet && s.learnNow(ks) {
+		prim = s.binder().Statement(ks, st, p, s)
+	}
+	return prim
+}
+
+// learnWait bounds learnNow's look-up; learnEvery spaces them out.
+const (
+	learnWait  = 2 * time.Second
+	learnEvery = time.Second
+)
+
+// learnNow reads the definitions of ks's tables whose shard-key type the
+// proxy does not know (a table another instance of the fleet created, or
+// one a reload added) for a statement refused: true when it tried, so that
+// the statement is planned again. A keyspace whose tables are all known
+// costs nothing here, and one whose table cannot be learnt is asked at
+// most once a second.
+func (s *Session) learnNow(ks *planner.Keyspace) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), learnWait)
+	defer cancel()
+	return ks.LearnNow(ctx, learnEvery)
 }
 
 // notSupported is the refusal 1235 naming what.

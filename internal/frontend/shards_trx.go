@@ -18,7 +18,7 @@ import (
 // syncs its state), and stays pinned. It records the client's BEGIN, on a
 // sharded schema, to repeat it so.
 func (s *Session) joinTransaction(q []byte) {
-	if len(s.srv.opt.Keyspaces) == 0 {
+	if len(s.srv.keyspaces()) == 0 {
 		return
 	}
 	switch s.cmd.st.Kind {
@@ -271,7 +271,7 @@ func (s *Session) crossShardWrite(cl *backend.Cluster, st router.Stmt) *mysql.SQ
 		s.trxWriter = cl
 		return nil
 	}
-	ks := s.srv.opt.Keyspaces.Lookup(s.db)
+	ks := s.srv.keyspaces().Lookup(s.db)
 	if ks != nil && ks.Schema.CrossShardWrites == sharding.CrossShardAtomic && s.srv.opt.XA != nil {
 		if e := s.atomicWrite(cl); e != nil {
 			return e

@@ -56,7 +56,7 @@ func (x *xaState) branch(cl *backend.Cluster) *xaBranch {
 // atomicKeyspace is the session's sharded schema when its transactions
 // are atomic across shards.
 func (s *Session) atomicKeyspace() *planner.Keyspace {
-	ks := s.srv.opt.Keyspaces.Lookup(s.db)
+	ks := s.srv.keyspaces().Lookup(s.db)
 	if ks == nil || ks.Schema.CrossShardWrites != sharding.CrossShardAtomic || s.srv.opt.XA == nil {
 		return nil
 	}

@@ -38,12 +38,16 @@ func (s *Session) shardWork() *shardWork {
 }
 
 // binder returns the session's planner.Binder (shardWork).
-func (s *Session) binder() *planner.Binder { return &s.shardWork().Binder }
+func (s *Session) binder() *planner.Binder {
+	b := &s.shardWork().Binder
+	b.Keyspaces = s.srv.keyspaces() // a reload may have added schemas
+	return b
+}
 
 // newShardWork makes a shardWork for the server's pool. Its binder is
 // bound to the server's keyspaces, which do not change while it runs.
 func (s *Server) newShardWork() any {
-	return &shardWork{Binder: planner.Binder{Keyspaces: s.opt.Keyspaces}}
+	return &shardWork{Binder: planner.Binder{Keyspaces: s.keyspaces()}}
 }
 
 // shed gives back, before the session parks or ends, what it holds only

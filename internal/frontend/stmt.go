@@ -40,7 +40,7 @@ func (s *Session) comStmtPrepare(p []byte) bool {
 	// statement would (partWarnings); a SHOW WARNINGS prepared is not
 	// answered.
 	s.diagnosticsBefore(st)
-	ks := s.srv.opt.Keyspaces.Lookup(s.db)
+	ks := s.srv.keyspaces().Lookup(s.db)
 	if s.namesSchema(st) || ks == nil && s.onInformationSchema() {
 		var e *mysql.SQLError
 		if ks, e = s.chooseKeyspace(ks, st, p); e != nil {
@@ -89,7 +89,7 @@ func (s *Session) prepareOn(c *backend.Conn, p, q []byte, sh *shardedStmt, st ro
 	}
 	id := s.nextStmtID + 1
 	r := c.Relay(s.client, s.caps)
-	r.RenameTable = s.renamer
+	r.RenameTable = s.tableRenamer()
 	backendID, cols, params, ok, err := r.Prepare(id)
 	if err != nil {
 		return s.relayFailed(c, err, r.Info.Sent), true, nil

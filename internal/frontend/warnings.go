@@ -122,7 +122,7 @@ func (s *Session) diagnosticsBefore(st router.Stmt) bool {
 	case s.warns.valid:
 	case s.pinned != nil && s.pins&pinHeld != 0:
 		s.warns.held = s.pinned
-		if readsCounts(st) && s.srv.opt.Keyspaces.Lookup(s.db) != nil {
+		if readsCounts(st) && s.srv.keyspaces().Lookup(s.db) != nil {
 			// @@warning_count: on a sharded schema the statement runs
 			// on the default cluster, not where they are; the session
 			// puts their count in its text (substitute).

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/sequence"
@@ -18,6 +19,8 @@ type Keyspace struct {
 	cache   *Cache[*Plan]
 	// seqs are the sharded tables' sequences (SetSequences); nil: none.
 	seqs map[*sharding.SchemaTable]*sequence.Sequence
+	// learnAt is when LearnNow last tried (Unix nanoseconds).
+	learnAt atomic.Int64
 }
 
 // NewKeyspace binds a schema to the clusters its shards name.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/shardgate/shardgate/internal/sharding"
 )
@@ -28,6 +29,33 @@ func (k *Keyspace) LearnKeyTypes(ctx context.Context) []error {
 		}
 	}
 	return errs
+}
+
+// LearnNow learns the key types not known yet, for a statement refused
+// for want of one (a table another instance created, or a reload added),
+// at most once per every: true when it tried, and the plans made without
+// them are forgotten.
+func (k *Keyspace) LearnNow(ctx context.Context, every time.Duration) bool {
+	if !k.Unlearnt() {
+		return false
+	}
+	now, last := time.Now().UnixNano(), k.learnAt.Load()
+	if now-last < int64(every) || !k.learnAt.CompareAndSwap(last, now) {
+		return false
+	}
+	k.LearnKeyTypes(ctx)
+	k.ForgetPlans()
+	return true
+}
+
+// Unlearnt says whether a sharded table's key type is not known yet.
+func (k *Keyspace) Unlearnt() bool {
+	for _, t := range k.Schema.Tables() {
+		if _, ok := t.KeyType(); !ok && t.Type == sharding.TableSharded {
+			return true
+		}
+	}
+	return false
 }
 
 func (k *Keyspace) learnKeyType(ctx context.Context, t *sharding.SchemaTable) error {

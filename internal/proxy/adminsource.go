@@ -138,7 +138,7 @@ func (p *Proxy) Sharding() []admin.SubTable {
 	var out []admin.SubTable
 	for i := range cfg.Schemas {
 		cs := &cfg.Schemas[i]
-		ks := p.keyspaces[cs.Name]
+		ks := p.keyspaceMap()[cs.Name]
 		if ks == nil {
 			continue
 		}

@@ -18,7 +18,7 @@ const (
 // background until every one is known. Statements on a table whose key
 // type is unknown go to all of its sub-tables meanwhile.
 func (p *Proxy) startKeyTypes() {
-	if len(p.keyspaces) == 0 {
+	if len(p.keyspaceMap()) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), learnKeyTypesWait)
@@ -30,27 +30,33 @@ func (p *Proxy) startKeyTypes() {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		t := time.NewTicker(keyTypeRetry)
-		defer t.Stop()
-		for pending != nil {
-			select {
-			case <-p.closed:
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), learnKeyTypesWait)
-			pending = p.learnKeyTypes(ctx, pending)
-			cancel()
-		}
-		p.log.Info("shard-key types learnt for every sharded table; statements now route by key")
+		p.retryKeyTypes(pending)
 	}()
+}
+
+// retryKeyTypes tries again every keyTypeRetry until nothing is pending or
+// the proxy closes.
+func (p *Proxy) retryKeyTypes(pending map[string]bool) {
+	t := time.NewTicker(keyTypeRetry)
+	defer t.Stop()
+	for pending != nil {
+		select {
+		case <-p.closed:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), learnKeyTypesWait)
+		pending = p.learnKeyTypes(ctx, pending)
+		cancel()
+	}
+	p.log.Info("shard-key types learnt for every sharded table; statements now route by key")
 }
 
 // learnKeyTypes makes one attempt and returns what is still unknown, as
 // messages. A message is logged when it first appears, not at each retry.
 func (p *Proxy) learnKeyTypes(ctx context.Context, before map[string]bool) map[string]bool {
 	var pending map[string]bool
-	for _, ks := range p.keyspaces {
+	for _, ks := range p.keyspaceMap() {
 		for _, err := range ks.LearnKeyTypes(ctx) {
 			if pending == nil {
 				pending = map[string]bool{}

@@ -86,10 +86,11 @@ type Proxy struct {
 	stepMu   sync.Mutex
 	mu       sync.Mutex // guards clusters and poolCollectors, which Reload extends
 	clusters map[string]*backend.Cluster
-	// keyspaces are the sharded schemas, bound to clusters at start.
-	keyspaces planner.Keyspaces
-	// sequences are the keyspaces' sequence stores (sequences.go).
-	sequences []*sequence.Store
+	// keyspaces are the sharded schemas bound to clusters, replaced by a
+	// reload that adds schemas or tables (schemas.go).
+	keyspaces atomic.Pointer[planner.Keyspaces]
+	// sequences are the keyspaces' sequence stores by schema (sequences.go).
+	sequences map[string]*sequence.Store
 	// Atomic transactions across shards (transactions.go).
 	xaReg          *xa.Registry
 	xaMetrics      *xa.Metrics
@@ -168,16 +169,18 @@ func (p *Proxy) buildKeyspaces() error {
 	if err != nil {
 		return err
 	}
+	var all planner.Keyspaces
 	for _, s := range schemas {
 		ks, err := planner.NewKeyspace(s, p.clusters)
 		if err != nil {
 			return err
 		}
-		if p.keyspaces == nil {
-			p.keyspaces = planner.Keyspaces{}
+		if all == nil {
+			all = planner.Keyspaces{}
 		}
-		p.keyspaces[s.Name] = ks
+		all[s.Name] = ks
 	}
+	p.keyspaces.Store(&all)
 	return nil
 }
 
@@ -459,7 +462,7 @@ func (p *Proxy) buildServers() error {
 			NetReadTimeout: cfg.Server.NetReadTimeout, NetWriteTimeout: cfg.Server.NetWriteTimeout,
 			HandshakeTimeout: cfg.Server.HandshakeTimeout, MaxConnections: l.MaxConnections,
 			ReservedAdmin: l.ReservedAdminConnections, MaxStmtsPerSess: cfg.Server.MaxPreparedStatementsPerSession,
-			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard, Keyspaces: p.keyspaces, XA: p.xaReg, XAMetrics: p.xaMetrics, IDs: &p.ids, Peer: p.clientSession,
+			Log: p.log, Metrics: metrics, Poller: poller, AuthGuard: p.guard, Keyspaces: p.keyspaceMap(), XA: p.xaReg, XAMetrics: p.xaMetrics, IDs: &p.ids, Peer: p.clientSession,
 			Peers:     p.clientSessions,
 			Telemetry: p.telemetry, Tracer: p.tracer,
 		})
@@ -714,4 +717,12 @@ func registerPollerMetrics(reg prometheus.Registerer, poller *mysql.Poller) {
 	}
 	counter("caught", func() uint64 { c, _ := poller.Stats(); return c })
 	counter("missed", func() uint64 { _, m := poller.Stats(); return m })
+}
+
+// keyspaceMap is the sharded schemas now.
+func (p *Proxy) keyspaceMap() planner.Keyspaces {
+	if m := p.keyspaces.Load(); m != nil {
+		return *m
+	}
+	return nil
 }

@@ -36,15 +36,20 @@ func (p *Proxy) Reload(cfg *config.Config) ([]config.Change, error) {
 	if err == nil {
 		plan.admins, err = adminUserTable(cfg)
 	}
+	if err == nil {
+		plan.schemas, err = p.prepareSchemas(old, cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("configuration not applied: %w", err)
 	}
 	changes := config.Diff(old, cfg)
+	plan.schemas.refuseChanges(changes)
 	p.stepMu.Lock()
 	defer p.stepMu.Unlock()
 	for i := range cfg.Clusters {
 		p.applyCluster(old.Cluster(cfg.Clusters[i].Name), &cfg.Clusters[i], plan)
 	}
+	p.applySchemas(plan.schemas)
 	p.applyUsers(old, cfg, plan)
 	p.applyAdminUsers(old, cfg, plan.admins)
 	for _, srv := range p.servers {
@@ -54,7 +59,9 @@ func (p *Proxy) Reload(cfg *config.Config) ([]config.Change, error) {
 	}
 	p.guard.SetConfig(authDelay(cfg))
 	p.telemetry.Configure(telemetryConfig(cfg))
-	p.cfg.Store(running(old, cfg))
+	rc := running(old, cfg)
+	rc.Schemas = plan.schemas.configs
+	p.cfg.Store(rc)
 	return changes, nil
 }
 
@@ -65,6 +72,7 @@ type reloadPlan struct {
 	replicas map[string][]*backend.DialConfig // added replicas, by replicaKey
 	stored   map[string]auth.Stored           // users' passwords
 	admins   map[string]*frontend.User        // the admin port's accounts
+	schemas  *schemaPlan
 }
 
 func replicaKey(cluster, address string) string { return cluster + "\x00" + address }

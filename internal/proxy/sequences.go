@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/shardgate/shardgate/internal/backend"
+	"github.com/shardgate/shardgate/internal/planner"
 	"github.com/shardgate/shardgate/internal/sequence"
 )
 
@@ -14,14 +15,30 @@ import (
 // connections of the store's own (docs/sharding.md, "Sequences"). Nothing
 // connects until an INSERT needs an id.
 func (p *Proxy) buildSequences() error {
-	for _, ks := range p.keyspaces {
-		st, err := sequence.NewStore(sequence.Config{Dial: writerDialer(ks.Default), Database: ks.Schema.Name})
+	for _, ks := range p.keyspaceMap() {
+		if err := p.setSequences(ks); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setSequences gives a keyspace its schema's sequence store, made on first
+// use: a keyspace a reload rebuilt keeps its schema's store.
+func (p *Proxy) setSequences(ks *planner.Keyspace) error {
+	st := p.sequences[ks.Schema.Name]
+	if st == nil {
+		var err error
+		st, err = sequence.NewStore(sequence.Config{Dial: writerDialer(ks.Default), Database: ks.Schema.Name})
 		if err != nil {
 			return fmt.Errorf("schema %s: sequences: %w", ks.Schema.Name, err)
 		}
-		ks.SetSequences(st)
-		p.sequences = append(p.sequences, st)
+		if p.sequences == nil {
+			p.sequences = map[string]*sequence.Store{}
+		}
+		p.sequences[ks.Schema.Name] = st
 	}
+	ks.SetSequences(st)
 	return nil
 }
 

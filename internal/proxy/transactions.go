@@ -19,7 +19,7 @@ func (p *Proxy) buildTransactions() error {
 	instance := cfg.InstanceName()
 	byCluster := map[string][]string{} // cluster -> atomic schemas on it
 	var order []string
-	for _, ks := range p.keyspaces {
+	for _, ks := range p.keyspaceMap() {
 		if ks.Schema.CrossShardWrites != sharding.CrossShardAtomic {
 			continue
 		}

@@ -184,3 +184,14 @@ func (t *SchemaTable) Collation(name string) (coll string, collated, known bool)
 	}
 	return "", false, false
 }
+
+// LearntFrom takes what was learnt of o, the same table in the schema this
+// one replaces (a reload added tables to it): its key type, columns and
+// their collations, without asking the backends again.
+func (t *SchemaTable) LearntFrom(o *SchemaTable) {
+	t.keyType.Store(o.keyType.Load())
+	t.columns.Store(o.columns.Load())
+	t.collations.Store(o.collations.Load())
+	t.numeric.Store(o.numeric.Load())
+	t.invisible.Store(o.invisible.Load())
+}
