@@ -34,7 +34,7 @@ func run(t *testing.T, stdin string, args ...string) (string, string, int) {
 // --help and -h print a command's usage and flags on stdout and succeed; a
 // bad flag prints the error and the usage on stderr and exits 2.
 func TestSubcommandHelp(t *testing.T) {
-	for _, cmd := range []string{"serve", "check-config", "import-kingshard", "hash-password", "version"} {
+	for _, cmd := range []string{"serve", "check-config", "import-kingshard", "hash-password", "version", "config", "upgrade"} {
 		for _, flag := range []string{"--help", "-h"} {
 			stdout, stderr, code := run(t, "", cmd, flag)
 			if code != 0 || !strings.HasPrefix(stdout, "usage: shardgate "+cmd) || stderr != "" {
