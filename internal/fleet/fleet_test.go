@@ -2,6 +2,8 @@ package fleet_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"log/slog"
@@ -11,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/shardgate/shardgate/internal/fleet"
 	"github.com/shardgate/shardgate/internal/testenv"
@@ -254,4 +259,78 @@ func TestRegistryListsInstancesAndForgetsTheGone(t *testing.T) {
 	stopB()
 	<-doneB
 	waitFor(t, "b gone from a's list", func() bool { return ids(a) == "a" })
+}
+
+// etcd over TLS with its authentication on: the store reaches it with the
+// CA and the account, and not without either.
+func TestStoreOverTLSWithAuth(t *testing.T) {
+	e := testenv.StartEtcdTLS(t)
+	ctx := ctxT(t)
+	// Turn authentication on, as an operator would: a root account first.
+	admin, err := fleetTestClient(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { _, err := admin.UserAdd(ctx, "root", "root-pw"); return err },
+		func() error { _, err := admin.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := admin.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin.Close()
+
+	o, err := fleet.ParseURL("etcd://" + e.Endpoint + "/secure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.CACert, o.Username, o.Password = e.CAFile, "root", "root-pw"
+	o.DialTimeout = 2 * time.Second
+	s, err := fleet.Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rev, err := s.Put(ctx, []byte("a: 1\n"), 0, fleet.PushMeta{})
+	if err != nil {
+		t.Fatalf("push over TLS with the account: %v", err)
+	}
+	if doc, err := s.Get(ctx); err != nil || doc.Revision != rev {
+		t.Fatalf("get over TLS with the account: %+v, %v", doc, err)
+	}
+
+	bad := o
+	bad.Password = "wrong"
+	if s2, err := fleet.Open(bad); err == nil {
+		_, err = s2.Get(ctx)
+		s2.Close()
+		if err == nil {
+			t.Error("a wrong etcd password read the configuration")
+		}
+	}
+	noCA := o
+	noCA.CACert = ""
+	if s3, err := fleet.Open(noCA); err == nil {
+		short, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err = s3.Get(short)
+		cancel()
+		s3.Close()
+		if err == nil {
+			t.Error("a client without TLS read from a TLS-only etcd")
+		}
+	}
+}
+
+// fleetTestClient is an etcd client of the test's own, over e's TLS.
+func fleetTestClient(e *testenv.Etcd) (*clientv3.Client, error) {
+	pem, err := os.ReadFile(e.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint}, DialTimeout: 5 * time.Second,
+		TLS: &tls.Config{RootCAs: pool}, Logger: zap.NewNop()})
 }

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +25,9 @@ import (
 type Etcd struct {
 	Endpoint string // "127.0.0.1:<client port>"
 	Log      string // etcd's stderr
+	// CAFile is the CA certificate (PEM) of a TLS etcd (StartEtcdTLS).
+	CAFile string
+	tls    *tlsFiles
 
 	bin      string
 	dir      string
@@ -39,7 +44,19 @@ type Etcd struct {
 // scripts/install-deps.sh (package etcd-server), or set SHARDGATE_ETCD.
 func StartEtcd(tb testing.TB) *Etcd {
 	tb.Helper()
-	e, err := StartEtcdE()
+	return startEtcd(tb, false)
+}
+
+// StartEtcdTLS is StartEtcd with clients served over TLS only, with a
+// server certificate for 127.0.0.1 signed by a CA of its own (CAFile).
+func StartEtcdTLS(tb testing.TB) *Etcd {
+	tb.Helper()
+	return startEtcd(tb, true)
+}
+
+func startEtcd(tb testing.TB, withTLS bool) *Etcd {
+	tb.Helper()
+	e, err := startEtcdE(withTLS)
 	if err != nil {
 		tb.Fatalf("testenv: %v", err)
 	}
@@ -52,7 +69,9 @@ func StartEtcd(tb testing.TB) *Etcd {
 }
 
 // StartEtcdE starts etcd; the caller must call Stop.
-func StartEtcdE() (*Etcd, error) {
+func StartEtcdE() (*Etcd, error) { return startEtcdE(false) }
+
+func startEtcdE(withTLS bool) (*Etcd, error) {
 	bin, err := binaryFromEnv("SHARDGATE_ETCD", "etcd")
 	if err != nil {
 		return nil, fmt.Errorf("%w: install Debian's etcd-server (scripts/install-deps.sh)", err)
@@ -70,6 +89,14 @@ func StartEtcdE() (*Etcd, error) {
 	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	if withTLS {
+		f, err := generateTLS(dir)
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("testenv: etcd certificates: %w", err)
+		}
+		e.tls, e.CAFile = f, f.caFile
 	}
 	var lastErr error
 	for attempt := 0; attempt < startAttempts; attempt++ {
@@ -93,22 +120,33 @@ func StartEtcdE() (*Etcd, error) {
 }
 
 func (e *Etcd) args() []string {
-	client := "http://" + e.Endpoint
+	client := e.clientURL()
 	peer := "http://127.0.0.1:" + strconv.Itoa(e.peerPort)
-	return []string{
+	var tlsArgs []string
+	if e.tls != nil {
+		tlsArgs = []string{"--cert-file=" + e.tls.certFile, "--key-file=" + e.tls.keyFile}
+	}
+	return append(tlsArgs,
 		"--name=test",
-		"--data-dir=" + filepath.Join(e.dir, "data"),
-		"--listen-client-urls=" + client,
-		"--advertise-client-urls=" + client,
-		"--listen-peer-urls=" + peer,
-		"--initial-advertise-peer-urls=" + peer,
-		"--initial-cluster=test=" + peer,
+		"--data-dir="+filepath.Join(e.dir, "data"),
+		"--listen-client-urls="+client,
+		"--advertise-client-urls="+client,
+		"--listen-peer-urls="+peer,
+		"--initial-advertise-peer-urls="+peer,
+		"--initial-cluster=test="+peer,
 		// A test's etcd is alone on a busy machine: small fsync and
 		// election delays must not make it step down.
 		"--heartbeat-interval=250",
 		"--election-timeout=2500",
 		"--logger=zap",
+	)
+}
+
+func (e *Etcd) clientURL() string {
+	if e.tls != nil {
+		return "https://" + e.Endpoint
 	}
+	return "http://" + e.Endpoint
 }
 
 // launch starts etcd and waits until it answers /health.
@@ -126,7 +164,7 @@ func (e *Etcd) launch() error {
 		return err
 	}
 	e.cmd, e.done = cmd, done
-	if err := waitEtcdHealthy(e.Endpoint, done); err != nil {
+	if err := e.waitHealthy(done); err != nil {
 		e.killLocked()
 		tail := fileTail(e.Log, logStart, 30)
 		if strings.Contains(tail, "address already in use") {
@@ -137,8 +175,8 @@ func (e *Etcd) launch() error {
 	return nil
 }
 
-// waitEtcdHealthy polls etcd's /health until it reports a leader.
-func waitEtcdHealthy(endpoint string, done chan struct{}) error {
+// waitHealthy polls etcd's /health until it reports a leader.
+func (e *Etcd) waitHealthy(done chan struct{}) error {
 	deadline := time.Now().Add(readyTimeout)
 	var lastErr error
 	for time.Now().Before(deadline) {
@@ -147,7 +185,7 @@ func waitEtcdHealthy(endpoint string, done chan struct{}) error {
 			return errors.New("etcd exited")
 		default:
 		}
-		if lastErr = etcdHealth(endpoint); lastErr == nil {
+		if lastErr = e.health(); lastErr == nil {
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -155,9 +193,14 @@ func waitEtcdHealthy(endpoint string, done chan struct{}) error {
 	return lastErr
 }
 
-func etcdHealth(endpoint string) error {
+func (e *Etcd) health() error {
 	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://" + endpoint + "/health")
+	if e.tls != nil {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(e.tls.caPEM)
+		c.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	}
+	resp, err := c.Get(e.clientURL() + "/health")
 	if err != nil {
 		return err
 	}
