@@ -18,7 +18,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # The race detector's run: the packages whose own code runs goroutines
 # that share memory (merges' parts, pools and their maintenance, sessions
-# and their sweeps, the socket poller, plan and digest caches, sequences),
+# and their sweeps, the socket poller, plan and digest caches, sequences,
+# the fleet's watch and registry beside the admin views' reads, the
+# upgrade channel),
 # whole; of internal/proxy, which assembles them, the tests that drive
 # them concurrently (many sessions on few connections, reloads under load,
 # KILL, parked sessions, merges stopped midway, recovery beside a
@@ -31,12 +33,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 RACE_PACKAGES=(
 	./internal/backend
 	./internal/engine
+	./internal/fleet
 	./internal/frontend
 	./internal/mysql
 	./internal/planner
 	./internal/router
 	./internal/sequence
 	./internal/telemetry
+	./internal/upgrade
 	./internal/xa
 )
 RACE_PROXY_TESTS='^(TestManySessionsFewBackendConns|TestReloadUnderLoad|TestKill|TestIdleSessionsPark|TestParkedSessionEnds|TestMergeKillQuery|TestMergeShardsStartTogether|TestMergeKillConnection|TestMergeClientDisconnects|TestMergeLimitStopsShards|TestMergeShardDies|TestKillQueryWhileAPartWaits|TestEvaluateKillQuery|TestEvaluatePoolsHoldAndWait|TestXARecoveryFencesAStoppedCoordinator|TestXAShardKilledBetweenPrepareAndCommit|TestAtomicTransactionEndsWithItsSession|TestPipelinedReadsExact|TestPipelinedKill|TestPipelinedConnectionDies|TestPipelinedReload|TestStatusHistory)$'
