@@ -73,7 +73,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	p.SetNextSessionID(up.hello.NextID)
 	p.SetBuildVersion(buildVersion())
-	r := &reloader{p: p, log: log, level: level, file: *cfgFile, over: over}
+	r := &reloader{p: p, log: log, level: level, file: *cfgFile, over: over, etcd: src}
 	r.shutdownTimeout.Store(int64(cfg.Server.ShutdownTimeout))
 	if *cfgFile != "" {
 		p.SetReloadFunc(r.reload)
@@ -84,7 +84,6 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fleetCtx, leaveFleet := context.WithCancel(context.Background())
 	var fleetDone sync.WaitGroup
 	if src != nil {
-		r.etcd = src
 		src.run(fleetCtx, &fleetDone, p, r, *ef.advertise, log)
 	}
 	defer func() {

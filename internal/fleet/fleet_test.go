@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -333,4 +334,54 @@ func fleetTestClient(e *testenv.Etcd) (*clientv3.Client, error) {
 	pool.AppendCertsFromPEM(pem)
 	return clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint}, DialTimeout: 5 * time.Second,
 		TLS: &tls.Config{RootCAs: pool}, Logger: zap.NewNop()})
+}
+
+// etcd compacted beyond the configuration's own revision (auto-compaction,
+// a configuration pushed long ago): the follower watches from after what
+// it read, not from its revision, which etcd no longer holds; it does not
+// open watch after watch, and applies the next push.
+func TestFollowerAfterCompaction(t *testing.T) {
+	e := testenv.StartEtcd(t)
+	s := openStore(t, e, "t4")
+	ctx := ctxT(t)
+	r1, err := s.Put(ctx, []byte("v1"), 0, fleet.PushMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint}, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for i := range 20 { // other keys move etcd's revision on
+		if _, err := raw.Put(ctx, fmt.Sprintf("/other/%d", i), "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := raw.Get(ctx, "/other/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Compact(ctx, resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder
+	f := fleet.NewFollower(s, "", quiet())
+	f.PollInterval = 200 * time.Millisecond
+	if err := f.Start(ctx, 5*time.Second, rec.apply); err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { f.Run(rctx, rec.apply); close(done) }()
+	defer func() { stop(); <-done }()
+	time.Sleep(time.Second)
+	if n := f.Watches(); n > 2 {
+		t.Errorf("%d watches opened in a second after a compaction: the follower spins", n)
+	}
+	r2, err := s.Put(ctx, []byte("v2"), r1, fleet.PushMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "v2 applied", func() bool { return f.State().Applied == r2 })
 }

@@ -55,13 +55,23 @@ type Follower struct {
 	mu    sync.Mutex
 	apply ApplyFunc
 	seen  int64 // newest revision offered, applied or rejected
+	// readAt is etcd's revision when the configuration was last read: a
+	// watch starts after it and after seen, so that it never starts below
+	// what etcd compacted (the configuration's own revision may be older).
+	readAt int64
 	// stateMu orders the state's updates (the watch, the poll and the
 	// admin port's reload each make some); readers load it without a lock.
 	stateMu sync.Mutex
 	state   atomic.Pointer[State]
 	// onApplied hears of each applied revision (the registry).
 	onApplied []func(Document)
+	// watches counts the watches opened (Watches).
+	watches atomic.Int64
 }
+
+// Watches reports how many watches the follower opened: one, and one more
+// after each outage or compaction.
+func (f *Follower) Watches() int64 { return f.watches.Load() }
 
 // NewFollower follows store's configuration; cache is the file that keeps
 // the last good revision for a start while etcd is down ("" for none).
@@ -129,12 +139,23 @@ func (f *Follower) Run(ctx context.Context, apply ApplyFunc) {
 	defer tick.Stop()
 	for ctx.Err() == nil {
 		f.mu.Lock()
-		from := f.seen + 1
+		from := max(f.seen, f.readAt) + 1
 		f.mu.Unlock()
+		began := time.Now()
+		f.watches.Add(1)
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 		wch := f.store.cli.Watch(wctx, f.store.opts.configKey(), clientv3.WithRev(from))
 		f.watch(ctx, wch, tick.C)
 		cancel()
+		if time.Since(began) < time.Second {
+			// A watch refused at once (no leader, no permission) would
+			// be asked again at once: wait for the next poll instead.
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+				f.Resync(ctx)
+			}
+		}
 	}
 }
 
@@ -188,11 +209,21 @@ func (f *Follower) Resync(ctx context.Context) {
 	}
 }
 
+// noteRead records the etcd revision a Get read at; f.mu is held.
+func (f *Follower) noteRead(doc Document) {
+	f.readAt = max(f.readAt, doc.ReadAt)
+	if st := f.State(); st.FromCache && doc.Revision == st.Applied {
+		// etcd holds what the cache held: in force from etcd now.
+		f.update(func(st *State) { st.FromCache = false })
+	}
+}
+
 // Offer applies doc unless a revision as new was already offered. A
 // rejected revision is reported and remembered; the one in force stays.
 func (f *Follower) Offer(doc Document) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.noteRead(doc)
 	if doc.Revision <= f.seen {
 		return nil
 	}
@@ -206,7 +237,8 @@ func (f *Follower) Offer(doc Document) error {
 }
 
 // Reapply applies the current revision again even if it is the one in
-// force (RELOAD CONFIG, SIGHUP): it returns the apply error, if any.
+// force (RELOAD CONFIG, SIGHUP): it returns the apply error, if any. A
+// newer revision offered meanwhile wins: it is in force already.
 func (f *Follower) Reapply(ctx context.Context) error {
 	doc, err := f.store.Get(ctx)
 	f.contact(err)
@@ -215,11 +247,16 @@ func (f *Follower) Reapply(ctx context.Context) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if doc.Revision > f.seen {
-		f.seen = doc.Revision
+	f.noteRead(doc)
+	if doc.Revision < f.seen {
+		return nil
 	}
+	again := doc.Revision == f.seen
+	f.seen = doc.Revision
 	if err := f.apply(doc); err != nil {
-		f.rejected(doc, err)
+		if !again || f.State().Applied != doc.Revision {
+			f.rejected(doc, err)
+		}
 		return err
 	}
 	f.applied(doc, false)

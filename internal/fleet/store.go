@@ -31,6 +31,9 @@ func (e *ConflictError) Error() string {
 type Document struct {
 	Revision int64 // etcd's mod revision of the configuration key
 	Data     []byte
+	// ReadAt is etcd's revision when Get read it (0 otherwise): a watch
+	// for newer revisions starts after it.
+	ReadAt int64
 }
 
 // Checksum identifies a document's content: instances that applied the
@@ -85,7 +88,7 @@ func (s *Store) Get(ctx context.Context) (Document, error) {
 		return Document{}, fmt.Errorf("%s: %w", s.URL(), ErrNoConfig)
 	}
 	kv := resp.Kvs[0]
-	return Document{Revision: kv.ModRevision, Data: kv.Value}, nil
+	return Document{Revision: kv.ModRevision, Data: kv.Value, ReadAt: resp.Header.Revision}, nil
 }
 
 // At returns the configuration revision rev, which must be a revision at
