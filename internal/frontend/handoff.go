@@ -166,6 +166,8 @@ func (s *Session) unmovable() string {
 		return "a transaction over shards"
 	case s.stream != nil:
 		return "a command being read"
+	case len(s.nextTrxSQL) > 0:
+		return "a SET TRANSACTION for the next transaction"
 	case s.pins&(pinTrx|pinCursor|pinLongData) != 0:
 		return "an open transaction or cursor"
 	case s.lastIDConn != nil && s.lastIDConn != s.pinned:

@@ -83,9 +83,9 @@ type Session struct {
 	idleSince  time.Time // when the wait for the next command began
 
 	// For KILL and shutdown, read by other goroutines.
-	mu     sync.Mutex
-	idle   bool // blocked reading the next command
-	idleXA bool // waiting with XA branches open
+	mu        sync.Mutex
+	idle      bool // blocked reading the next command
+	idleHolds bool // waiting while holding what a next command may need (holdsForNext)
 	// command is the command being served (its first byte), published
 	// with the statement it runs, for the list of sessions.
 	command     byte
@@ -251,7 +251,7 @@ func (s *Session) loop() (parked bool) {
 		}
 		s.srv.opt.Poller.Begin(s.pollKey)
 		draining := s.srv.shuttingDown.Load()
-		if draining {
+		if draining && drainBoundary(p[0]) {
 			s.client.HoldOutput(true)
 		}
 		ok := s.dispatch(p)
@@ -278,7 +278,7 @@ func (s *Session) loop() (parked bool) {
 // the shutdown deadline.
 func (s *Session) endDrainedCommand(cmd byte, ok bool) bool {
 	s.client.HoldOutput(false)
-	if ok && drainBoundary(cmd) && s.heldPins() == 0 && s.xa.trx == nil {
+	if ok && drainBoundary(cmd) && !s.holdsForNext() {
 		s.client.ResetSeq()
 		_ = s.client.WriteErr(errShutdownInProgress())
 		ok = false
@@ -287,6 +287,17 @@ func (s *Session) endDrainedCommand(cmd byte, ok bool) bool {
 		ok = false
 	}
 	return ok
+}
+
+// holdsForNext says whether the session holds something a next command
+// may need: a held connection and why (a transaction, locks, state for the
+// next statement), an XA branch, a transaction begun lazily on a sharded
+// schema, a SET TRANSACTION for the next one, a statement outside its
+// schema, connections on other shards. The drain does not end such a
+// session, nor does a live upgrade move it.
+func (s *Session) holdsForNext() bool {
+	return s.heldPins() != 0 || s.xa.trx != nil || s.beginPending || len(s.nextTrxSQL) > 0 ||
+		s.outsideFrom != nil || len(s.others) > 0
 }
 
 // drainBoundary says whether a command completes a unit of work, after
@@ -323,7 +334,7 @@ func (s *Session) readCommand() ([]byte, error) {
 	s.mu.Lock()
 	s.idle = true
 	s.idleSeq++
-	s.idleXA = s.xa.trx != nil
+	s.idleHolds = s.holdsForNext()
 	s.publishIdle()
 	s.mu.Unlock()
 	err := s.waitCommand()
@@ -672,7 +683,7 @@ func isDisconnect(err error) bool {
 func (s *Session) idleMark() (seq uint32, closable bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.idleSeq, s.idle && s.act.pins == 0 && !s.idleXA
+	return s.idleSeq, s.idle && !s.idleHolds
 }
 
 // interruptIfIdle wakes a session blocked in wait seq for a command, so it

@@ -240,11 +240,8 @@ func (c *Conn) fill(n int) error {
 			return err
 		}
 	}
-	if c.holdOutput && len(c.wbuf) > 0 {
-		// Never wait for the peer with output it may be waiting for.
-		if err := c.write(); err != nil {
-			return err
-		}
+	if err := c.writeHeld(); err != nil {
+		return err
 	}
 	for c.rend < n {
 		m, err := c.readSome(c.rbuf[c.rend:])
@@ -479,6 +476,15 @@ func (c *Conn) Flush() error {
 // of a response and have both leave in one write (the drain's farewell,
 // which the client must find behind the response it reads).
 func (c *Conn) HoldOutput(hold bool) { c.holdOutput = hold }
+
+// writeHeld writes output HoldOutput kept, before a wait for the peer: it
+// may be waiting for that output.
+func (c *Conn) writeHeld() error {
+	if c.holdOutput && len(c.wbuf) > 0 {
+		return c.write()
+	}
+	return nil
+}
 
 // write writes the queued output.
 func (c *Conn) write() error {

@@ -332,6 +332,9 @@ func (c *Conn) WaitInput(timeout time.Duration) error {
 	if c.rend > c.rpos {
 		return nil
 	}
+	if err := c.writeHeld(); err != nil {
+		return err
+	}
 	c.WaitStart = time.Time{}
 	if !c.rawSocket() {
 		return c.waitThroughConn(timeout)
@@ -386,6 +389,9 @@ func (c *Conn) readInput(fd uintptr) bool {
 func (c *Conn) TryInput() (bool, error) {
 	if c.rend > c.rpos {
 		return true, nil
+	}
+	if err := c.writeHeld(); err != nil {
+		return true, err
 	}
 	c.WaitStart = time.Time{}
 	if !c.rawSocket() {
