@@ -14,6 +14,10 @@ import (
 	"github.com/shardgate/shardgate/internal/upgrade"
 )
 
+// upgradeFailpointEnv, for the tests of a failed upgrade: "die-on-session"
+// makes the new process die when the first session comes.
+const upgradeFailpointEnv = "SHARDGATE_UPGRADE_FAILPOINT"
+
 // inherited is what a live upgrade handed this process at start; empty for
 // an ordinary start.
 type inherited struct {
@@ -49,6 +53,10 @@ func (in *inherited) serve(p *proxy.Proxy, log *slog.Logger) {
 	go func() {
 		moved, refused := 0, 0
 		err := in.child.Sessions(func(state []byte, files []*os.File) error {
+			if os.Getenv(upgradeFailpointEnv) == "die-on-session" {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL) // a new binary that crashes
+				select {}
+			}
 			if err := p.Adopt(state, files); err != nil {
 				refused++
 				log.Warn("live upgrade: session not taken; the old process drains it", "err", err)
@@ -77,12 +85,16 @@ func liveUpgrade(p *proxy.Proxy, log *slog.Logger, stderr io.Writer, deadline ti
 		log.Error("live upgrade failed; this process serves on", "err", err)
 		return false
 	}
+	// The copies of the listening sockets are kept until the hand-over
+	// ends: should the new process die, this one serves on them again.
 	addrs, files, err := p.ListenerFiles()
-	if err == nil {
-		err = parent.Hello(upgrade.Hello{Listeners: addrs, NextID: p.NextSessionID()}, files)
+	closeFiles := func() {
 		for _, f := range files {
 			f.Close()
 		}
+	}
+	if err == nil {
+		err = parent.Hello(upgrade.Hello{Listeners: addrs, NextID: p.NextSessionID()}, files)
 	}
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -91,17 +103,30 @@ func liveUpgrade(p *proxy.Proxy, log *slog.Logger, stderr io.Writer, deadline ti
 	}
 	if err != nil {
 		parent.Abort()
+		closeFiles()
 		log.Error("live upgrade failed; this process serves on", "err", err, "new_pid", parent.Pid())
 		return false
 	}
 	log.Info("live upgrade: the new process serves; moving the sessions", "new_pid", parent.Pid())
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	start := time.Now()
-	left := p.HandOff(ctx, parent.Session)
+	left := p.HandOff(ctx, parent.Gone(), parent.Session)
 	cancel()
+	select {
+	case <-parent.Gone():
+		// The sessions it took died with it; the rest, and new clients,
+		// are this process's again.
+		p.ResumeAccepting(addrs, files)
+		log.Error("live upgrade failed: the new process ended during the hand-over; this process serves on",
+			"new_pid", parent.Pid(), "left", left)
+		return false
+	default:
+	}
+	closeFiles()
 	if err := parent.Done(); err != nil {
 		log.Warn("live upgrade: could not tell the new process the hand-over ended", "err", err)
 	}
+	p.StopAdmin()
 	log.Info("live upgrade: hand-over ended; the sessions left here drain", "took", time.Since(start).String(), "left", left)
 	return true
 }

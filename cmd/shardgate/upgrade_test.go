@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -330,4 +331,69 @@ func runTimed(t *testing.T, listen string) *timedClient {
 	}
 	t.Cleanup(func() { tc.stop(time.Now(), time.Now()) })
 	return tc
+}
+
+// A new binary that dies during the hand-over: the old process serves on,
+// on its listeners (new clients and the admin port), and says so; the
+// upgrade command reports that it did not exit.
+func TestLiveUpgradeNewProcessDies(t *testing.T) {
+	srv := testenv.Shared(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "shardgate.yaml")
+	cfg := fmt.Sprintf("users:\n  - {name: %s, password: %q}\nclusters:\n  - {name: main, user: %s, password: %q, primary: {address: %q}}\n",
+		testenv.User, testenv.Password, testenv.User, testenv.Password, srv.Addr)
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	listen, admin := freeAddr(t), freeAddr(t)
+	logFile := filepath.Join(dir, "shardgate.log")
+	logw, err := os.Create(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logw.Close()
+	old := exec.Command(binary, "serve", "--config", file, "--listen", listen, "--admin-http", admin)
+	old.Stdout, old.Stderr = logw, logw
+	old.Env = append(os.Environ(), "SHARDGATE_UPGRADE_FAILPOINT=die-on-session")
+	if err := old.Start(); err != nil {
+		t.Fatal(err)
+	}
+	oldDone := make(chan error, 1)
+	go func() { oldDone <- old.Wait() }()
+	readLog := func() string { b, _ := os.ReadFile(logFile); return string(b) }
+	t.Cleanup(func() {
+		_ = old.Process.Kill()
+		if t.Failed() {
+			t.Logf("shardgate log:\n%s", readLog())
+		}
+	})
+	waitUntil(t, 30*time.Second, "shardgate listening", func() bool { return readyz(admin) == 200 })
+	// A session to move, which the new process dies on.
+	db := open(t, listen, "")
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.PingContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run(t, "", "upgrade", "--timeout", "5s", strconv.Itoa(old.Process.Pid))
+	if code != 1 || !strings.Contains(errOut, "still runs") {
+		t.Fatalf("upgrade with a new process that dies: exit %d, %q", code, errOut)
+	}
+	waitUntil(t, 30*time.Second, "the failed upgrade in the log", func() bool {
+		return strings.Contains(readLog(), "live upgrade failed: the new process ended during the hand-over")
+	})
+	select {
+	case err := <-oldDone:
+		t.Fatalf("the old process exited (%v) after a failed upgrade", err)
+	default:
+	}
+	if err := pingAs(listen, testenv.User, testenv.Password); err != nil {
+		t.Fatalf("a new client after the failed upgrade: %v", err)
+	}
+	if code := readyz(admin); code != 200 {
+		t.Fatalf("the admin port after the failed upgrade: /readyz %d", code)
+	}
 }

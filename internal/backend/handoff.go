@@ -17,6 +17,7 @@ import (
 // temporary tables, locks, statements prepared on it).
 type ConnState struct {
 	Pool                string `json:"pool"`
+	Addr                string `json:"addr"` // the server it is connected to, as the pool dials it
 	ThreadID            uint32 `json:"thread_id"`
 	Caps                uint32 `json:"caps"`
 	ServerVersion       string `json:"server_version"`
@@ -49,7 +50,7 @@ func (c *Conn) HandOff() (*os.File, ConnState, error) {
 	if err != nil {
 		return nil, ConnState{}, fmt.Errorf("backend connection socket: %w", err)
 	}
-	st := ConnState{Pool: c.pool.Name, ThreadID: c.ThreadID, Caps: c.Caps, ServerVersion: c.ServerVersion,
+	st := ConnState{Pool: c.pool.Name, Addr: c.pool.Addr(), ThreadID: c.ThreadID, Caps: c.Caps, ServerVersion: c.ServerVersion,
 		FoundRows: c.FoundRows, DB: c.DB, Vars: c.Vars, VarsFP: c.VarsFP, LastInsertID: c.LastInsertID,
 		LastInsertIDUnknown: c.LastInsertIDUnknown, Dirty: c.Dirty, Status: c.Status, Salt: c.salt, Plugin: c.plugin}
 	for e := c.stmtLRU.Back(); e != nil; e = e.Prev() {
@@ -70,6 +71,11 @@ func (p *Pool) Forget(c *Conn) {
 // counted in the pool's open connections (beyond max_open if need be),
 // in use by the caller, which releases it as any acquired connection.
 func (p *Pool) Adopt(f *os.File, st ConnState) (*Conn, error) {
+	if st.Addr != p.Addr() {
+		// The new configuration moved this pool to another server: the
+		// session's connection is not one of its connections.
+		return nil, fmt.Errorf("backend connection to %s, but pool %s now connects to %s", st.Addr, p.Name, p.Addr())
+	}
 	nc, err := net.FileConn(f)
 	if err != nil {
 		return nil, fmt.Errorf("adopt backend connection: %w", err)

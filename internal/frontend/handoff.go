@@ -2,10 +2,12 @@ package frontend
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shardgate/shardgate/internal/backend"
 	"github.com/shardgate/shardgate/internal/router"
@@ -20,6 +22,7 @@ type Handoff struct {
 	Listener           int                `json:"listener"` // which of the proxy's listeners (set by the proxy)
 	ID                 uint32             `json:"id"`
 	Remote             string             `json:"remote"`
+	Salt               []byte             `json:"salt"` // the login's scramble, for COM_CHANGE_USER
 	User               string             `json:"user"`
 	DB                 string             `json:"db"`
 	Caps               uint32             `json:"caps"`
@@ -68,6 +71,7 @@ var errMoved = errors.New("session moved to the new process")
 // left or ctx ends; the caller then drains what stayed (Shutdown).
 func (s *Server) HandOff(done <-chan struct{}, send HandoffFunc) int {
 	s.handoff.Store(&send)
+	defer s.handoff.Store(nil) // what stays drains; it does not try again
 	s.StopAccepting()
 	if s.parker != nil {
 		s.stopOnce.Do(func() { close(s.stopSweep) })
@@ -96,6 +100,13 @@ func (s *Server) HandOff(done <-chan struct{}, send HandoffFunc) int {
 		case <-tick.C:
 		}
 	}
+}
+
+// ResumeAccepting serves on ln again, after a live upgrade whose new
+// process died: ln is this process's copy of the listening socket.
+func (s *Server) ResumeAccepting(ln net.Listener) error {
+	s.notAccepting.Store(false)
+	return s.Serve(ln)
 }
 
 // StopAccepting closes the listener, whose socket a live upgrade's new
@@ -166,6 +177,8 @@ func (s *Session) unmovable() string {
 		return "a transaction over shards"
 	case s.stream != nil:
 		return "a command being read"
+	case s.pinned != nil && s.cl != s.home:
+		return "a connection held on another cluster than its own"
 	case len(s.nextTrxSQL) > 0:
 		return "a SET TRANSACTION for the next transaction"
 	case s.pins&(pinTrx|pinCursor|pinLongData) != 0:
@@ -188,7 +201,7 @@ func (s *Session) exportState() (*Handoff, []*os.File, error) {
 	if !ok {
 		return nil, nil, errors.New("client connection is not TCP")
 	}
-	h := &Handoff{ID: s.id, Remote: s.remote, User: s.user.Name, DB: s.db, Caps: s.caps, MultiStmts: s.multiStmts,
+	h := &Handoff{ID: s.id, Remote: s.remote, Salt: append([]byte(nil), s.salt[:]...), User: s.user.Name, DB: s.db, Caps: s.caps, MultiStmts: s.multiStmts,
 		Vars: s.vars, WaitTimeout: s.waitTimeout, InteractiveTimeout: s.interactiveTimeout,
 		LastInsertID: s.lastInsertID, LastRowCount: s.lastRowCount, LastFoundRows: s.lastFoundRows,
 		RowsProbed: s.rowsProbed, Pins: uint16(s.pins), NextStmtID: s.nextStmtID,
@@ -205,6 +218,13 @@ func (s *Session) exportState() (*Handoff, []*os.File, error) {
 		}
 		h.Backend = &st
 		files = append(files, f)
+	}
+	if !h.textIsUTF8() {
+		for _, f := range files {
+			f.Close()
+		}
+		// The state travels as JSON, which would change such text.
+		return nil, nil, errors.New("the session's statements or variables hold text that is not UTF-8")
 	}
 	f, err := tc.File()
 	if err != nil {
@@ -224,6 +244,9 @@ func (s *Server) Adopt(h *Handoff, client *os.File, pinned *backend.Conn) error 
 	if u == nil {
 		return errors.New("user " + h.User + " is not in the new process's configuration")
 	}
+	if s.sessions.load(h.ID) != nil {
+		return fmt.Errorf("a session of this process has id %d already", h.ID)
+	}
 	nc, err := net.FileConn(client)
 	if err != nil {
 		return err
@@ -231,6 +254,7 @@ func (s *Server) Adopt(h *Handoff, client *os.File, pinned *backend.Conn) error 
 	sess := newSession(s, nc, h.ID)
 	sess.remote = h.Remote
 	sess.importState(h, u, pinned)
+	sess.afterHandshake(s.clientMaxPacket())
 	s.count.Add(1)
 	s.sessions.store(sess)
 	s.opt.Metrics.ClientConnects.Inc()
@@ -242,6 +266,7 @@ func (s *Server) Adopt(h *Handoff, client *os.File, pinned *backend.Conn) error 
 
 func (s *Session) importState(h *Handoff, u *User, pinned *backend.Conn) {
 	s.user = u
+	copy(s.salt[:], h.Salt)
 	s.home = s.homeCluster(u)
 	s.cl = s.home
 	s.caps, s.multiStmts, s.db = h.Caps, h.MultiStmts, h.DB
@@ -285,4 +310,25 @@ func (s *Session) takePoke() bool {
 	p := s.handoffPoke
 	s.handoffPoke = false
 	return p
+}
+
+// textIsUTF8 says whether the state's text survives JSON unchanged.
+func (h *Handoff) textIsUTF8() bool {
+	ok := utf8.ValidString(h.DB)
+	for _, v := range h.Vars {
+		ok = ok && utf8.ValidString(v.Value)
+	}
+	for _, st := range h.Stmts {
+		ok = ok && utf8.ValidString(st.SQL) && utf8.ValidString(st.DB)
+	}
+	if b := h.Backend; b != nil {
+		ok = ok && utf8.ValidString(b.DB)
+		for _, v := range b.Vars {
+			ok = ok && utf8.ValidString(v.Value)
+		}
+		for _, st := range b.Stmts {
+			ok = ok && utf8.ValidString(st.SQL) && utf8.ValidString(st.DB)
+		}
+	}
+	return ok
 }

@@ -53,10 +53,7 @@ func (s *Session) handshake() error {
 	// Before login nobody may make the proxy allocate much: a handshake
 	// packet is a few hundred bytes.
 	s.client.MaxPacket = maxHandshakePacket
-	maxPacket := s.srv.identity().MaxPacket
-	if maxPacket <= 0 {
-		maxPacket = maxClientPacket
-	}
+	maxPacket := s.srv.clientMaxPacket()
 	defer func() { s.afterHandshake(maxPacket) }()
 	salt, err := auth.NewScramble()
 	if err != nil {
@@ -396,6 +393,15 @@ func (s *Session) fail(e *mysql.SQLError) error {
 	_ = s.client.WriteErr(e)
 	_ = s.client.Flush()
 	return fmt.Errorf("%w: %s", errAuthFailed, e.Message)
+}
+
+// clientMaxPacket is the largest packet a logged-in client may send: the
+// backend's max_allowed_packet, learnt, or maxClientPacket.
+func (s *Server) clientMaxPacket() int {
+	if m := s.identity().MaxPacket; m > 0 {
+		return m
+	}
+	return maxClientPacket
 }
 
 // afterHandshake sets the limits a logged-in client's packets are read

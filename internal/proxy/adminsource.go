@@ -359,7 +359,7 @@ func (p *Proxy) buildAdminSQL(ident frontend.Identity, tc *tls.Config, tlsRequir
 	if err != nil {
 		return err
 	}
-	ln, err := p.listenTCP(cfg.Admin.SQL, false)
+	ln, err := p.listenTCP(cfg.Admin.SQL, adminReusePort(cfg))
 	if err != nil {
 		return fmt.Errorf("admin SQL listen on %s: %w", cfg.Admin.SQL, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shardgate/shardgate/internal/config"
 )
 
 // listenTCP opens a listener on addr, or serves on the socket a live
@@ -33,4 +35,11 @@ func (p *Proxy) listenTCP(addr string, reusePort bool) (net.Listener, error) {
 		}
 	}
 	return lc.Listen(context.Background(), "tcp", addr)
+}
+
+// adminReusePort: the admin ports share their port with a successor's as
+// the first client listener does, or the successor could not start while
+// this process drains.
+func adminReusePort(cfg *config.Config) bool {
+	return len(cfg.Listeners) > 0 && cfg.Listeners[0].ReusePort
 }

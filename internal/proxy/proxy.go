@@ -477,7 +477,7 @@ func (p *Proxy) buildServers() error {
 		p.lns = append(p.lns, ln)
 	}
 	if cfg.Admin.HTTP != "" {
-		ln, err := p.listenTCP(cfg.Admin.HTTP, false)
+		ln, err := p.listenTCP(cfg.Admin.HTTP, adminReusePort(cfg))
 		if err != nil {
 			return fmt.Errorf("admin listen on %s: %w", cfg.Admin.HTTP, err)
 		}

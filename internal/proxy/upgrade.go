@@ -51,8 +51,10 @@ func (p *Proxy) ListenerFiles() (addrs []string, files []*os.File, err error) {
 	return addrs, files, nil
 }
 
-// NextSessionID is above every session id given out so far.
-func (p *Proxy) NextSessionID() uint32 { return p.ids.Load() + 1 }
+// NextSessionID is where the new process of a live upgrade numbers its
+// sessions from: far above the ids this process gave out so far, as it
+// goes on giving some out until the new one serves.
+func (p *Proxy) NextSessionID() uint32 { return p.ids.Load() + 1<<20 }
 
 // SetNextSessionID makes the sessions of this process number from id on
 // (the new process of a live upgrade: ids stay unique across both). Call
@@ -68,17 +70,19 @@ func (p *Proxy) SetNextSessionID(id uint32) {
 type SessionSender func(state []byte, files ...*os.File) error
 
 // HandOff moves the client sessions to the new process of a live upgrade:
-// the admin ports stop serving (the new process serves them on the same
-// sockets), and every client listener's sessions move as they can
-// (frontend.Server.HandOff) until none is left or ctx ends. It returns how
-// many stayed; Shutdown drains them.
-func (p *Proxy) HandOff(ctx context.Context, send SessionSender) int {
-	if p.admin != nil {
-		_ = p.admin.Close()
-	}
-	if p.adminSQL != nil {
-		p.adminSQL.StopAccepting()
-	}
+// every client listener stops accepting (the new process accepts on the
+// same sockets) and its sessions move as they can (frontend.Server.HandOff)
+// until none is left, ctx ends or gone closes (the new process died). It
+// returns how many stayed.
+func (p *Proxy) HandOff(ctx context.Context, gone <-chan struct{}, send SessionSender) int {
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-gone:
+		}
+		close(stop)
+	}()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	left := 0
@@ -86,7 +90,7 @@ func (p *Proxy) HandOff(ctx context.Context, send SessionSender) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n := srv.HandOff(ctx.Done(), func(h *frontend.Handoff, files []*os.File) error {
+			n := srv.HandOff(stop, func(h *frontend.Handoff, files []*os.File) error {
 				h.Listener = i
 				state, err := json.Marshal(h)
 				if err != nil {
@@ -101,6 +105,52 @@ func (p *Proxy) HandOff(ctx context.Context, send SessionSender) int {
 	}
 	wg.Wait()
 	return left
+}
+
+// StopAdmin ends the admin ports' service in this process, once a live
+// upgrade's new process serves them on the same sockets.
+func (p *Proxy) StopAdmin() {
+	if p.admin != nil {
+		_ = p.admin.Close()
+	}
+	if p.adminSQL != nil {
+		p.adminSQL.StopAccepting()
+	}
+}
+
+// ResumeAccepting serves the client listeners again on files (copies of
+// their sockets, ListenerFiles) after a live upgrade whose new process
+// died: this process is the one that serves, as before. It closes files.
+func (p *Proxy) ResumeAccepting(addrs []string, files []*os.File) {
+	byAddr := map[string]*os.File{}
+	for i, a := range addrs {
+		byAddr[a] = files[i]
+	}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	cfg := p.runningConfig()
+	for i, srv := range p.servers {
+		f := byAddr[cfg.Listeners[i].Address]
+		if f == nil {
+			continue
+		}
+		ln, err := net.FileListener(f)
+		if err != nil {
+			p.log.Error("listener not resumed after the failed upgrade; restart this process", "addr", cfg.Listeners[i].Address, "err", err)
+			continue
+		}
+		p.lns[i] = ln
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			if err := srv.ResumeAccepting(ln); err != nil {
+				p.fail(err)
+			}
+		}()
+	}
 }
 
 // Adopt serves a session the old process of a live upgrade handed over:

@@ -34,6 +34,10 @@ const (
 	KindDone    = "done"
 )
 
+// maxFiles bounds the descriptors one message carries: a hello with every
+// listener, a session with its two sockets.
+const maxFiles = 64
+
 // chunk bounds one datagram: a state larger than this (a session with many
 // prepared statements) travels in several.
 const chunk = 48 << 10
@@ -93,6 +97,9 @@ func (c *Channel) Send(kind string, v any, files ...*os.File) error {
 	if err != nil {
 		return fmt.Errorf("upgrade: encode %s: %w", kind, err)
 	}
+	if len(files) > maxFiles {
+		return fmt.Errorf("upgrade: %d descriptors in one message, at most %d", len(files), maxFiles)
+	}
 	var rights []byte
 	if len(files) > 0 {
 		fds := make([]int, len(files))
@@ -126,7 +133,7 @@ func (c *Channel) Send(kind string, v any, files ...*os.File) error {
 // attached (the caller owns them).
 func (c *Channel) Recv() (kind string, body json.RawMessage, files []*os.File, err error) {
 	buf := make([]byte, 2*chunk+1024)
-	oob := make([]byte, syscall.CmsgSpace(8*4))
+	oob := make([]byte, syscall.CmsgSpace(maxFiles*4))
 	for {
 		n, oobn, flags, _, err := c.conn.ReadMsgUnix(buf, oob)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // EnvFD names the inherited descriptor of the new process's end of the
@@ -37,8 +38,13 @@ type Parent struct {
 	cmd   *exec.Cmd
 	acks  chan Ack
 	ready chan error
-	mu    sync.Mutex // one session at a time waits for its ack
+	gone  chan struct{} // closed when the new process ended the channel
+	mu    sync.Mutex    // one session at a time waits for its ack
 }
+
+// AckTimeout bounds the wait for the new process's answer to a session:
+// past it the new process is taken for hung and stopped (Session).
+var AckTimeout = 10 * time.Second
 
 // Start starts the new binary exe with args (the old process's own
 // arguments) and the channel's other end inherited as descriptor 3.
@@ -56,7 +62,7 @@ func Start(exe string, args []string, stdout, stderr io.Writer) (*Parent, error)
 		ch.Close()
 		return nil, fmt.Errorf("upgrade: start %s: %w", exe, err)
 	}
-	p := &Parent{ch: ch, cmd: cmd, acks: make(chan Ack, 1), ready: make(chan error, 1)}
+	p := &Parent{ch: ch, cmd: cmd, acks: make(chan Ack, 1), ready: make(chan error, 1), gone: make(chan struct{})}
 	go p.read()
 	go func() { _ = cmd.Wait() }() // the new process outlives this one; reap it if it fails first
 	return p, nil
@@ -71,13 +77,20 @@ func (p *Parent) read() {
 		kind, body, files, err := p.ch.Recv()
 		closeAll(files)
 		if err != nil {
-			p.ready <- fmt.Errorf("the new process ended the upgrade: %w", err)
+			select {
+			case p.ready <- fmt.Errorf("the new process ended the upgrade: %w", err):
+			default:
+			}
 			close(p.acks)
+			close(p.gone)
 			return
 		}
 		switch kind {
 		case KindReady:
-			p.ready <- nil
+			select {
+			case p.ready <- nil:
+			default:
+			}
 		case KindAck:
 			var a Ack
 			if err := json.Unmarshal(body, &a); err != nil {
@@ -103,27 +116,48 @@ func (p *Parent) WaitReady(ctx context.Context) error {
 	}
 }
 
+// Gone is closed once the new process has ended the channel (it exited,
+// or it closed its end): the upgrade failed.
+func (p *Parent) Gone() <-chan struct{} { return p.gone }
+
 // Session hands over one session and waits for the new process's answer:
 // nil when it took the session (the caller then lets go of its sockets
-// without closing the connections: the new process holds them).
+// without closing the connections: the new process holds them). Without
+// an answer within AckTimeout the new process is stopped, so that the
+// session, which it may or may not have taken, is served by this one
+// alone.
 func (p *Parent) Session(state []byte, files ...*os.File) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	select {
+	case <-p.gone:
+		return errors.New("the new process is gone")
+	default:
+	}
 	if err := p.ch.Send(KindSession, json.RawMessage(state), files...); err != nil {
 		return err
 	}
-	a, ok := <-p.acks
-	if !ok {
-		return errors.New("the new process is gone")
+	select {
+	case a, ok := <-p.acks:
+		if !ok {
+			return errors.New("the new process is gone")
+		}
+		if a.Refused != "" {
+			return errors.New(a.Refused)
+		}
+		return nil
+	case <-time.After(AckTimeout):
+		p.Abort()
+		<-p.gone
+		return fmt.Errorf("the new process did not answer within %v; stopped it", AckTimeout)
 	}
-	if a.Refused != "" {
-		return errors.New(a.Refused)
-	}
-	return nil
 }
 
-// Done tells the new process that no more sessions come, and closes.
+// Done tells the new process that no more sessions come, and closes; a
+// session waiting for its answer gets it first.
 func (p *Parent) Done() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	err := p.ch.Send(KindDone, struct{}{})
 	p.ch.Close()
 	return err
