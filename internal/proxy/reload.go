@@ -43,13 +43,13 @@ func (p *Proxy) Reload(cfg *config.Config) ([]config.Change, error) {
 		return nil, fmt.Errorf("configuration not applied: %w", err)
 	}
 	changes := config.Diff(old, cfg)
-	plan.schemas.refuseChanges(changes)
 	p.stepMu.Lock()
 	defer p.stepMu.Unlock()
 	for i := range cfg.Clusters {
 		p.applyCluster(old.Cluster(cfg.Clusters[i].Name), &cfg.Clusters[i], plan)
 	}
-	p.applySchemas(plan.schemas)
+	p.applySchemas(plan.schemas, old)
+	plan.schemas.refuseChanges(changes)
 	p.applyUsers(old, cfg, plan)
 	p.applyAdminUsers(old, cfg, plan.admins)
 	for _, srv := range p.servers {

@@ -107,7 +107,7 @@ func schemaNamed(ss []config.Schema, name string) *config.Schema {
 // their next statement. The added tables' key types are learnt in the
 // background; until then statements on them go to all of their
 // sub-tables.
-func (p *Proxy) applySchemas(sp *schemaPlan) {
+func (p *Proxy) applySchemas(sp *schemaPlan, old *config.Config) {
 	running := p.keyspaceMap()
 	next := maps.Clone(running)
 	if next == nil {
@@ -122,6 +122,7 @@ func (p *Proxy) applySchemas(sp *schemaPlan) {
 		nks, err := planner.NewKeyspace(s, p.clusterMap())
 		if err != nil {
 			p.log.Error("schema not applied: its clusters are not running; restart to apply it", "schema", s.Name, "err", err)
+			sp.notApplied(s.Name, old)
 			continue
 		}
 		if ks != nil {
@@ -133,6 +134,7 @@ func (p *Proxy) applySchemas(sp *schemaPlan) {
 		}
 		if err := p.setSequences(nks); err != nil {
 			p.log.Error("schema not applied: its sequences cannot be set up; restart to apply it", "schema", s.Name, "err", err)
+			sp.notApplied(s.Name, old)
 			continue
 		}
 		next[s.Name] = nks
@@ -154,6 +156,24 @@ func (p *Proxy) applySchemas(sp *schemaPlan) {
 			p.retryKeyTypes(pending)
 		}
 	}()
+}
+
+// notApplied takes a schema the proxy could not apply back out of the
+// running configuration (its old definition, or none), so that a later
+// reload tries it again, and reports it as needing a restart.
+func (sp *schemaPlan) notApplied(name string, old *config.Config) {
+	sp.refused[fmt.Sprintf("schemas[%s]", name)] = "not applied"
+	for i := range sp.configs {
+		if sp.configs[i].Name != name {
+			continue
+		}
+		if o := schemaNamed(old.Schemas, name); o != nil {
+			sp.configs[i] = *o
+		} else {
+			sp.configs = slices.Delete(sp.configs, i, i+1)
+		}
+		return
+	}
 }
 
 // sameTables says whether two builds of a schema list the same tables.
