@@ -116,41 +116,8 @@ func TestLiveUpgradeKeepsSessions(t *testing.T) {
 	srv := testenv.Shared(t)
 	const db = "liveup"
 	srv.Exec(t, "DROP DATABASE IF EXISTS "+db, "CREATE DATABASE "+db, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)", "INSERT INTO "+db+".t VALUES (7)")
-	dir := t.TempDir()
-	file := filepath.Join(dir, "shardgate.yaml")
-	cfg := fmt.Sprintf("users:\n  - {name: %s, password: %q}\nclusters:\n  - {name: main, user: %s, password: %q, primary: {address: %q}}\nlisteners:\n  - {address: %q, tls: {mode: \"off\"}}\n",
-		testenv.User, testenv.Password, testenv.User, testenv.Password, srv.Addr, freeAddr(t))
-	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	listen, admin := freeAddr(t), freeAddr(t)
-	logFile := filepath.Join(dir, "shardgate.log")
-	logw, err := os.Create(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logw.Close()
-	// The log is a file: the new process inherits it and writes on after
-	// the old one is gone.
-	old := exec.Command(binary, "serve", "--config", file, "--listen", listen, "--admin-http", admin)
-	old.Stdout, old.Stderr = logw, logw
-	if err := old.Start(); err != nil {
-		t.Fatal(err)
-	}
-	oldDone := make(chan error, 1)
-	go func() { oldDone <- old.Wait() }()
-	readLog := func() string { b, _ := os.ReadFile(logFile); return string(b) }
-	t.Cleanup(func() {
-		_ = old.Process.Kill()
-		if m := newPID.FindStringSubmatch(readLog()); m != nil {
-			pid, _ := strconv.Atoi(m[1])
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		if t.Failed() {
-			t.Logf("shardgate log:\n%s", readLog())
-		}
-	})
-	waitUntil(t, 30*time.Second, "shardgate listening", func() bool { return readyz(admin) == 200 })
+	u := startUpgradable(t, "listeners:\n  - {address: \"127.0.0.1:0\", tls: {mode: \"off\"}}\n")
+	listen, admin, old, oldDone, readLog := u.listen, u.admin, u.cmd, u.done, u.log
 	host, port, _ := net.SplitHostPort(listen)
 
 	mariadbCLI, err := exec.LookPath("mariadb")
@@ -263,6 +230,55 @@ func TestLiveUpgradeKeepsSessions(t *testing.T) {
 	}
 }
 
+// upgradable is a `shardgate serve` process to upgrade, logging to a file
+// (which the new process inherits and writes on after the old one is
+// gone).
+type upgradable struct {
+	listen, admin string
+	cmd           *exec.Cmd
+	done          chan error // the old process's exit, put back once read
+	logFile       string
+}
+
+func startUpgradable(t *testing.T, extraYAML string, env ...string) *upgradable {
+	t.Helper()
+	srv := testenv.Shared(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "shardgate.yaml")
+	cfg := fmt.Sprintf("users:\n  - {name: %s, password: %q}\nclusters:\n  - {name: main, user: %s, password: %q, primary: {address: %q}}\n%s",
+		testenv.User, testenv.Password, testenv.User, testenv.Password, srv.Addr, extraYAML)
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u := &upgradable{listen: freeAddr(t), admin: freeAddr(t), logFile: filepath.Join(dir, "shardgate.log"), done: make(chan error, 1)}
+	logw, err := os.Create(u.logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logw.Close()
+	u.cmd = exec.Command(binary, "serve", "--config", file, "--listen", u.listen, "--admin-http", u.admin)
+	u.cmd.Stdout, u.cmd.Stderr = logw, logw
+	u.cmd.Env = append(os.Environ(), env...)
+	if err := u.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { u.done <- u.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = u.cmd.Process.Kill()
+		if m := newPID.FindStringSubmatch(u.log()); m != nil {
+			pid, _ := strconv.Atoi(m[1])
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			t.Logf("shardgate log:\n%s", u.log())
+		}
+	})
+	waitUntil(t, 30*time.Second, "shardgate listening", func() bool { return readyz(u.admin) == 200 })
+	return u
+}
+
+func (u *upgradable) log() string { b, _ := os.ReadFile(u.logFile); return string(b) }
+
 // timedClient runs SELECT 1 on one connection, timing each.
 type timedClient struct {
 	stop func(before, after time.Time) (p50Before, p99Before, p99During, maxDuring time.Duration, errs int)
@@ -337,37 +353,8 @@ func runTimed(t *testing.T, listen string) *timedClient {
 // on its listeners (new clients and the admin port), and says so; the
 // upgrade command reports that it did not exit.
 func TestLiveUpgradeNewProcessDies(t *testing.T) {
-	srv := testenv.Shared(t)
-	dir := t.TempDir()
-	file := filepath.Join(dir, "shardgate.yaml")
-	cfg := fmt.Sprintf("users:\n  - {name: %s, password: %q}\nclusters:\n  - {name: main, user: %s, password: %q, primary: {address: %q}}\n",
-		testenv.User, testenv.Password, testenv.User, testenv.Password, srv.Addr)
-	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	listen, admin := freeAddr(t), freeAddr(t)
-	logFile := filepath.Join(dir, "shardgate.log")
-	logw, err := os.Create(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logw.Close()
-	old := exec.Command(binary, "serve", "--config", file, "--listen", listen, "--admin-http", admin)
-	old.Stdout, old.Stderr = logw, logw
-	old.Env = append(os.Environ(), "SHARDGATE_UPGRADE_FAILPOINT=die-on-session")
-	if err := old.Start(); err != nil {
-		t.Fatal(err)
-	}
-	oldDone := make(chan error, 1)
-	go func() { oldDone <- old.Wait() }()
-	readLog := func() string { b, _ := os.ReadFile(logFile); return string(b) }
-	t.Cleanup(func() {
-		_ = old.Process.Kill()
-		if t.Failed() {
-			t.Logf("shardgate log:\n%s", readLog())
-		}
-	})
-	waitUntil(t, 30*time.Second, "shardgate listening", func() bool { return readyz(admin) == 200 })
+	u := startUpgradable(t, "", "SHARDGATE_UPGRADE_FAILPOINT=die-on-session")
+	listen, admin, old, oldDone, readLog := u.listen, u.admin, u.cmd, u.done, u.log
 	// A session to move, which the new process dies on.
 	db := open(t, listen, "")
 	conn, err := db.Conn(context.Background())
