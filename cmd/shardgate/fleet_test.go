@@ -173,6 +173,13 @@ func TestFleetFollowsEtcd(t *testing.T) {
 		if !slices.Equal(addrs, want) || selves != 1 {
 			t.Errorf("instance %d's /api/proxies: %v, want addresses %v and itself once", i, rows, want)
 		}
+		// The status page's fleet section lists them too.
+		page := httpBody(t, "http://"+fi.admin+"/")
+		for _, r := range rows {
+			if id := fmt.Sprint(r["id"]); !strings.Contains(page, id) {
+				t.Errorf("instance %d's status page does not list instance %s", i, id)
+			}
+		}
 	}
 
 	// A push adding a user and a replica reaches all three at once.
@@ -357,6 +364,21 @@ func pingAs(listen, user, password string) error {
 	defer db.Close()
 	var one int
 	return db.QueryRow("SELECT 1").Scan(&one)
+}
+
+// httpBody GETs url's body.
+func httpBody(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // apiRows reads one of the admin HTTP port's JSON views.
