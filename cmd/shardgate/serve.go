@@ -39,17 +39,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	var src *etcdSource
 	var cfg *config.Config
 	var err error
-	if fleet.IsURL(*cfgFile) {
-		if *backendDSN != "" {
-			err = errors.New("shardgate serve: use either --config or --backend, not both")
-		} else {
-			src, err = openEtcdSource(*cfgFile, ef, over, stderr)
-		}
-		if src != nil {
+	if fleet.IsURL(*cfgFile) && *backendDSN == "" {
+		if src, err = openEtcdSource(*cfgFile, ef, over, stderr); src != nil {
 			cfg = src.first
 			defer src.store.Close()
 		}
 	} else {
+		// A file, the quick start, or both given: loadServeConfig says so.
 		cfg, err = loadServeConfig(*cfgFile, *listen, *backendDSN, *adminHTTP)
 	}
 	if err != nil {

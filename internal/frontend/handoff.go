@@ -85,7 +85,7 @@ func (s *Server) HandOff(done <-chan struct{}, send HandoffFunc) int {
 		left := 0
 		s.sessions.each(&buf, func(sess *Session) bool {
 			left++
-			if seq, idle := sess.waitSeq(); idle && poked[sess] != seq {
+			if seq, idle, _ := sess.idleState(); idle && poked[sess] != seq {
 				poked[sess] = seq
 				sess.pokeForHandoff(seq)
 			}
@@ -118,13 +118,6 @@ func (s *Server) StopAccepting() {
 		_ = s.ln.Close()
 	}
 	s.lnMu.Unlock()
-}
-
-// waitSeq reports which wait for a command the session is in, if any.
-func (s *Session) waitSeq() (seq uint32, idle bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.idleSeq, s.idle
 }
 
 // pokeForHandoff interrupts wait seq so that the session tries to move.

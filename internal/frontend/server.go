@@ -485,7 +485,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for {
 		now := time.Now()
 		s.sessions.each(&buf, func(sess *Session) bool {
-			seq, closable := sess.idleMark()
+			seq, waiting, holds := sess.idleState()
+			closable := waiting && !holds
 			switch m, ok := idle[sess]; {
 			case !closable:
 				delete(idle, sess)

@@ -90,7 +90,7 @@ type Session struct {
 	// with the statement it runs, for the list of sessions.
 	command     byte
 	handoffPoke bool   // a live upgrade interrupted the wait (handoff.go)
-	idleSeq     uint32 // counts the waits for a command (the drain's idleMark)
+	idleSeq     uint32 // counts the waits for a command (idleState)
 	// queryKilled: a KILL QUERY came while the current statement ran;
 	// its parts not sent yet are not (killedError). Cleared when the
 	// session goes idle.
@@ -312,9 +312,7 @@ func drainBoundary(cmd byte) bool {
 }
 
 // readCommand waits for the next command; while it waits, the session counts
-// as idle for shutdown. An idle session is closed at shutdown even inside a
-// transaction: its connection is reset (rolled back) and nothing that was
-// not acknowledged is lost.
+// as idle for the drain (idleState) and a live upgrade may move it.
 func (s *Session) readCommand() ([]byte, error) {
 	s.client.ResetSeq()
 	// The wait for a command has no deadline: clear the one a read of the
@@ -611,8 +609,6 @@ func (*idleTimeoutError) Error() string   { return "client idle timeout" }
 func (*idleTimeoutError) Timeout() bool   { return true }
 func (*idleTimeoutError) Temporary() bool { return true }
 
-var errShutdown = errors.New("server shutting down")
-
 func (s *Session) setIdle(v bool) {
 	s.mu.Lock()
 	s.idle = v
@@ -635,7 +631,7 @@ func (s *Session) readFailed(err error) {
 		_ = s.client.WriteErr(mysql.PacketTooLargeError())
 		_ = s.client.Flush()
 		s.drainOnClose = true // so that the client, still sending, reads the error
-	case errors.Is(err, errShutdown) || (s.srv.shuttingDown.Load() && errors.As(err, &ne) && ne.Timeout()):
+	case s.srv.shuttingDown.Load() && errors.As(err, &ne) && ne.Timeout():
 		s.sendShutdown()
 	case errors.As(err, &ne) && ne.Timeout() && s.ownTimeoutExpired():
 		s.logger().Debug("closing client idle past its own wait_timeout", "wait_timeout", s.waitTimeout)
@@ -676,14 +672,15 @@ func isDisconnect(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// idleMark reports, for the drain, whether the session waits for a
-// command holding nothing a close would lose (a transaction, locks, state
-// for its next statement), and which wait it is: a session seen in the
-// same wait twice, drainQuiet apart, is idle enough to close.
-func (s *Session) idleMark() (seq uint32, closable bool) {
+// idleState reports which wait for a command the session is in (seq),
+// whether it waits now, and whether it holds meanwhile what a next command
+// may need (holdsForNext). The drain closes a session seen in the same
+// wait twice, drainQuiet apart, holding nothing; a live upgrade pokes each
+// wait once.
+func (s *Session) idleState() (seq uint32, idle, holds bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.idleSeq, s.idle && !s.idleHolds
+	return s.idleSeq, s.idle, s.idleHolds
 }
 
 // interruptIfIdle wakes a session blocked in wait seq for a command, so it

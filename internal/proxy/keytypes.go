@@ -21,9 +21,7 @@ func (p *Proxy) startKeyTypes() {
 	if len(p.keyspaceMap()) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), learnKeyTypesWait)
-	pending := p.learnKeyTypes(ctx, nil)
-	cancel()
+	pending := p.learnKeyTypesOnce(nil)
 	if pending == nil {
 		return
 	}
@@ -45,11 +43,16 @@ func (p *Proxy) retryKeyTypes(pending map[string]bool) {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), learnKeyTypesWait)
-		pending = p.learnKeyTypes(ctx, pending)
-		cancel()
+		pending = p.learnKeyTypesOnce(pending)
 	}
 	p.log.Info("shard-key types learnt for every sharded table; statements now route by key")
+}
+
+// learnKeyTypesOnce is learnKeyTypes within learnKeyTypesWait.
+func (p *Proxy) learnKeyTypesOnce(before map[string]bool) map[string]bool {
+	ctx, cancel := context.WithTimeout(context.Background(), learnKeyTypesWait)
+	defer cancel()
+	return p.learnKeyTypes(ctx, before)
 }
 
 // learnKeyTypes makes one attempt and returns what is still unknown, as

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -19,7 +18,7 @@ import (
 type schemaPlan struct {
 	configs []config.Schema    // the running configuration's schemas
 	built   []*sharding.Schema // configs built
-	refused map[string]string  // change key -> why it needs a restart
+	refused map[string]bool    // the change keys left for a restart
 }
 
 // prepareSchemas works out the schemas a reload over old runs. A reload
@@ -29,11 +28,7 @@ type schemaPlan struct {
 // cross_shard_writes: atomic, or a table that brings an atomic schema a
 // cluster its recovery does not cover (both are set up at start).
 func (p *Proxy) prepareSchemas(old, cfg *config.Config) (*schemaPlan, error) {
-	sp := &schemaPlan{refused: map[string]string{}}
-	oldByName := map[string]*config.Schema{}
-	for i := range old.Schemas {
-		oldByName[old.Schemas[i].Name] = &old.Schemas[i]
-	}
+	sp := &schemaPlan{refused: map[string]bool{}}
 	for _, o := range old.Schemas {
 		s := o
 		s.Tables = slices.Clone(o.Tables)
@@ -47,16 +42,16 @@ func (p *Proxy) prepareSchemas(old, cfg *config.Config) (*schemaPlan, error) {
 		sp.configs = append(sp.configs, s)
 	}
 	for _, ns := range cfg.Schemas {
-		if oldByName[ns.Name] != nil {
+		if schemaNamed(old.Schemas, ns.Name) != nil {
 			continue
 		}
 		if ns.CrossShardWrites == config.CrossShardAtomic {
-			sp.refused[fmt.Sprintf("schemas[%s]", ns.Name)] = "cross_shard_writes: atomic"
+			sp.refused[fmt.Sprintf("schemas[%s]", ns.Name)] = true
 			continue
 		}
 		sp.configs = append(sp.configs, ns)
 	}
-	if err := sp.build(old, cfg); err != nil {
+	if err := sp.build(cfg); err != nil {
 		return nil, err
 	}
 	// An atomic schema keeps its shards: its tables that would add one wait.
@@ -68,19 +63,19 @@ func (p *Proxy) prepareSchemas(old, cfg *config.Config) (*schemaPlan, error) {
 		}
 		for _, t := range sp.configs[i].Tables {
 			if ks.Schema.Table(t.Name) == nil {
-				sp.refused[fmt.Sprintf("schemas[%s].tables[%s]", s.Name, t.Name)] = "a new shard for cross_shard_writes: atomic"
+				sp.refused[fmt.Sprintf("schemas[%s].tables[%s]", s.Name, t.Name)] = true
 			}
 		}
-		sp.configs[i] = *oldByName[s.Name]
+		sp.configs[i] = *schemaNamed(old.Schemas, s.Name)
 	}
 	if len(sp.refused) > 0 {
-		return sp, sp.build(old, cfg)
+		return sp, sp.build(cfg)
 	}
 	return sp, nil
 }
 
 // build builds the running schemas, validated against cfg's clusters.
-func (sp *schemaPlan) build(old, cfg *config.Config) error {
+func (sp *schemaPlan) build(cfg *config.Config) error {
 	c := *cfg
 	c.Schemas = sp.configs
 	built, err := c.ShardingSchemas()
@@ -150,9 +145,7 @@ func (p *Proxy) applySchemas(sp *schemaPlan, old *config.Config) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), learnKeyTypesWait)
-		defer cancel()
-		if pending := p.learnKeyTypes(ctx, nil); pending != nil {
+		if pending := p.learnKeyTypesOnce(nil); pending != nil {
 			p.retryKeyTypes(pending)
 		}
 	}()
@@ -162,7 +155,7 @@ func (p *Proxy) applySchemas(sp *schemaPlan, old *config.Config) {
 // running configuration (its old definition, or none), so that a later
 // reload tries it again, and reports it as needing a restart.
 func (sp *schemaPlan) notApplied(name string, old *config.Config) {
-	sp.refused[fmt.Sprintf("schemas[%s]", name)] = "not applied"
+	sp.refused[fmt.Sprintf("schemas[%s]", name)] = true
 	for i := range sp.configs {
 		if sp.configs[i].Name != name {
 			continue

@@ -15,8 +15,9 @@ import (
 
 // ListenerFiles returns copies of the listening sockets (client listeners,
 // the admin SQL port, the admin HTTP port) with their configured
-// addresses, for the new process of a live upgrade; the caller closes the
-// files once sent.
+// addresses, for the new process of a live upgrade. The caller keeps the
+// files until the hand-over ended (ResumeAccepting serves on them again if
+// it failed), then closes them.
 func (p *Proxy) ListenerFiles() (addrs []string, files []*os.File, err error) {
 	cfg := p.runningConfig()
 	add := func(addr string, ln net.Listener) {
